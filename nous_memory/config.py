@@ -1,0 +1,96 @@
+"""Settings: constructor arguments, else ``NOUS_MEMORY_*`` environment variables, else defaults."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+
+from .errors import ConfigurationError
+
+EmbeddingProvider = Literal["local", "openai"]
+
+ENV_PREFIX = "NOUS_MEMORY_"
+
+
+def default_data_dir() -> Path:
+    """Where the embedded PostgreSQL keeps its data when nothing else is configured."""
+    return Path(platformdirs.user_data_dir("nous-memory", appauthor=False))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Everything configurable.  Field ``foo_bar`` reads env ``NOUS_MEMORY_FOO_BAR``."""
+
+    database_url: str | None = None
+    data_dir: Path = field(default_factory=default_data_dir)
+    database_name: str = "nous_memory"
+    pool_min_size: int = 1
+    pool_max_size: int = 10
+
+    embedding_provider: EmbeddingProvider = "local"
+    embedding_model: str | None = None
+    embedding_batch_size: int = 64
+    embedding_base_url: str | None = None
+    embedding_api_key: str | None = None
+
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key: str | None = None
+
+    api_host: str = "127.0.0.1"
+    api_port: int = 8765
+    api_keys: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.pool_min_size < 0 or self.pool_max_size < max(1, self.pool_min_size):
+            raise ConfigurationError(
+                f"pool sizes must satisfy 0 <= min <= max, max >= 1 "
+                f"(got min={self.pool_min_size}, max={self.pool_max_size})"
+            )
+        if self.embedding_batch_size < 1:
+            raise ConfigurationError("embedding_batch_size must be >= 1")
+        if self.embedding_provider not in ("local", "openai"):
+            raise ConfigurationError(
+                f"embedding_provider must be 'local' or 'openai', not {self.embedding_provider!r}"
+            )
+        if not self.database_name.replace("_", "").isalnum():
+            raise ConfigurationError("database_name may hold letters, digits and '_' only")
+
+    @classmethod
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, **overrides: Any
+    ) -> Settings:
+        """Build settings from the environment; explicit ``overrides`` win over it."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = env.get(ENV_PREFIX + f.name.upper())
+            if raw is None or raw == "":
+                continue
+            values[f.name] = _coerce(f.name, f.type, raw)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        if "data_dir" in values:
+            values["data_dir"] = Path(values["data_dir"]).expanduser()
+        return cls(**values)
+
+    def with_changes(self, **changes: Any) -> Settings:
+        return replace(self, **changes)
+
+
+def _coerce(name: str, annotation: object, raw: str) -> Any:
+    text = str(annotation)
+    if text.startswith("int"):
+        try:
+            return int(raw)
+        except ValueError:
+            raise ConfigurationError(
+                f"{ENV_PREFIX}{name.upper()} must be an integer, got {raw!r}"
+            ) from None
+    if text == "Path":
+        return Path(raw)
+    return raw

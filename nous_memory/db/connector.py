@@ -1,0 +1,95 @@
+"""One asyncpg pool with the pgvector and JSON codecs; a small verb API over named queries."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import asyncpg
+from pgvector.asyncpg import register_vector
+
+from .errors import translated
+from .queries import QUERIES, Queries
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    await register_vector(conn)
+    await conn.set_type_codec("jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+
+
+class Connection:
+    """One checked-out connection (inside or outside a transaction); same verbs as Database."""
+
+    def __init__(self, conn: asyncpg.Connection, queries: Queries) -> None:
+        self.raw = conn
+        self._queries = queries
+
+    async def fetch(self, name: str, *args: Any) -> list[asyncpg.Record]:
+        with translated():
+            rows: list[asyncpg.Record] = await self.raw.fetch(self._queries[name], *args)
+            return rows
+
+    async def fetchrow(self, name: str, *args: Any) -> asyncpg.Record | None:
+        with translated():
+            row: asyncpg.Record | None = await self.raw.fetchrow(self._queries[name], *args)
+            return row
+
+    async def fetchval(self, name: str, *args: Any) -> Any:
+        with translated():
+            return await self.raw.fetchval(self._queries[name], *args)
+
+    async def execute(self, name: str, *args: Any) -> str:
+        with translated():
+            status: str = await self.raw.execute(self._queries[name], *args)
+            return status
+
+
+class Database:
+    """The pool.  Every statement is a named query from ``queries.sql``."""
+
+    def __init__(self, pool: asyncpg.Pool, queries: Queries = QUERIES) -> None:
+        self._pool = pool
+        self._queries = queries
+
+    @classmethod
+    async def connect(cls, dsn: str, *, min_size: int = 1, max_size: int = 10) -> Database:
+        with translated():
+            pool = await asyncpg.create_pool(
+                dsn, min_size=min_size, max_size=max_size, init=_init_connection
+            )
+        assert pool is not None
+        return cls(pool)
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+    @asynccontextmanager
+    async def acquire(self) -> AsyncIterator[Connection]:
+        with translated():
+            async with self._pool.acquire() as conn:
+                yield Connection(conn, self._queries)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Connection]:
+        """A connection inside one transaction; keep it short (no model calls inside)."""
+        with translated():
+            async with self._pool.acquire() as conn, conn.transaction():
+                yield Connection(conn, self._queries)
+
+    async def fetch(self, name: str, *args: Any) -> list[asyncpg.Record]:
+        async with self.acquire() as conn:
+            return await conn.fetch(name, *args)
+
+    async def fetchrow(self, name: str, *args: Any) -> asyncpg.Record | None:
+        async with self.acquire() as conn:
+            return await conn.fetchrow(name, *args)
+
+    async def fetchval(self, name: str, *args: Any) -> Any:
+        async with self.acquire() as conn:
+            return await conn.fetchval(name, *args)
+
+    async def execute(self, name: str, *args: Any) -> str:
+        async with self.acquire() as conn:
+            return await conn.execute(name, *args)

@@ -1,0 +1,63 @@
+"""Translate asyncpg errors into the package's exceptions, in this one place."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import Iterator
+
+import asyncpg
+
+from ..errors import (
+    ConflictError,
+    DatabaseError,
+    DatabaseUnavailableError,
+    FieldProblem,
+    InvalidInputError,
+    NousMemoryError,
+)
+
+_UNAVAILABLE = (
+    asyncpg.CannotConnectNowError,
+    asyncpg.ConnectionDoesNotExistError,
+    asyncpg.TooManyConnectionsError,
+    asyncpg.InterfaceError,
+    ConnectionError,
+    socket.gaierror,
+    TimeoutError,
+    OSError,
+)
+
+
+def translate(exc: BaseException) -> NousMemoryError:
+    """Map one driver exception to the matching NousMemoryError."""
+    if isinstance(exc, NousMemoryError):
+        return exc
+    if isinstance(exc, asyncpg.UniqueViolationError):
+        return ConflictError(f"duplicate record: {exc.detail or exc}")
+    if isinstance(exc, asyncpg.ForeignKeyViolationError):
+        return InvalidInputError(
+            FieldProblem(exc.column_name or "reference", f"refers to a missing record ({exc})")
+        )
+    if isinstance(exc, asyncpg.CheckViolationError | asyncpg.NotNullViolationError):
+        return InvalidInputError(
+            FieldProblem(exc.column_name or exc.constraint_name or "value", str(exc))
+        )
+    if isinstance(exc, asyncpg.CharacterNotInRepertoireError | asyncpg.UntranslatableCharacterError):
+        return InvalidInputError(FieldProblem("text", f"not valid text for PostgreSQL: {exc}"))
+    if isinstance(exc, asyncpg.StringDataRightTruncationError):
+        return InvalidInputError(FieldProblem("text", str(exc)))
+    if isinstance(exc, _UNAVAILABLE):
+        return DatabaseUnavailableError(f"database unavailable: {exc}")
+    return DatabaseError(f"{type(exc).__name__}: {exc}")
+
+
+@contextlib.contextmanager
+def translated() -> Iterator[None]:
+    """Re-raise driver errors as package errors, chained to the original."""
+    try:
+        yield
+    except NousMemoryError:
+        raise
+    except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError) as exc:
+        raise translate(exc) from exc

@@ -1,0 +1,101 @@
+"""One exception root for the package; driver errors are translated in ``db.errors``.
+
+Client misuse (bad input, unknown ids, conflicts) is kept apart from server-side
+trouble (database unavailable, schema mismatch) so callers can react to each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class NousMemoryError(Exception):
+    """Root of every error raised by nous_memory."""
+
+
+# --- client misuse ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FieldProblem:
+    """One rejected field: its dotted path and why it was rejected."""
+
+    field: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.reason}"
+
+
+class ClientError(NousMemoryError):
+    """The caller asked for something invalid; retrying the same call will fail again."""
+
+
+class InvalidInputError(ClientError, ValueError):
+    """Input failed validation.  ``problems`` names every bad field and the reason."""
+
+    def __init__(self, problems: list[FieldProblem] | FieldProblem) -> None:
+        self.problems = [problems] if isinstance(problems, FieldProblem) else list(problems)
+        if not self.problems:
+            raise ValueError("InvalidInputError needs at least one problem")
+        super().__init__("; ".join(str(p) for p in self.problems))
+
+    @classmethod
+    def single(cls, field: str, reason: str) -> InvalidInputError:
+        return cls(FieldProblem(field, reason))
+
+    @property
+    def field(self) -> str:
+        return self.problems[0].field
+
+    @property
+    def reason(self) -> str:
+        return self.problems[0].reason
+
+
+class PayloadTooLargeError(InvalidInputError):
+    """A single value is larger than the documented limit for its field."""
+
+
+class NotFoundError(ClientError, LookupError):
+    """No such record for this agent (also raised for another agent's ids)."""
+
+    def __init__(self, what: str, ident: object) -> None:
+        self.what = what
+        self.ident = ident
+        super().__init__(f"{what} {ident} not found")
+
+
+class ConflictError(ClientError):
+    """The record changed state in a way that makes the request impossible."""
+
+
+# --- server side -----------------------------------------------------------
+
+
+class ServerError(NousMemoryError):
+    """Something outside the caller's request went wrong."""
+
+
+class DatabaseError(ServerError):
+    """An unexpected error from PostgreSQL (translated from the driver)."""
+
+
+class DatabaseUnavailableError(DatabaseError):
+    """The database could not be reached or started."""
+
+
+class PgvectorMissingError(DatabaseError):
+    """The target PostgreSQL has no ``vector`` extension available."""
+
+
+class SchemaError(DatabaseError):
+    """The database schema is missing, newer than this code, or inconsistent."""
+
+
+class EmbeddingMismatchError(ServerError):
+    """The embedder's dimension differs from the one the database was initialised with."""
+
+
+class ConfigurationError(ServerError, ValueError):
+    """Settings are inconsistent or invalid."""

@@ -1,0 +1,320 @@
+"""The five kinds of memory: enums, documented size limits and validated detail records.
+
+Validation happens here, before anything touches the database, so a rejected call
+names the field and the reason and leaves stored data untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal, TypeVar
+from uuid import UUID
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
+
+from .errors import FieldProblem, InvalidInputError, PayloadTooLargeError
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+class Kind(StrEnum):
+    DECISION = "decision"
+    FACT = "fact"
+    EPISODE = "episode"
+    PROCEDURE = "procedure"
+    CENSOR = "censor"
+
+
+class Status(StrEnum):
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    ARCHIVED = "archived"
+    DELETED = "deleted"
+
+
+class DecisionOutcome(StrEnum):
+    PENDING = "pending"
+    SUCCESS = "success"
+    FAILURE = "failure"
+    PARTIAL = "partial"
+    ABANDONED = "abandoned"
+
+
+class CensorAction(StrEnum):
+    WARN = "warn"
+    BLOCK = "block"
+    ABSOLUTE = "absolute"
+
+
+class EpisodeState(StrEnum):
+    OPEN = "open"
+    CLOSING = "closing"
+    CLOSED = "closed"
+
+
+class SummarySource(StrEnum):
+    TEMPLATE = "template"
+    GIVEN = "given"
+    RULE = "rule"
+    LLM = "llm"
+
+
+# Documented limits (README "Limits").  Characters, not bytes.
+MAX_AGENT_ID_CHARS = 128
+MAX_LABEL_CHARS = 500  # titles, names, subjects, categories, sources, list items
+MAX_TEXT_CHARS = 10_000  # content, descriptions, reasons, patterns, summaries
+MAX_DETAIL_CHARS = 1_000_000  # episode detail
+MAX_LIST_ITEMS = 100
+MAX_TAGS = 32
+MAX_TAG_CHARS = 64
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("contains a NUL byte, which PostgreSQL cannot store in text")
+    return value
+
+
+def _text(max_chars: int) -> Any:
+    return Annotated[
+        str,
+        StringConstraints(strip_whitespace=True, min_length=1, max_length=max_chars),
+        AfterValidator(_no_nul),
+    ]
+
+
+Label = _text(MAX_LABEL_CHARS)
+Text = _text(MAX_TEXT_CHARS)
+LongText = _text(MAX_DETAIL_CHARS)
+Tag = _text(MAX_TAG_CHARS)
+Unit = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+Count = Annotated[int, Field(ge=0, le=2**31 - 1)]
+Texts = Annotated[list[Text], Field(max_length=MAX_LIST_ITEMS)]
+Labels = Annotated[list[Label], Field(max_length=MAX_LIST_ITEMS)]
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    """Naive timestamps are taken as UTC, so stored times are never ambiguous."""
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
+
+
+Timestamp = Annotated[datetime, AfterValidator(_aware)]
+
+
+class _Detail(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DecisionDetail(_Detail):
+    kind: Literal["decision"] = "decision"
+    description: Text
+    outcome: DecisionOutcome = DecisionOutcome.PENDING
+    confidence: Unit | None = None
+    pattern: Text | None = None
+    reasons: Texts = []
+    context: Text | None = None
+
+
+class FactDetail(_Detail):
+    kind: Literal["fact"] = "fact"
+    content: Text
+    subject: Label | None = None
+    category: Label | None = None
+    confidence: Unit | None = None
+    source: Label | None = None
+    source_episode_id: UUID | None = None
+
+
+class EpisodeDetail(_Detail):
+    kind: Literal["episode"] = "episode"
+    state: EpisodeState = EpisodeState.CLOSED
+    title: Label | None = None
+    detail: LongText | None = None
+    started_at: Timestamp | None = None
+    ended_at: Timestamp | None = None
+    participants: Labels = []
+    outcome: Text | None = None
+    lessons: Texts = []
+
+    @model_validator(mode="after")
+    def _ends_after_start(self) -> EpisodeDetail:
+        if self.started_at and self.ended_at and self.ended_at < self.started_at:
+            raise ValueError("ended_at is before started_at")
+        return self
+
+
+class ProcedureDetail(_Detail):
+    kind: Literal["procedure"] = "procedure"
+    name: Label
+    goals: Texts = []
+    core_patterns: Texts = []
+    implementation_notes: Texts = []
+    activation_count: Count = 0
+    success_count: Count = 0
+    failure_count: Count = 0
+    effectiveness: Unit | None = None
+
+    @model_validator(mode="after")
+    def _outcomes_within_activations(self) -> ProcedureDetail:
+        if self.success_count + self.failure_count > self.activation_count:
+            raise ValueError("success_count + failure_count exceeds activation_count")
+        return self
+
+
+class CensorDetail(_Detail):
+    kind: Literal["censor"] = "censor"
+    trigger_pattern: Text
+    action: CensorAction
+    reason: Text
+    activation_count: Count = 0
+    false_positive_count: Count = 0
+
+    @model_validator(mode="after")
+    def _false_positives_within_activations(self) -> CensorDetail:
+        if self.false_positive_count > self.activation_count:
+            raise ValueError("false_positive_count exceeds activation_count")
+        return self
+
+
+Detail = Annotated[
+    DecisionDetail | FactDetail | EpisodeDetail | ProcedureDetail | CensorDetail,
+    Field(discriminator="kind"),
+]
+
+DETAIL_MODELS: dict[Kind, type[_Detail]] = {
+    Kind.DECISION: DecisionDetail,
+    Kind.FACT: FactDetail,
+    Kind.EPISODE: EpisodeDetail,
+    Kind.PROCEDURE: ProcedureDetail,
+    Kind.CENSOR: CensorDetail,
+}
+
+
+class CommonFields(BaseModel):
+    """Fields every kind accepts; ``summary`` only for episodes (others use templates)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    importance: Unit = 0.5
+    tags: Annotated[list[Tag], Field(max_length=MAX_TAGS)] = []
+    summary: Text | None = None
+
+
+COMMON_FIELDS = frozenset(CommonFields.model_fields)
+
+
+class NewMemory(BaseModel):
+    """A validated request to create one memory."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Kind
+    detail: Detail
+    common: CommonFields
+
+
+def parse_agent_id(agent_id: object) -> str:
+    """Agent ids are non-empty printable text up to 128 characters."""
+    if not isinstance(agent_id, str):
+        raise InvalidInputError.single("agent_id", "must be a string")
+    if not agent_id or not agent_id.strip():
+        raise InvalidInputError.single("agent_id", "must not be empty")
+    if len(agent_id) > MAX_AGENT_ID_CHARS:
+        raise InvalidInputError.single(
+            "agent_id", f"longer than {MAX_AGENT_ID_CHARS} characters")
+    if not agent_id.isprintable():
+        raise InvalidInputError.single("agent_id", "contains control characters")
+    return agent_id
+
+
+def parse_kind(kind: object, field: str = "kind") -> Kind:
+    try:
+        return Kind(str(kind))
+    except ValueError:
+        allowed = ", ".join(k.value for k in Kind)
+        raise InvalidInputError.single(
+            field, f"unknown kind {kind!r}; expected one of {allowed}") from None
+
+
+def parse_new(kind: object, fields: Mapping[str, Any], prefix: str = "") -> NewMemory:
+    """Validate one create request; every problem is reported, each with its field path."""
+    parsed_kind = parse_kind(kind, f"{prefix}kind")
+    common_in = {k: v for k, v in fields.items() if k in COMMON_FIELDS}
+    detail_in = {k: v for k, v in fields.items() if k not in COMMON_FIELDS}
+    if "kind" in detail_in:
+        raise InvalidInputError.single(f"{prefix}kind", "given twice")
+    problems: list[FieldProblem] = []
+    common = _validate(CommonFields, common_in, prefix, problems)
+    detail = _validate(DETAIL_MODELS[parsed_kind], detail_in, prefix, problems)
+    if common is not None and common.summary is not None and parsed_kind is not Kind.EPISODE:
+        problems.append(FieldProblem(
+            f"{prefix}summary",
+            f"a {parsed_kind.value} summary is computed from its fields; only episodes take one"))
+    if (parsed_kind is Kind.EPISODE and isinstance(detail, EpisodeDetail) and common is not None
+            and not (detail.title or detail.detail or common.summary)):
+        problems.append(FieldProblem(f"{prefix}detail", "an episode needs a title, detail or summary"))
+    _raise(problems)
+    assert common is not None and detail is not None
+    return NewMemory(kind=parsed_kind, detail=detail, common=common)  # type: ignore[arg-type]
+
+
+def _validate(
+    model: type[_M], data: Mapping[str, Any], prefix: str, problems: list[FieldProblem]
+) -> _M | None:
+    try:
+        return model.model_validate(dict(data))
+    except ValidationError as exc:
+        problems.extend(problems_from(exc, prefix))
+        return None
+
+
+def problems_from(exc: ValidationError, prefix: str = "") -> list[FieldProblem]:
+    """Turn pydantic's errors into field paths and reasons a caller can act on."""
+    found = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(part) for part in err["loc"] if part != "kind" or len(err["loc"]) == 1)
+        reason = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            reason = "unknown field"
+        elif err["type"] == "string_too_long":
+            reason = f"{reason} (the documented limit for this field)"
+        found.append(FieldProblem(f"{prefix}{loc or 'value'}", reason))
+    return found
+
+
+def _raise(problems: list[FieldProblem]) -> None:
+    if not problems:
+        return
+    if any("at most" in p.reason and "limit" in p.reason for p in problems):
+        raise PayloadTooLargeError(problems)
+    raise InvalidInputError(problems)
+
+
+def validate_detail(kind: Kind, data: Mapping[str, Any]) -> _Detail:
+    """Validate a whole detail record (used by update after merging the changes)."""
+    problems: list[FieldProblem] = []
+    detail = _validate(DETAIL_MODELS[kind], data, "", problems)
+    _raise(problems)
+    assert detail is not None
+    return detail
+
+
+def validate_common(data: Mapping[str, Any]) -> CommonFields:
+    problems: list[FieldProblem] = []
+    common = _validate(CommonFields, data, "", problems)
+    _raise(problems)
+    assert common is not None
+    return common

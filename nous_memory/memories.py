@@ -1,0 +1,350 @@
+"""Typed memories: create (single and batch), read, update, delete and list.
+
+Summaries and embeddings are computed before a transaction opens; each write is then
+one short transaction (memory rows, detail rows, audit events, embedding cache).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID, uuid4
+
+from pgvector import Vector as PgVector
+
+from .db import Connection, Database
+from .embeddings import Embedder, Vector
+from .errors import (
+    ConflictError,
+    EmbeddingMismatchError,
+    FieldProblem,
+    InvalidInputError,
+    NotFoundError,
+)
+from .kinds import (
+    COMMON_FIELDS,
+    EpisodeDetail,
+    Kind,
+    NewMemory,
+    Status,
+    SummarySource,
+    parse_agent_id,
+    parse_new,
+    validate_common,
+    validate_detail,
+)
+from .records import Memory, MemoryEvent, Page, decode_cursor, encode_cursor
+from .summaries import summarize
+from .tokens import count_tokens
+
+MAX_BATCH_ITEMS = 5_000
+MAX_PAGE_SIZE = 500
+UPDATE_ATTEMPTS = 5
+VISIBLE_STATUSES = (Status.ACTIVE, Status.SUPERSEDED, Status.ARCHIVED)
+
+_DETAIL_UPSERT = {
+    Kind.DECISION: "upsert_decision_details",
+    Kind.FACT: "upsert_fact_details",
+    Kind.EPISODE: "upsert_episode_details",
+    Kind.PROCEDURE: "upsert_procedure_details",
+    Kind.CENSOR: "upsert_censor_details",
+}
+
+
+def parse_memory_id(value: object, field: str = "id") -> UUID:
+    if isinstance(value, UUID):
+        return value
+    try:
+        return UUID(str(value))
+    except ValueError:
+        raise InvalidInputError.single(field, f"not a memory id (UUID): {value!r}") from None
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+@dataclass(frozen=True, slots=True)
+class _Embedded:
+    vectors: list[Vector]
+    fresh: dict[bytes, Vector]  # computed now, to be cached in the write transaction
+
+
+class MemoryManager:
+    """Owns the memory tables for every agent; every method is scoped to one agent."""
+
+    def __init__(self, db: Database, embedder: Embedder) -> None:
+        self._db = db
+        self._embedder = embedder
+
+    # ------------------------------------------------------------------ create
+
+    async def remember(self, agent_id: str, kind: Kind | str, fields: Mapping[str, Any]) -> Memory:
+        agent = parse_agent_id(agent_id)
+        return (await self._insert(agent, [parse_new(kind, fields)]))[0]
+
+    async def remember_many(
+        self, agent_id: str, items: Sequence[Mapping[str, Any]]
+    ) -> list[Memory]:
+        """All or nothing: any invalid item rejects the call, naming ``items[i].field``."""
+        agent = parse_agent_id(agent_id)
+        if len(items) > MAX_BATCH_ITEMS:
+            raise InvalidInputError.single(
+                "items", f"{len(items)} items; at most {MAX_BATCH_ITEMS} per call")
+        parsed: list[NewMemory] = []
+        problems: list[FieldProblem] = []
+        for index, item in enumerate(items):
+            prefix = f"items[{index}]."
+            if not isinstance(item, Mapping):
+                problems.append(FieldProblem(f"items[{index}]", "must be an object"))
+                continue
+            fields = dict(item)
+            if "kind" not in fields:
+                problems.append(FieldProblem(f"{prefix}kind", "missing"))
+                continue
+            try:
+                parsed.append(parse_new(fields.pop("kind"), fields, prefix))
+            except InvalidInputError as exc:
+                problems.extend(exc.problems)
+        if problems:
+            raise InvalidInputError(problems)
+        return await self._insert(agent, parsed) if parsed else []
+
+    async def _insert(self, agent: str, news: list[NewMemory]) -> list[Memory]:
+        ids = [uuid4() for _ in news]
+        summaries = [summarize(n.detail, n.common.summary) for n in news]
+        embedded = await self._embed(agent, [text for text, _ in summaries])
+        rows, details, events = [], {}, []  # type: ignore[var-annotated]
+        for ordinal, (new, memory_id, (summary, source)) in enumerate(
+                zip(news, ids, summaries, strict=True), start=1):
+            rows.append({
+                "id": str(memory_id), "kind": new.kind.value, "summary": summary,
+                "summary_source": source.value, "summary_tokens": count_tokens(summary),
+                "importance": new.common.importance, "tags": new.common.tags, "ord": ordinal,
+            })
+            details.setdefault(new.kind, []).append(_detail_row(agent, memory_id, new.detail))
+            events.append({"memory_id": str(memory_id), "event": "created", "old_values": None,
+                           "new_values": {"kind": new.kind.value, "summary": summary},
+                           "actor": None})
+        async with self._db.transaction() as conn:
+            stamps = {r["id"]: r for r in await conn.fetch(
+                "insert_memories", agent, rows, [PgVector(v) for v in embedded.vectors],
+                self._embedder.model_name)}
+            for kind, kind_rows in details.items():
+                await conn.execute(_DETAIL_UPSERT[kind], agent, kind_rows)
+            await conn.execute("insert_events", agent, events)
+            await self._cache(conn, agent, embedded)
+        return [
+            Memory(id=memory_id, agent_id=agent, kind=new.kind, status=Status.ACTIVE,
+                   summary=row["summary"], summary_source=SummarySource(row["summary_source"]),
+                   summary_tokens=row["summary_tokens"], importance=new.common.importance,
+                   tags=new.common.tags, embedding_model=self._embedder.model_name, version=1,
+                   created_at=stamps[memory_id]["created_at"],
+                   updated_at=stamps[memory_id]["updated_at"], detail=new.detail)
+            for new, memory_id, row in zip(news, ids, rows, strict=True)
+        ]
+
+    # ------------------------------------------------------------------ embeddings
+
+    async def _embed(self, agent: str, texts: list[str]) -> _Embedded:
+        """Embed through the per-agent cache: one lookup, one model call for the misses."""
+        digests = [_digest(t) for t in texts]
+        cached: dict[bytes, Vector] = {
+            bytes(r["text_sha256"]): r["embedding"]
+            for r in await self._db.fetch("embedding_cache_lookup", agent,
+                                          self._embedder.model_name, list(set(digests)))
+        }
+        missing: dict[bytes, str] = {}
+        for digest, text in zip(digests, texts, strict=True):
+            if digest not in cached:
+                missing.setdefault(digest, text)
+        fresh: dict[bytes, Vector] = {}
+        if missing:
+            vectors = await self._embedder.embed(list(missing.values()))
+            for vector in vectors:
+                if vector.shape[0] != self._embedder.dimension:
+                    raise EmbeddingMismatchError(
+                        f"{self._embedder.model_name} returned {vector.shape[0]} dimensions; "
+                        f"the store expects {self._embedder.dimension}")
+            fresh = dict(zip(missing, vectors, strict=True))
+        return _Embedded([cached.get(d, fresh.get(d)) for d in digests],  # type: ignore[misc]
+                         fresh)
+
+    async def _cache(self, conn: Connection, agent: str, embedded: _Embedded) -> None:
+        if embedded.fresh:
+            await conn.execute("embedding_cache_store", agent, self._embedder.model_name,
+                               list(embedded.fresh), [PgVector(v) for v in embedded.fresh.values()])
+
+    # ------------------------------------------------------------------ read
+
+    async def get(self, agent_id: str, memory_id: UUID | str, *,
+                  include_deleted: bool = False) -> Memory:
+        agent = parse_agent_id(agent_id)
+        ident = parse_memory_id(memory_id)
+        row = await self._db.fetchrow("get_memory", agent, ident)
+        if row is None or (row["status"] == Status.DELETED and not include_deleted):
+            raise NotFoundError("memory", ident)
+        return Memory.from_row(row)
+
+    async def list(
+        self, agent_id: str, *, kind: Kind | str | None = None,
+        status: Status | str | Sequence[Status | str] | None = None,
+        created_after: datetime | None = None, created_before: datetime | None = None,
+        limit: int = 50, cursor: str | None = None,
+    ) -> Page:
+        """Newest first, paged by an opaque cursor; deleted memories only when asked for."""
+        agent = parse_agent_id(agent_id)
+        kind_value = None if kind is None else _parse_enum(Kind, kind, "kind").value
+        statuses = _parse_statuses(status)
+        if not 1 <= limit <= MAX_PAGE_SIZE:
+            raise InvalidInputError.single("limit", f"must be between 1 and {MAX_PAGE_SIZE}")
+        after_at, after_id = decode_cursor(cursor) if cursor else (None, None)
+        rows = await self._db.fetch("list_memories", agent, kind_value, statuses, created_after,
+                                    created_before, after_at, after_id, limit + 1)
+        items = [Memory.from_row(r) for r in rows[:limit]]
+        more = len(rows) > limit
+        next_cursor = encode_cursor(items[-1].created_at, items[-1].id) if more else None
+        return Page(items=items, next_cursor=next_cursor)
+
+    async def history(self, agent_id: str, memory_id: UUID | str) -> list[MemoryEvent]:
+        """The audit trail of one memory (it outlives a purge, without the content)."""
+        agent = parse_agent_id(agent_id)
+        rows = await self._db.fetch("memory_events", agent, parse_memory_id(memory_id))
+        if not rows:
+            raise NotFoundError("memory", memory_id)
+        return [MemoryEvent.model_validate(dict(r)) for r in rows]
+
+    # ------------------------------------------------------------------ update
+
+    async def update(self, agent_id: str, memory_id: UUID | str, changes: Mapping[str, Any], *,
+                     actor: str | None = None) -> Memory:
+        """Change fields; the summary and embedding follow, and the old values are audited."""
+        agent = parse_agent_id(agent_id)
+        ident = parse_memory_id(memory_id)
+        if not changes:
+            raise InvalidInputError.single("changes", "nothing to update")
+        for _ in range(UPDATE_ATTEMPTS):
+            current = await self.get(agent, ident)
+            updated = _apply_changes(current, changes)
+            old, new = _audit_values(current), _audit_values(updated)
+            changed = sorted(k for k in new if new[k] != old.get(k))
+            if not changed:
+                return current
+            embedded = None
+            if updated.summary != current.summary:
+                embedded = await self._embed(agent, [updated.summary])
+            async with self._db.transaction() as conn:
+                row = await conn.fetchrow(
+                    "update_memory", agent, ident, current.version, updated.summary,
+                    updated.summary_source.value, updated.summary_tokens,
+                    PgVector(embedded.vectors[0]) if embedded else None,
+                    self._embedder.model_name, updated.importance, updated.tags)
+                if row is None:
+                    continue  # changed or deleted since we read it: read again
+                await conn.execute(_DETAIL_UPSERT[current.kind], agent,
+                                   [_detail_row(agent, ident, updated.detail)])
+                await conn.execute("insert_events", agent, [{
+                    "memory_id": str(ident), "event": "updated", "actor": actor,
+                    "old_values": {k: old.get(k) for k in changed},
+                    "new_values": {k: new[k] for k in changed}}])
+                if embedded:
+                    await self._cache(conn, agent, embedded)
+            return updated.model_copy(update={
+                "version": row["version"], "updated_at": row["updated_at"],
+                "embedding_model": (self._embedder.model_name if embedded
+                                    else current.embedding_model)})
+        raise ConflictError(f"memory {ident} kept changing; update not applied")
+
+    # ------------------------------------------------------------------ delete
+
+    async def delete(self, agent_id: str, memory_id: UUID | str, *, purge: bool = False,
+                     actor: str | None = None) -> None:
+        """Soft delete (status ``deleted``, reversible in SQL) or purge (rows and content gone)."""
+        agent = parse_agent_id(agent_id)
+        ident = parse_memory_id(memory_id)
+        async with self._db.transaction() as conn:
+            if purge:
+                gone = await conn.fetchrow("purge_memory", agent, ident)
+                if gone is None:
+                    raise NotFoundError("memory", ident)
+                await conn.execute("redact_events", agent, ident)
+                if gone["embedding_model"]:
+                    await conn.execute("embedding_cache_forget", agent, gone["embedding_model"],
+                                       _digest(gone["summary"]))
+                event = {"event": "purged", "old_values": None,
+                         "new_values": {"kind": gone["kind"]}}
+            else:
+                before = await conn.fetchval("soft_delete_memory", agent, ident)
+                if before is None:
+                    raise NotFoundError("memory", ident)
+                event = {"event": "deleted", "old_values": {"status": before},
+                         "new_values": {"status": Status.DELETED.value}}
+            await conn.execute("insert_events", agent,
+                               [{"memory_id": str(ident), "actor": actor, **event}])
+
+    async def counts(self, agent_id: str) -> dict[str, dict[str, int]]:
+        """{kind: {status: n}} for one agent."""
+        agent = parse_agent_id(agent_id)
+        out: dict[str, dict[str, int]] = {}
+        for r in await self._db.fetch("count_memories", agent):
+            out.setdefault(r["kind"], {})[r["status"]] = r["n"]
+        return out
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _detail_row(agent: str, memory_id: UUID, detail: Any) -> dict[str, Any]:
+    row: dict[str, Any] = detail.model_dump(mode="json")
+    row.update(agent_id=agent, memory_id=str(memory_id))
+    return row
+
+
+def _apply_changes(current: Memory, changes: Mapping[str, Any]) -> Memory:
+    """Validate the merged record and recompute what derives from it."""
+    if "kind" in changes and changes["kind"] != current.kind.value:
+        raise InvalidInputError.single("kind", "cannot be changed; create a new memory")
+    detail_changes = {k: v for k, v in changes.items() if k not in COMMON_FIELDS and k != "kind"}
+    common_changes = {k: v for k, v in changes.items() if k in COMMON_FIELDS}
+    if "summary" in common_changes and current.kind is not Kind.EPISODE:
+        raise InvalidInputError.single(
+            "summary", f"a {current.kind.value} summary is computed from its fields")
+    detail = validate_detail(current.kind, current.detail.model_dump() | detail_changes)
+    common = validate_common({"importance": current.importance, "tags": current.tags}
+                             | common_changes)
+    if common.summary is not None:
+        summary, source = common.summary, SummarySource.GIVEN
+    elif isinstance(detail, EpisodeDetail) and current.summary_source is not SummarySource.RULE:
+        summary, source = current.summary, current.summary_source  # given/LLM text stays
+    else:
+        summary, source = summarize(detail)  # type: ignore[arg-type]
+    return current.model_copy(update={
+        "detail": detail, "importance": common.importance, "tags": common.tags,
+        "summary": summary, "summary_source": source,
+        "summary_tokens": count_tokens(summary) if summary != current.summary
+        else current.summary_tokens})
+
+
+def _audit_values(memory: Memory) -> dict[str, Any]:
+    values: dict[str, Any] = memory.detail.model_dump(mode="json", exclude={"kind"})
+    values.update(summary=memory.summary, importance=memory.importance, tags=memory.tags)
+    return values
+
+
+def _parse_enum(enum: Any, value: object, field: str) -> Any:
+    try:
+        return enum(str(value))
+    except ValueError:
+        allowed = ", ".join(e.value for e in enum)
+        raise InvalidInputError.single(field, f"unknown value {value!r}; expected one of {allowed}"
+                                       ) from None
+
+
+def _parse_statuses(status: Status | str | Sequence[Status | str] | None) -> list[str]:
+    if status is None:
+        return [s.value for s in VISIBLE_STATUSES]
+    values = [status] if isinstance(status, str) else list(status)
+    return [_parse_enum(Status, v, "status").value for v in values]

@@ -1,0 +1,187 @@
+"""MemoryStore: the facade.  Opens the database (embedded by default), migrates, and
+hands every operation to the domain modules, always scoped to one agent."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+
+from .config import Settings
+from .db import QUERIES, Connection, Database, EmbeddedServer, SchemaStatus, migrate
+from .db.errors import translated
+from .embeddings import Embedder, embedder_from_settings
+from .errors import DatabaseUnavailableError
+from .kinds import Kind, Status
+from .memories import MemoryManager
+from .records import Memory, MemoryEvent, Page
+
+
+def redact_dsn(dsn: str) -> str:
+    """The DSN without its password, for messages and health output."""
+    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", dsn)
+
+
+class MemoryStore:
+    """Long-term memory for agents.  Use ``async with MemoryStore.open() as store:``."""
+
+    def __init__(self, *, settings: Settings, db: Database, embedder: Embedder,
+                 schema: SchemaStatus, dsn: str, server: EmbeddedServer | None = None) -> None:
+        self.settings = settings
+        self.embedder = embedder
+        self.schema = schema
+        self._db = db
+        self._dsn = dsn
+        self._server = server
+        self.memories = MemoryManager(db, embedder)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, *, settings: Settings | None = None, embedder: Embedder | None = None,
+                   **overrides: Any) -> AsyncIterator[MemoryStore]:
+        """Open a store for the duration of an ``async with`` block.
+
+        Keyword overrides are Settings fields (``database_url=``, ``data_dir=``, ...).
+        """
+        store = await cls.connect(settings=settings, embedder=embedder, **overrides)
+        try:
+            yield store
+        finally:
+            await store.close()
+
+    @classmethod
+    async def connect(cls, *, settings: Settings | None = None, embedder: Embedder | None = None,
+                      **overrides: Any) -> MemoryStore:
+        """Open a store; call ``close()`` when done (``open`` does this for you)."""
+        if settings is None:
+            settings = Settings.from_env(**overrides)
+        elif overrides:
+            settings = settings.with_changes(**overrides)
+        embedder = embedder or embedder_from_settings(settings)
+        server: EmbeddedServer | None = None
+        if settings.database_url:
+            dsn = settings.database_url
+        else:
+            server = await asyncio.to_thread(EmbeddedServer.acquire, settings.data_dir)
+            dsn = server.dsn(settings.database_name)
+        try:
+            if server is not None:
+                await _ensure_database(server, settings.database_name)
+            schema = await _migrate(dsn, embedder)
+            db = await Database.connect(dsn, min_size=settings.pool_min_size,
+                                        max_size=settings.pool_max_size)
+        except BaseException:
+            if server is not None:
+                await asyncio.to_thread(server.release)
+            raise
+        return cls(settings=settings, db=db, embedder=embedder, schema=schema, dsn=dsn,
+                   server=server)
+
+    async def close(self) -> None:
+        await self._db.close()
+        if self._server is not None:
+            server, self._server = self._server, None
+            await asyncio.to_thread(server.release)
+
+    @property
+    def embedded(self) -> bool:
+        return self._server is not None
+
+    @property
+    def dsn(self) -> str:
+        return self._dsn
+
+    async def health(self) -> dict[str, Any]:
+        """What a health check reports: database, schema and embedding model."""
+        info = await self._db.fetchrow("server_info")
+        assert info is not None
+        return {
+            "database": {
+                "ok": True, "embedded": self.embedded, "dsn": redact_dsn(self._dsn),
+                "server_version": info["server_version"],
+                "pgvector_version": info["pgvector_version"],
+                "schema_version": self.schema.version,
+            },
+            "embedding": {"model": self.embedder.model_name,
+                          "dimension": self.embedder.dimension},
+        }
+
+    # ------------------------------------------------------------------ memories
+
+    async def remember(self, agent_id: str, kind: Kind | str, **fields: Any) -> Memory:
+        """Create one memory; its tier-1 summary and embedding are computed now."""
+        return await self.memories.remember(agent_id, kind, fields)
+
+    async def remember_many(self, agent_id: str,
+                            items: Sequence[Mapping[str, Any]]) -> list[Memory]:
+        """Create many memories in one batch (each item a mapping with a ``kind``)."""
+        return await self.memories.remember_many(agent_id, items)
+
+    async def get(self, agent_id: str, memory_id: UUID | str, *,
+                  include_deleted: bool = False) -> Memory:
+        return await self.memories.get(agent_id, memory_id, include_deleted=include_deleted)
+
+    async def update(self, agent_id: str, memory_id: UUID | str, *, actor: str | None = None,
+                     **changes: Any) -> Memory:
+        return await self.memories.update(agent_id, memory_id, changes, actor=actor)
+
+    async def delete(self, agent_id: str, memory_id: UUID | str, *, purge: bool = False,
+                     actor: str | None = None) -> None:
+        await self.memories.delete(agent_id, memory_id, purge=purge, actor=actor)
+
+    async def list(self, agent_id: str, *, kind: Kind | str | None = None,
+                   status: Status | str | Sequence[Status | str] | None = None,
+                   created_after: datetime | None = None,
+                   created_before: datetime | None = None,
+                   limit: int = 50, cursor: str | None = None) -> Page:
+        return await self.memories.list(agent_id, kind=kind, status=status,
+                                        created_after=created_after,
+                                        created_before=created_before, limit=limit,
+                                        cursor=cursor)
+
+    async def history(self, agent_id: str, memory_id: UUID | str) -> list[MemoryEvent]:
+        return await self.memories.history(agent_id, memory_id)
+
+    async def counts(self, agent_id: str) -> dict[str, dict[str, int]]:
+        return await self.memories.counts(agent_id)
+
+
+async def _connect_raw(dsn: str) -> asyncpg.Connection:
+    try:
+        with translated():
+            return await asyncpg.connect(dsn)
+    except DatabaseUnavailableError as exc:
+        raise DatabaseUnavailableError(f"cannot connect to {redact_dsn(dsn)}: {exc}") from exc
+
+
+async def _ensure_database(server: EmbeddedServer, name: str) -> None:
+    """The embedded server starts with only ``postgres``; create ours on first use."""
+    conn = await _connect_raw(server.dsn("postgres"))
+    try:
+        if await Connection(conn, QUERIES).fetchval("database_exists", name):
+            return
+        with translated():
+            try:
+                # an identifier cannot be a bind parameter; Settings allows [A-Za-z0-9_] only
+                await conn.execute(f'CREATE DATABASE "{name}"')
+            except asyncpg.DuplicateDatabaseError:
+                pass  # another process created it first
+    finally:
+        await conn.close()
+
+
+async def _migrate(dsn: str, embedder: Embedder) -> SchemaStatus:
+    conn = await _connect_raw(dsn)
+    try:
+        return await migrate(Connection(conn, QUERIES), embedding_dim=embedder.dimension,
+                             embedding_model=embedder.model_name)
+    finally:
+        await conn.close()

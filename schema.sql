@@ -1,0 +1,212 @@
+-- nous-memory schema: the single source of truth for the database layout.
+--
+-- schema-version: 1
+--
+-- The migration runner applies this file to an empty database and records the
+-- version above; numbered files in nous_memory/db/migrations/ upgrade databases
+-- created from an older version of this file.  Every table carries agent_id and
+-- every primary, unique and foreign key includes it (it is the tenant key and the
+-- distribution column on Citus).  Lifecycles are text columns with CHECK
+-- constraints (easier to extend in a migration than PostgreSQL enums).
+-- `vector(384)` is the embedding dimension; it is rewritten when a database is
+-- initialised for a model of another dimension, and recorded in store_meta.
+
+CREATE EXTENSION IF NOT EXISTS vector;
+
+CREATE TABLE schema_version (
+    version     integer     PRIMARY KEY,
+    name        text        NOT NULL,
+    applied_at  timestamptz NOT NULL DEFAULT now()
+);
+
+-- Database-wide facts fixed at initialisation (embedding_dim, embedding_model).
+CREATE TABLE store_meta (
+    key         text        PRIMARY KEY,
+    value       text        NOT NULL,
+    updated_at  timestamptz NOT NULL DEFAULT now()
+);
+
+-- The supertype of every record.
+CREATE TABLE memories (
+    agent_id          text        NOT NULL CHECK (agent_id <> ''),
+    id                uuid        NOT NULL,
+    kind              text        NOT NULL
+        CHECK (kind IN ('decision', 'fact', 'episode', 'procedure', 'censor')),
+    status            text        NOT NULL DEFAULT 'active'
+        CHECK (status IN ('active', 'superseded', 'archived', 'deleted')),
+    summary           text        NOT NULL,
+    summary_source    text        NOT NULL
+        CHECK (summary_source IN ('template', 'given', 'rule', 'llm')),
+    summary_tokens    integer     NOT NULL CHECK (summary_tokens >= 0),
+    embedding         vector(384),
+    embedding_model   text,
+    search_tsv        tsvector GENERATED ALWAYS AS (to_tsvector('english', summary)) STORED,
+    importance        double precision NOT NULL DEFAULT 0.5 CHECK (importance BETWEEN 0 AND 1),
+    tags              text[]      NOT NULL DEFAULT '{}',
+    version           integer     NOT NULL DEFAULT 1,
+    created_at        timestamptz NOT NULL DEFAULT now(),
+    updated_at        timestamptz NOT NULL DEFAULT now(),
+    last_accessed_at  timestamptz,
+    access_count      integer     NOT NULL DEFAULT 0,
+    deleted_at        timestamptz,
+    PRIMARY KEY (agent_id, id),
+    -- lets each detail table prove it points at a memory of its own kind
+    UNIQUE (agent_id, id, kind),
+    CHECK ((embedding IS NULL) = (embedding_model IS NULL)),
+    CHECK ((status = 'deleted') = (deleted_at IS NOT NULL))
+);
+
+CREATE INDEX memories_embedding_hnsw ON memories
+    USING hnsw (embedding vector_cosine_ops) WHERE status = 'active';
+CREATE INDEX memories_search_gin ON memories USING gin (search_tsv);
+CREATE INDEX memories_listing ON memories (agent_id, created_at DESC, id DESC);
+CREATE INDEX memories_kind_listing ON memories (agent_id, kind, created_at DESC, id DESC);
+
+CREATE TABLE decisions (
+    agent_id    text    NOT NULL,
+    memory_id   uuid    NOT NULL,
+    kind        text    NOT NULL DEFAULT 'decision' CHECK (kind = 'decision'),
+    description text    NOT NULL,
+    outcome     text    NOT NULL DEFAULT 'pending'
+        CHECK (outcome IN ('pending', 'success', 'failure', 'partial', 'abandoned')),
+    confidence  double precision CHECK (confidence BETWEEN 0 AND 1),
+    pattern     text,
+    reasons     text[]  NOT NULL DEFAULT '{}',
+    context     text,
+    PRIMARY KEY (agent_id, memory_id),
+    FOREIGN KEY (agent_id, memory_id, kind)
+        REFERENCES memories (agent_id, id, kind) ON DELETE CASCADE
+);
+
+CREATE TABLE episodes (
+    agent_id      text        NOT NULL,
+    memory_id     uuid        NOT NULL,
+    kind          text        NOT NULL DEFAULT 'episode' CHECK (kind = 'episode'),
+    state         text        NOT NULL DEFAULT 'closed'
+        CHECK (state IN ('open', 'closing', 'closed')),
+    title         text,
+    detail        text,
+    started_at    timestamptz,
+    ended_at      timestamptz,
+    participants  text[]      NOT NULL DEFAULT '{}',
+    outcome       text,
+    lessons       text[]      NOT NULL DEFAULT '{}',
+    PRIMARY KEY (agent_id, memory_id),
+    FOREIGN KEY (agent_id, memory_id, kind)
+        REFERENCES memories (agent_id, id, kind) ON DELETE CASCADE,
+    CHECK (ended_at IS NULL OR started_at IS NULL OR ended_at >= started_at)
+);
+
+CREATE TABLE facts (
+    agent_id           text    NOT NULL,
+    memory_id          uuid    NOT NULL,
+    kind               text    NOT NULL DEFAULT 'fact' CHECK (kind = 'fact'),
+    content            text    NOT NULL,
+    subject            text,
+    category           text,
+    confidence         double precision CHECK (confidence BETWEEN 0 AND 1),
+    source             text,
+    source_episode_id  uuid,
+    PRIMARY KEY (agent_id, memory_id),
+    FOREIGN KEY (agent_id, memory_id, kind)
+        REFERENCES memories (agent_id, id, kind) ON DELETE CASCADE,
+    FOREIGN KEY (agent_id, source_episode_id)
+        REFERENCES episodes (agent_id, memory_id) ON DELETE SET NULL (source_episode_id)
+);
+
+CREATE INDEX facts_source_episode ON facts (agent_id, source_episode_id)
+    WHERE source_episode_id IS NOT NULL;
+
+CREATE TABLE procedures (
+    agent_id              text    NOT NULL,
+    memory_id             uuid    NOT NULL,
+    kind                  text    NOT NULL DEFAULT 'procedure' CHECK (kind = 'procedure'),
+    name                  text    NOT NULL,
+    goals                 text[]  NOT NULL DEFAULT '{}',
+    core_patterns         text[]  NOT NULL DEFAULT '{}',
+    implementation_notes  text[]  NOT NULL DEFAULT '{}',
+    activation_count      integer NOT NULL DEFAULT 0 CHECK (activation_count >= 0),
+    success_count         integer NOT NULL DEFAULT 0 CHECK (success_count >= 0),
+    failure_count         integer NOT NULL DEFAULT 0 CHECK (failure_count >= 0),
+    effectiveness         double precision CHECK (effectiveness BETWEEN 0 AND 1),
+    PRIMARY KEY (agent_id, memory_id),
+    FOREIGN KEY (agent_id, memory_id, kind)
+        REFERENCES memories (agent_id, id, kind) ON DELETE CASCADE
+);
+
+CREATE TABLE censors (
+    agent_id              text    NOT NULL,
+    memory_id             uuid    NOT NULL,
+    kind                  text    NOT NULL DEFAULT 'censor' CHECK (kind = 'censor'),
+    trigger_pattern       text    NOT NULL,
+    action                text    NOT NULL CHECK (action IN ('warn', 'block', 'absolute')),
+    reason                text    NOT NULL,
+    activation_count      integer NOT NULL DEFAULT 0 CHECK (activation_count >= 0),
+    false_positive_count  integer NOT NULL DEFAULT 0 CHECK (false_positive_count >= 0),
+    PRIMARY KEY (agent_id, memory_id),
+    FOREIGN KEY (agent_id, memory_id, kind)
+        REFERENCES memories (agent_id, id, kind) ON DELETE CASCADE
+);
+
+-- The verbatim transcript of an episode: ground truth, never rewritten.
+CREATE TABLE episode_messages (
+    agent_id      text        NOT NULL,
+    episode_id    uuid        NOT NULL,
+    seq           integer     NOT NULL CHECK (seq >= 0),
+    role          text        NOT NULL CHECK (role IN ('user', 'assistant', 'system', 'tool')),
+    content       text        NOT NULL,
+    name          text,
+    tool_call_id  text,
+    tokens        integer     NOT NULL CHECK (tokens >= 0),
+    metadata      jsonb       NOT NULL DEFAULT '{}',
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (agent_id, episode_id, seq),
+    FOREIGN KEY (agent_id, episode_id)
+        REFERENCES episodes (agent_id, memory_id) ON DELETE CASCADE
+);
+
+-- Audit history of every change.  No foreign key: the trail outlives a purge.
+CREATE TABLE memory_events (
+    agent_id    text        NOT NULL,
+    id          bigint      GENERATED ALWAYS AS IDENTITY,
+    memory_id   uuid        NOT NULL,
+    event       text        NOT NULL CHECK (event IN (
+        'created', 'confirmed', 'updated', 'superseded', 'trimmed',
+        'archived', 'restored', 'deleted', 'purged')),
+    old_values  jsonb,
+    new_values  jsonb,
+    actor       text,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (agent_id, id)
+);
+
+CREATE INDEX memory_events_by_memory ON memory_events (agent_id, memory_id, id);
+
+-- Embeddings by (agent, model, sha256 of text), so a repeated text is embedded once.
+CREATE TABLE embedding_cache (
+    agent_id     text        NOT NULL,
+    model        text        NOT NULL,
+    text_sha256  bytea       NOT NULL CHECK (length(text_sha256) = 32),
+    embedding    vector(384) NOT NULL,
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (agent_id, model, text_sha256)
+);
+
+-- Every memory with its kind's detail as one JSON object (the read model of get/list).
+CREATE VIEW memory_records AS
+SELECT m.agent_id, m.id, m.kind, m.status, m.summary, m.summary_source, m.summary_tokens,
+       m.embedding_model, m.importance, m.tags, m.version, m.created_at, m.updated_at,
+       m.last_accessed_at, m.access_count, m.deleted_at,
+       CASE m.kind
+           WHEN 'decision'  THEN to_jsonb(dd) - ARRAY['agent_id', 'memory_id']
+           WHEN 'fact'      THEN to_jsonb(df) - ARRAY['agent_id', 'memory_id']
+           WHEN 'episode'   THEN to_jsonb(de) - ARRAY['agent_id', 'memory_id']
+           WHEN 'procedure' THEN to_jsonb(dp) - ARRAY['agent_id', 'memory_id']
+           WHEN 'censor'    THEN to_jsonb(dc) - ARRAY['agent_id', 'memory_id']
+       END AS detail
+FROM memories m
+LEFT JOIN decisions  dd ON m.kind = 'decision'  AND dd.agent_id = m.agent_id AND dd.memory_id = m.id
+LEFT JOIN facts      df ON m.kind = 'fact'      AND df.agent_id = m.agent_id AND df.memory_id = m.id
+LEFT JOIN episodes   de ON m.kind = 'episode'   AND de.agent_id = m.agent_id AND de.memory_id = m.id
+LEFT JOIN procedures dp ON m.kind = 'procedure' AND dp.agent_id = m.agent_id AND dp.memory_id = m.id
+LEFT JOIN censors    dc ON m.kind = 'censor'    AND dc.agent_id = m.agent_id AND dc.memory_id = m.id;

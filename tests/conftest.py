@@ -1,0 +1,98 @@
+"""Shared fixtures: one embedded PostgreSQL per session, a template database with the
+schema applied once, and a fresh clone of it for every test that touches SQL."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from nous_memory import MemoryStore, SentenceTransformerEmbedder
+from nous_memory.db import QUERIES, Connection, EmbeddedServer, migrate
+from nous_memory.embeddings import BUNDLED_MODEL_NAME
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+TEMPLATE_DB = "nous_template"
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedServer]:
+    server = EmbeddedServer.acquire(tmp_path_factory.mktemp("embedded-pg"))
+    yield server
+    server.release()
+
+
+@pytest.fixture(scope="session")
+async def template_db(pg_server: EmbeddedServer) -> str:
+    admin = await asyncpg.connect(pg_server.dsn("postgres"))
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{TEMPLATE_DB}"')
+        await admin.execute(f'CREATE DATABASE "{TEMPLATE_DB}"')
+    finally:
+        await admin.close()
+    conn = await asyncpg.connect(pg_server.dsn(TEMPLATE_DB))
+    try:
+        await migrate(Connection(conn, QUERIES), embedding_dim=384,
+                      embedding_model=BUNDLED_MODEL_NAME)
+    finally:
+        await conn.close()
+    return TEMPLATE_DB
+
+
+async def create_database(server: EmbeddedServer, template: str | None) -> str:
+    """A new empty (template=None) or cloned database; returns its DSN."""
+    name = f"t{os.getpid()}_{next(_counter)}"
+    admin = await asyncpg.connect(server.dsn("postgres"))
+    try:
+        clause = f' TEMPLATE "{template}" STRATEGY FILE_COPY' if template else ""
+        await admin.execute(f'CREATE DATABASE "{name}"{clause}')
+    finally:
+        await admin.close()
+    return server.dsn(name)
+
+
+async def drop_database(server: EmbeddedServer, dsn: str) -> None:
+    name = dsn.rsplit("/", 1)[1].split("?")[0]
+    admin = await asyncpg.connect(server.dsn("postgres"))
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+@pytest.fixture
+async def database_url(pg_server: EmbeddedServer, template_db: str) -> AsyncIterator[str]:
+    """A fresh database with the current schema, dropped after the test."""
+    dsn = await create_database(pg_server, template_db)
+    yield dsn
+    await drop_database(pg_server, dsn)
+
+
+@pytest.fixture
+async def empty_database_url(pg_server: EmbeddedServer) -> AsyncIterator[str]:
+    """A fresh database with nothing in it (for migration tests)."""
+    dsn = await create_database(pg_server, None)
+    yield dsn
+    await drop_database(pg_server, dsn)
+
+
+@pytest.fixture(scope="session")
+def embedder() -> SentenceTransformerEmbedder:
+    """The real bundled all-MiniLM-L6-v2, loaded once per session."""
+    model = SentenceTransformerEmbedder()
+    model.warm_up()
+    return model
+
+
+@pytest.fixture
+async def store(database_url: str,
+                embedder: SentenceTransformerEmbedder) -> AsyncIterator[MemoryStore]:
+    async with MemoryStore.open(database_url=database_url, embedder=embedder,
+                                data_dir=Path("/nonexistent-unused")) as opened:
+        yield opened
