@@ -24,7 +24,6 @@ from pydantic import (
 
 from .errors import FieldProblem, InvalidInputError, PayloadTooLargeError
 
-
 _M = TypeVar("_M", bound=BaseModel)
 
 
@@ -86,18 +85,16 @@ def _no_nul(value: str) -> str:
     return value
 
 
-def _text(max_chars: int) -> Any:
-    return Annotated[
-        str,
-        StringConstraints(strip_whitespace=True, min_length=1, max_length=max_chars),
-        AfterValidator(_no_nul),
-    ]
+_CLEAN = AfterValidator(_no_nul)
 
-
-Label = _text(MAX_LABEL_CHARS)
-Text = _text(MAX_TEXT_CHARS)
-LongText = _text(MAX_DETAIL_CHARS)
-Tag = _text(MAX_TAG_CHARS)
+Label = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1,
+                                         max_length=MAX_LABEL_CHARS), _CLEAN]
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1,
+                                        max_length=MAX_TEXT_CHARS), _CLEAN]
+LongText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1,
+                                            max_length=MAX_DETAIL_CHARS), _CLEAN]
+Tag = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1,
+                                       max_length=MAX_TAG_CHARS), _CLEAN]
 Unit = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 Count = Annotated[int, Field(ge=0, le=2**31 - 1)]
 Texts = Annotated[list[Text], Field(max_length=MAX_LIST_ITEMS)]
@@ -265,7 +262,8 @@ def parse_new(kind: object, fields: Mapping[str, Any], prefix: str = "") -> NewM
             f"a {parsed_kind.value} summary is computed from its fields; only episodes take one"))
     if (parsed_kind is Kind.EPISODE and isinstance(detail, EpisodeDetail) and common is not None
             and not (detail.title or detail.detail or common.summary)):
-        problems.append(FieldProblem(f"{prefix}detail", "an episode needs a title, detail or summary"))
+        problems.append(FieldProblem(f"{prefix}detail",
+                                     "an episode needs a title, detail or summary"))
     _raise(problems)
     assert common is not None and detail is not None
     return NewMemory(kind=parsed_kind, detail=detail, common=common)  # type: ignore[arg-type]

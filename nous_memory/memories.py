@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid4
 
+import numpy as np
 from pgvector import Vector as PgVector
 
 from .db import Connection, Database
@@ -42,7 +43,7 @@ from .tokens import count_tokens
 
 MAX_BATCH_ITEMS = 5_000
 MAX_PAGE_SIZE = 500
-UPDATE_ATTEMPTS = 5
+UPDATE_ATTEMPTS = 10
 VISIBLE_STATUSES = (Status.ACTIVE, Status.SUPERSEDED, Status.ARCHIVED)
 
 _DETAIL_UPSERT = {
@@ -117,12 +118,15 @@ class MemoryManager:
         ids = [uuid4() for _ in news]
         summaries = [summarize(n.detail, n.common.summary) for n in news]
         embedded = await self._embed(agent, [text for text, _ in summaries])
-        rows, details, events = [], {}, []  # type: ignore[var-annotated]
+        tokens = [count_tokens(text) for text, _ in summaries]
+        rows: list[dict[str, Any]] = []
+        details: dict[Kind, list[dict[str, Any]]] = {}
+        events: list[dict[str, Any]] = []
         for ordinal, (new, memory_id, (summary, source)) in enumerate(
                 zip(news, ids, summaries, strict=True), start=1):
             rows.append({
                 "id": str(memory_id), "kind": new.kind.value, "summary": summary,
-                "summary_source": source.value, "summary_tokens": count_tokens(summary),
+                "summary_source": source.value, "summary_tokens": tokens[ordinal - 1],
                 "importance": new.common.importance, "tags": new.common.tags, "ord": ordinal,
             })
             details.setdefault(new.kind, []).append(_detail_row(agent, memory_id, new.detail))
@@ -139,12 +143,13 @@ class MemoryManager:
             await self._cache(conn, agent, embedded)
         return [
             Memory(id=memory_id, agent_id=agent, kind=new.kind, status=Status.ACTIVE,
-                   summary=row["summary"], summary_source=SummarySource(row["summary_source"]),
-                   summary_tokens=row["summary_tokens"], importance=new.common.importance,
+                   summary=summary, summary_source=source, summary_tokens=n_tokens,
+                   importance=new.common.importance,
                    tags=new.common.tags, embedding_model=self._embedder.model_name, version=1,
                    created_at=stamps[memory_id]["created_at"],
                    updated_at=stamps[memory_id]["updated_at"], detail=new.detail)
-            for new, memory_id, row in zip(news, ids, rows, strict=True)
+            for new, memory_id, (summary, source), n_tokens in zip(
+                news, ids, summaries, tokens, strict=True)
         ]
 
     # ------------------------------------------------------------------ embeddings
@@ -153,7 +158,7 @@ class MemoryManager:
         """Embed through the per-agent cache: one lookup, one model call for the misses."""
         digests = [_digest(t) for t in texts]
         cached: dict[bytes, Vector] = {
-            bytes(r["text_sha256"]): r["embedding"]
+            bytes(r["text_sha256"]): _as_array(r["embedding"])
             for r in await self._db.fetch("embedding_cache_lookup", agent,
                                           self._embedder.model_name, list(set(digests)))
         }
@@ -189,25 +194,6 @@ class MemoryManager:
             raise NotFoundError("memory", ident)
         return Memory.from_row(row)
 
-    async def list(
-        self, agent_id: str, *, kind: Kind | str | None = None,
-        status: Status | str | Sequence[Status | str] | None = None,
-        created_after: datetime | None = None, created_before: datetime | None = None,
-        limit: int = 50, cursor: str | None = None,
-    ) -> Page:
-        """Newest first, paged by an opaque cursor; deleted memories only when asked for."""
-        agent = parse_agent_id(agent_id)
-        kind_value = None if kind is None else _parse_enum(Kind, kind, "kind").value
-        statuses = _parse_statuses(status)
-        if not 1 <= limit <= MAX_PAGE_SIZE:
-            raise InvalidInputError.single("limit", f"must be between 1 and {MAX_PAGE_SIZE}")
-        after_at, after_id = decode_cursor(cursor) if cursor else (None, None)
-        rows = await self._db.fetch("list_memories", agent, kind_value, statuses, created_after,
-                                    created_before, after_at, after_id, limit + 1)
-        items = [Memory.from_row(r) for r in rows[:limit]]
-        more = len(rows) > limit
-        next_cursor = encode_cursor(items[-1].created_at, items[-1].id) if more else None
-        return Page(items=items, next_cursor=next_cursor)
 
     async def history(self, agent_id: str, memory_id: UUID | str) -> list[MemoryEvent]:
         """The audit trail of one memory (it outlives a purge, without the content)."""
@@ -293,8 +279,36 @@ class MemoryManager:
             out.setdefault(r["kind"], {})[r["status"]] = r["n"]
         return out
 
+    # last in the class: a method named `list` shadows the builtin in later signatures
+    async def list(
+        self, agent_id: str, *, kind: Kind | str | None = None,
+        status: Status | str | Sequence[Status | str] | None = None,
+        created_after: datetime | None = None, created_before: datetime | None = None,
+        limit: int = 50, cursor: str | None = None,
+    ) -> Page:
+        """Newest first, paged by an opaque cursor; deleted memories only when asked for."""
+        agent = parse_agent_id(agent_id)
+        kind_value = None if kind is None else _parse_enum(Kind, kind, "kind").value
+        statuses = _parse_statuses(status)
+        if not 1 <= limit <= MAX_PAGE_SIZE:
+            raise InvalidInputError.single("limit", f"must be between 1 and {MAX_PAGE_SIZE}")
+        after_at, after_id = decode_cursor(cursor) if cursor else (None, None)
+        rows = await self._db.fetch("list_memories", agent, kind_value, statuses, created_after,
+                                    created_before, after_at, after_id, limit + 1)
+        items = [Memory.from_row(r) for r in rows[:limit]]
+        more = len(rows) > limit
+        next_cursor = encode_cursor(items[-1].created_at, items[-1].id) if more else None
+        return Page(items=items, next_cursor=next_cursor)
+
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _as_array(value: Any) -> Vector:
+    """The pgvector codec decodes to its own Vector type; the store works with ndarrays."""
+    array: Vector = value.to_numpy() if isinstance(value, PgVector) else np.asarray(
+        value, dtype=np.float32)
+    return array
 
 
 def _detail_row(agent: str, memory_id: UUID, detail: Any) -> dict[str, Any]:
@@ -315,6 +329,7 @@ def _apply_changes(current: Memory, changes: Mapping[str, Any]) -> Memory:
     detail = validate_detail(current.kind, current.detail.model_dump() | detail_changes)
     common = validate_common({"importance": current.importance, "tags": current.tags}
                              | common_changes)
+    source: SummarySource
     if common.summary is not None:
         summary, source = common.summary, SummarySource.GIVEN
     elif isinstance(detail, EpisodeDetail) and current.summary_source is not SummarySource.RULE:

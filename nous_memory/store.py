@@ -4,6 +4,7 @@ hands every operation to the domain modules, always scoped to one agent."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -137,6 +138,14 @@ class MemoryStore:
                      actor: str | None = None) -> None:
         await self.memories.delete(agent_id, memory_id, purge=purge, actor=actor)
 
+
+    async def history(self, agent_id: str, memory_id: UUID | str) -> list[MemoryEvent]:
+        return await self.memories.history(agent_id, memory_id)
+
+    async def counts(self, agent_id: str) -> dict[str, dict[str, int]]:
+        return await self.memories.counts(agent_id)
+
+    # last in the class: a method named `list` shadows the builtin in later signatures
     async def list(self, agent_id: str, *, kind: Kind | str | None = None,
                    status: Status | str | Sequence[Status | str] | None = None,
                    created_after: datetime | None = None,
@@ -146,12 +155,6 @@ class MemoryStore:
                                         created_after=created_after,
                                         created_before=created_before, limit=limit,
                                         cursor=cursor)
-
-    async def history(self, agent_id: str, memory_id: UUID | str) -> list[MemoryEvent]:
-        return await self.memories.history(agent_id, memory_id)
-
-    async def counts(self, agent_id: str) -> dict[str, dict[str, int]]:
-        return await self.memories.counts(agent_id)
 
 
 async def _connect_raw(dsn: str) -> asyncpg.Connection:
@@ -168,12 +171,10 @@ async def _ensure_database(server: EmbeddedServer, name: str) -> None:
     try:
         if await Connection(conn, QUERIES).fetchval("database_exists", name):
             return
-        with translated():
-            try:
-                # an identifier cannot be a bind parameter; Settings allows [A-Za-z0-9_] only
-                await conn.execute(f'CREATE DATABASE "{name}"')
-            except asyncpg.DuplicateDatabaseError:
-                pass  # another process created it first
+        # another process may create it first; an identifier cannot be a bind
+        # parameter, and Settings allows [A-Za-z0-9_] only
+        with translated(), contextlib.suppress(asyncpg.DuplicateDatabaseError):
+            await conn.execute(f'CREATE DATABASE "{name}"')
     finally:
         await conn.close()
 

@@ -58,7 +58,7 @@ def censor_summary(d: CensorDetail) -> str:
 
 def episode_rule_summary(d: EpisodeDetail) -> str:
     """Extractive fallback: the title, whole leading sentences of the detail, the outcome."""
-    parts = [d.title.rstrip(".") + "."] if d.title else []
+    parts: list[str] = [d.title.rstrip(".") + "."] if d.title else []
     used = len(parts[0]) if parts else 0
     if d.detail:
         parts.append(leading_sentences(d.detail, RULE_SUMMARY_MAX_CHARS - used))

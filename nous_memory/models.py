@@ -1,0 +1,179 @@
+"""SQLModel classes mirroring ``schema.sql`` table by table.
+
+They give typed rows to code that wants them (reports, notebooks, SQLAlchemy users)
+and document the layout in Python.  ``schema.sql`` stays the source of truth: a test
+builds a database from it and checks every column, type and nullability here.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import BigInteger, Column, Computed, DateTime, Identity, LargeBinary, Text
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
+from sqlmodel import Field, SQLModel
+
+EMBEDDING_DIM = 384
+
+
+def _text_array() -> Any:
+    return Field(default_factory=list, sa_column=Column(ARRAY(Text), nullable=False))
+
+
+def _key(**kwargs: Any) -> Any:
+    return Field(primary_key=True, **kwargs)
+
+
+def _time(**kwargs: Any) -> Any:
+    return Field(sa_type=DateTime(timezone=True), **kwargs)  # timestamptz everywhere
+
+
+class SchemaVersionRow(SQLModel, table=True):
+    __tablename__ = "schema_version"
+    version: int = _key()
+    name: str
+    applied_at: datetime = _time()
+
+
+class StoreMetaRow(SQLModel, table=True):
+    __tablename__ = "store_meta"
+    key: str = _key()
+    value: str
+    updated_at: datetime = _time()
+
+
+class MemoryRow(SQLModel, table=True):
+    __tablename__ = "memories"
+    agent_id: str = _key()
+    id: UUID = _key()
+    kind: str
+    status: str
+    summary: str
+    summary_source: str
+    summary_tokens: int
+    embedding: Any = Field(default=None, sa_column=Column(Vector(EMBEDDING_DIM)))
+    embedding_model: str | None = None
+    search_tsv: Any = Field(
+        default=None,
+        sa_column=Column(TSVECTOR, Computed("to_tsvector('english', summary)"), nullable=True))
+    importance: float
+    tags: list[str] = _text_array()
+    version: int
+    created_at: datetime = _time()
+    updated_at: datetime = _time()
+    last_accessed_at: datetime | None = _time(default=None)
+    access_count: int
+    deleted_at: datetime | None = _time(default=None)
+
+
+class DecisionRow(SQLModel, table=True):
+    __tablename__ = "decisions"
+    agent_id: str = _key()
+    memory_id: UUID = _key()
+    kind: str
+    description: str
+    outcome: str
+    confidence: float | None = None
+    pattern: str | None = None
+    reasons: list[str] = _text_array()
+    context: str | None = None
+
+
+class FactRow(SQLModel, table=True):
+    __tablename__ = "facts"
+    agent_id: str = _key()
+    memory_id: UUID = _key()
+    kind: str
+    content: str
+    subject: str | None = None
+    category: str | None = None
+    confidence: float | None = None
+    source: str | None = None
+    source_episode_id: UUID | None = None
+
+
+class EpisodeRow(SQLModel, table=True):
+    __tablename__ = "episodes"
+    agent_id: str = _key()
+    memory_id: UUID = _key()
+    kind: str
+    state: str
+    title: str | None = None
+    detail: str | None = None
+    started_at: datetime | None = _time(default=None)
+    ended_at: datetime | None = _time(default=None)
+    participants: list[str] = _text_array()
+    outcome: str | None = None
+    lessons: list[str] = _text_array()
+
+
+class ProcedureRow(SQLModel, table=True):
+    __tablename__ = "procedures"
+    agent_id: str = _key()
+    memory_id: UUID = _key()
+    kind: str
+    name: str
+    goals: list[str] = _text_array()
+    core_patterns: list[str] = _text_array()
+    implementation_notes: list[str] = _text_array()
+    activation_count: int
+    success_count: int
+    failure_count: int
+    effectiveness: float | None = None
+
+
+class CensorRow(SQLModel, table=True):
+    __tablename__ = "censors"
+    agent_id: str = _key()
+    memory_id: UUID = _key()
+    kind: str
+    trigger_pattern: str
+    action: str
+    reason: str
+    activation_count: int
+    false_positive_count: int
+
+
+class EpisodeMessageRow(SQLModel, table=True):
+    __tablename__ = "episode_messages"
+    agent_id: str = _key()
+    episode_id: UUID = _key()
+    seq: int = _key()
+    role: str
+    content: str
+    name: str | None = None
+    tool_call_id: str | None = None
+    tokens: int
+    metadata_: dict[str, Any] = Field(
+        default_factory=dict, sa_column=Column("metadata", JSONB, nullable=False))
+    created_at: datetime = _time()
+
+
+class MemoryEventRow(SQLModel, table=True):
+    __tablename__ = "memory_events"
+    agent_id: str = _key()
+    id: int = Field(sa_column=Column("id", BigInteger, Identity(always=True), primary_key=True))
+    memory_id: UUID
+    event: str
+    old_values: dict[str, Any] | None = Field(default=None, sa_column=Column(JSONB))
+    new_values: dict[str, Any] | None = Field(default=None, sa_column=Column(JSONB))
+    actor: str | None = None
+    created_at: datetime = _time()
+
+
+class EmbeddingCacheRow(SQLModel, table=True):
+    __tablename__ = "embedding_cache"
+    agent_id: str = _key()
+    model: str = _key()
+    text_sha256: bytes = Field(sa_column=Column(LargeBinary, primary_key=True))
+    embedding: Any = Field(sa_column=Column(Vector(EMBEDDING_DIM), nullable=False))
+    created_at: datetime = _time()
+
+
+TABLE_MODELS: tuple[type[SQLModel], ...] = (
+    SchemaVersionRow, StoreMetaRow, MemoryRow, DecisionRow, FactRow, EpisodeRow,
+    ProcedureRow, CensorRow, EpisodeMessageRow, MemoryEventRow, EmbeddingCacheRow,
+)

@@ -1,0 +1,71 @@
+"""The embedded default: started on demand, reused with its data, stopped cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from nous_memory import MemoryStore
+from nous_memory.testing import FakeEmbedder
+
+SCRIPT = """
+import asyncio, sys
+from nous_memory import MemoryStore
+from nous_memory.testing import FakeEmbedder
+
+async def main():
+    async with MemoryStore.open(embedder=FakeEmbedder()) as store:
+        assert store.embedded
+        if sys.argv[1] == "write":
+            print((await store.remember("a", "fact", content="Survives restarts")).id)
+        else:
+            print((await store.get("a", sys.argv[2])).summary)
+
+asyncio.run(main())
+"""
+
+
+async def _run(data_dir: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NOUS_MEMORY_")}
+    env["NOUS_MEMORY_DATA_DIR"] = str(data_dir)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", SCRIPT, *args, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=180)
+    assert proc.returncode == 0, err.decode()
+    return out.decode().strip()
+
+
+def _running(data_dir: Path) -> bool:
+    return (data_dir / "pgdata" / "postmaster.pid").exists()
+
+
+async def test_data_survives_restarts_and_server_stops(tmp_path: Path) -> None:
+    memory_id = await _run(tmp_path, "write")
+    assert not _running(tmp_path), "the last process did not stop its server"
+    assert await _run(tmp_path, "read", memory_id) == "Survives restarts"
+    assert not _running(tmp_path)
+
+
+async def test_handles_in_one_process_share_the_server(tmp_path: Path) -> None:
+    async with MemoryStore.open(data_dir=tmp_path, embedder=FakeEmbedder()) as first:
+        made = await first.remember("a", "fact", content="Shared server")
+        async with MemoryStore.open(data_dir=tmp_path, embedder=FakeEmbedder()) as second:
+            assert (await second.get("a", made.id)).summary == "Shared server"
+        assert _running(tmp_path)
+        assert (await first.get("a", made.id)).summary == "Shared server"
+    assert not _running(tmp_path)
+
+
+async def test_unreachable_database_url_is_a_clear_error(tmp_path: Path) -> None:
+    from nous_memory import DatabaseUnavailableError
+
+    url = f"postgresql://nobody:secret@/nodb?host={tmp_path}&port=1"
+    with pytest.raises(DatabaseUnavailableError) as info:
+        async with MemoryStore.open(database_url=url, embedder=FakeEmbedder()):
+            pass
+    assert "secret" not in str(info.value) and "nodb" in str(info.value)

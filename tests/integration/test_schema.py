@@ -1,0 +1,154 @@
+"""schema.sql is the source of truth: the SQLModel mirror, the detail models, the named
+queries and the migration runner are all checked against a database built from it."""
+
+from __future__ import annotations
+
+import asyncpg
+import pytest
+from sqlalchemy.dialects import postgresql
+
+from nous_memory import MemoryStore, PgvectorMissingError
+from nous_memory.db import QUERIES, Connection, migrate
+from nous_memory.db.migrate import migrations, schema_status, schema_version
+from nous_memory.embeddings import BUNDLED_MODEL_NAME
+from nous_memory.errors import EmbeddingMismatchError, SchemaError
+from nous_memory.kinds import DETAIL_MODELS
+from nous_memory.models import TABLE_MODELS
+from nous_memory.testing import FakeEmbedder
+
+_SA_TO_PG = {
+    "VARCHAR": "text", "TEXT": "text", "INTEGER": "int4", "BIGINT": "int8",
+    "FLOAT": "float8", "DOUBLE PRECISION": "float8", "UUID": "uuid",
+    "TIMESTAMP WITH TIME ZONE": "timestamptz", "TEXT[]": "_text", "JSONB": "jsonb",
+    "VECTOR(384)": "vector", "TSVECTOR": "tsvector", "BYTEA": "bytea",
+}
+
+
+async def _live_columns(conn: asyncpg.Connection, table: str) -> dict[str, tuple[str, bool]]:
+    rows = await conn.fetch(
+        "SELECT column_name, udt_name, is_nullable = 'YES' AS nullable "
+        "FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1",
+        table)
+    return {r["column_name"]: (r["udt_name"], r["nullable"]) for r in rows}
+
+
+async def _live_primary_key(conn: asyncpg.Connection, table: str) -> set[str]:
+    rows = await conn.fetch(
+        "SELECT a.attname FROM pg_index i JOIN pg_attribute a "
+        "ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
+        "WHERE i.indrelid = $1::regclass AND i.indisprimary", table)
+    return {r["attname"] for r in rows}
+
+
+async def test_sqlmodel_models_match_live_schema(database_url: str) -> None:
+    conn = await asyncpg.connect(database_url)
+    try:
+        live_tables = {r["table_name"] for r in await conn.fetch(
+            "SELECT table_name FROM information_schema.tables "
+            "WHERE table_schema = 'public' AND table_type = 'BASE TABLE'")}
+        modelled = {m.__tablename__ for m in TABLE_MODELS}  # type: ignore[attr-defined]
+        assert modelled == live_tables
+        for model in TABLE_MODELS:
+            table = model.__table__  # type: ignore[attr-defined]
+            live = await _live_columns(conn, table.name)
+            mirrored = {
+                col.name: (_SA_TO_PG[col.type.compile(dialect=postgresql.dialect())],
+                           bool(col.nullable))
+                for col in table.columns
+            }
+            assert mirrored == live, table.name
+            assert {c.name for c in table.primary_key} == await _live_primary_key(
+                conn, table.name), table.name
+    finally:
+        await conn.close()
+
+
+async def test_detail_models_cover_their_tables(database_url: str) -> None:
+    """Every detail table column is a field of the kind's model and the reverse."""
+    tables = {"decision": "decisions", "fact": "facts", "episode": "episodes",
+              "procedure": "procedures", "censor": "censors"}
+    conn = await asyncpg.connect(database_url)
+    try:
+        for kind, model in DETAIL_MODELS.items():
+            live = set(await _live_columns(conn, tables[kind.value]))
+            assert live - {"agent_id", "memory_id"} == set(model.model_fields), kind
+    finally:
+        await conn.close()
+
+
+async def test_every_named_query_prepares(store: MemoryStore) -> None:
+    """A typo in queries.sql fails here, not in production."""
+    async with store._db.acquire() as conn:
+        for name in QUERIES.names():
+            await conn.raw.prepare(QUERIES[name])
+
+
+async def test_migrate_fresh_database_then_idempotent(empty_database_url: str) -> None:
+    conn = await asyncpg.connect(empty_database_url)
+    try:
+        wrapped = Connection(conn, QUERIES)
+        first = await migrate(wrapped, embedding_dim=384, embedding_model=BUNDLED_MODEL_NAME)
+        assert first.version == schema_version() == first.expected_version
+        second = await migrate(wrapped, embedding_dim=384, embedding_model=BUNDLED_MODEL_NAME)
+        assert second == first
+        assert await conn.fetchval("SELECT count(*) FROM schema_version") == 1
+    finally:
+        await conn.close()
+
+
+async def test_schema_for_another_dimension(empty_database_url: str) -> None:
+    conn = await asyncpg.connect(empty_database_url)
+    try:
+        status = await migrate(Connection(conn, QUERIES), embedding_dim=8,
+                               embedding_model="tiny")
+        assert status.embedding_dim == 8
+        typmod = await conn.fetchval(
+            "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'memories'::regclass "
+            "AND attname = 'embedding'")
+        assert typmod == 8
+    finally:
+        await conn.close()
+
+
+async def test_embedder_of_other_dimension_is_refused(database_url: str) -> None:
+    with pytest.raises(EmbeddingMismatchError, match="384"):
+        async with MemoryStore.open(database_url=database_url,
+                                    embedder=FakeEmbedder(dimension=512)):
+            pass
+
+
+async def test_database_newer_than_code_is_refused(database_url: str) -> None:
+    conn = await asyncpg.connect(database_url)
+    try:
+        await conn.execute("INSERT INTO schema_version (version, name) VALUES ($1, 'future')",
+                           schema_version() + 1)
+        with pytest.raises(SchemaError, match="newer"):
+            await migrate(Connection(conn, QUERIES), embedding_dim=384,
+                          embedding_model=BUNDLED_MODEL_NAME)
+    finally:
+        await conn.close()
+
+
+async def test_missing_pgvector_is_reported(empty_database_url: str,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server without pgvector gets a clear message instead of an SQL error."""
+    original = Connection.fetchval
+
+    async def no_vector(self: Connection, name: str, *args: object) -> object:
+        if name == "pgvector_available":
+            return False
+        return await original(self, name, *args)
+
+    monkeypatch.setattr(Connection, "fetchval", no_vector)
+    conn = await asyncpg.connect(empty_database_url)
+    try:
+        with pytest.raises(PgvectorMissingError, match="pgvector"):
+            await migrate(Connection(conn, QUERIES), embedding_dim=384,
+                          embedding_model=BUNDLED_MODEL_NAME)
+        assert (await schema_status(Connection(conn, QUERIES))).version is None
+    finally:
+        await conn.close()
+
+
+def test_migration_files_line_up_with_schema_version() -> None:
+    assert [m.version for m in migrations()] == list(range(2, schema_version() + 1))

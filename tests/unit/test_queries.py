@@ -1,0 +1,39 @@
+"""queries.sql: parsing, and the rule that every tenant query is scoped by agent_id."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from nous_memory.db.queries import QUERIES, parse_queries
+
+TENANT_TABLES = ("memories", "decisions", "facts", "episodes", "procedures", "censors",
+                 "episode_messages", "memory_events", "embedding_cache", "memory_records")
+
+
+def test_every_tenant_query_filters_by_agent() -> None:
+    for name in QUERIES.names():
+        sql = QUERIES[name]
+        touches = [t for t in TENANT_TABLES if re.search(rf"\b{t}\b", sql)]
+        if not touches:
+            continue
+        scoped = re.search(r"\bagent_id\s*=\s*\$1\b", sql) or (
+            sql.startswith("INSERT") and re.search(r"\bSELECT \$1,", sql))
+        assert scoped, f"{name} touches {touches} without agent_id = $1"
+
+
+def test_parse_rejects_duplicates_and_empty() -> None:
+    with pytest.raises(ValueError, match="twice"):
+        parse_queries("-- name: a\nSELECT 1;\n-- name: a\nSELECT 2;")
+    with pytest.raises(ValueError, match="without SQL"):
+        parse_queries("-- name: a\n-- only a comment\n")
+
+
+def test_parse_strips_comments_and_semicolon() -> None:
+    assert parse_queries("-- name: q\n-- why\nSELECT 1;\n") == {"q": "SELECT 1"}
+
+
+def test_unknown_name_fails_loudly() -> None:
+    with pytest.raises(KeyError, match="no query named"):
+        QUERIES["nope"]
