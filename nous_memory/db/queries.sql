@@ -120,7 +120,7 @@ SELECT * FROM memory_records
 WHERE agent_id = $1
   AND ($2::text IS NULL OR kind = $2)
   AND status = ANY($3::text[])
-  AND ($4::timestamptz IS NULL OR created_at >= $4)
+  AND ($4::timestamptz IS NULL OR created_at > $4)
   AND ($5::timestamptz IS NULL OR created_at < $5)
   AND ($6::timestamptz IS NULL OR (created_at, id) < ($6, $7::uuid))
 ORDER BY created_at DESC, id DESC

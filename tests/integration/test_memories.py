@@ -157,7 +157,7 @@ async def test_unknown_id_is_not_found(store: MemoryStore) -> None:
         await store.get("a", uuid4())
     with pytest.raises(InvalidInputError) as info:
         await store.get("a", "not-a-uuid")
-    assert info.value.field == "id"
+    assert info.value.field == "memory_id"
 
 
 BAD_INPUTS: Sequence[tuple[str, dict[str, Any], str]] = [

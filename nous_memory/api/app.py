@@ -1,0 +1,83 @@
+"""The application factory and the store's lifetime.
+
+A caller that passes a store keeps ownership of it (tests, embedding the API in a
+larger program); otherwise the app opens one at startup and closes it at shutdown.
+Settings are checked here, so a bad ``api_keys`` fails before the server listens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import Depends, FastAPI
+
+from .. import __version__
+from ..config import Settings
+from ..store import MemoryStore
+from . import errors
+from .auth import key_ring, require_key
+from .body import MAX_BODY_BYTES, BodySizeLimit
+from .routes import health_router, router
+from .schemas import request_schemas
+
+DESCRIPTION = f"""\
+Long-term memory for LLM agents: typed memories (decision, fact, episode, procedure,
+censor) stored per agent in PostgreSQL + pgvector.
+
+* Every memory route is scoped to the agent in its path; another agent's memory id is
+  reported exactly like an unknown one (404).
+* Invalid input is always a 422 whose `detail` lists `{{"field", "reason"}}` objects.
+* Request bodies over {MAX_BODY_BYTES} bytes are refused with 413.
+* When API keys are configured (`NOUS_MEMORY_API_KEYS`), every route except `/health`
+  and the docs needs `Authorization: Bearer KEY` or `X-API-Key: KEY`.
+"""
+
+TAGS = [
+    {"name": "memories", "description": "Create, read, change, delete and list memories."},
+    {"name": "health", "description": "Liveness of the database and embedding model."},
+]
+
+
+class NousMemoryAPI(FastAPI):
+    """FastAPI plus the request-body schemas, which no route parameter declares."""
+
+    def openapi(self) -> dict[str, Any]:
+        if self.openapi_schema is None:
+            schema = super().openapi()
+            components = schema.setdefault("components", {}).setdefault("schemas", {})
+            for name, body in request_schemas().items():
+                components.setdefault(name, body)
+        assert self.openapi_schema is not None
+        return self.openapi_schema
+
+
+def create_app(store: MemoryStore | None = None, *,
+               settings: Settings | None = None) -> FastAPI:
+    """Build the REST service around ``store``, or around one opened at startup."""
+    if settings is None:
+        settings = store.settings if store is not None else Settings.from_env()
+    ring = key_ring(settings.api_keys)  # ConfigurationError now, not at the first request
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if store is not None:
+            yield  # the caller opened the store and will close it
+            return
+        async with MemoryStore.open(settings=settings) as opened:
+            app.state.store = opened
+            try:
+                yield
+            finally:
+                app.state.store = None
+
+    app = NousMemoryAPI(title="nous-memory", version=__version__, description=DESCRIPTION,
+                        openapi_tags=TAGS, lifespan=lifespan)
+    app.state.store = store
+    app.state.settings = settings
+    errors.install(app)
+    app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES)
+    app.include_router(health_router)
+    app.include_router(router, dependencies=[Depends(require_key(ring))] if ring else [])
+    return app

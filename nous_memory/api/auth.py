@@ -1,0 +1,125 @@
+"""Optional API keys, each allowed to act for every agent or for a listed few.
+
+``NOUS_MEMORY_API_KEYS`` holds comma-separated entries ``KEY`` (any agent) or
+``KEY:agentA|agentB`` (only those); a key cannot contain ``,``, ``:`` or spaces.
+Unset means no authentication, which is why the server binds 127.0.0.1 by default.
+Keys are kept only as SHA-256 digests and every presented key is compared against all
+of them in constant time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+
+from ..errors import ConfigurationError, InvalidInputError
+from ..kinds import parse_agent_id
+
+API_KEY_HEADER = "X-API-Key"
+
+
+def _digest(key: str) -> bytes:
+    return hashlib.sha256(key.encode("utf-8")).digest()
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    """One configured key: its digest and the agents it may act for (None: all)."""
+
+    digest: bytes
+    agents: frozenset[str] | None
+
+    def allows(self, agent_id: str) -> bool:
+        return self.agents is None or agent_id in self.agents
+
+
+class KeyRing:
+    """The configured keys; ``lookup`` never short-circuits on a match."""
+
+    def __init__(self, keys: list[ApiKey]) -> None:
+        if not keys:
+            raise ConfigurationError("api_keys holds no keys")
+        self.keys = keys
+
+    @classmethod
+    def parse(cls, spec: str) -> KeyRing:
+        """Parse the setting; messages name entries by position, never by key."""
+        keys: list[ApiKey] = []
+        seen: set[bytes] = set()
+        for number, entry in enumerate(spec.split(","), start=1):
+            where = f"api_keys entry {number}"
+            key, colon, agent_list = (part.strip() for part in entry.partition(":"))
+            if not key:
+                raise ConfigurationError(f"{where}: empty key")
+            if any(ch.isspace() for ch in key) or not key.isprintable():
+                raise ConfigurationError(f"{where}: keys may not contain spaces or control "
+                                         "characters")
+            agents = _agents(agent_list, where) if colon else None
+            digest = _digest(key)
+            if digest in seen:
+                raise ConfigurationError(f"{where}: the same key is listed twice")
+            seen.add(digest)
+            keys.append(ApiKey(digest, agents))
+        return cls(keys)
+
+    def lookup(self, presented: str) -> ApiKey | None:
+        digest = _digest(presented)
+        found: ApiKey | None = None
+        for key in self.keys:  # always compare against every key
+            if hmac.compare_digest(digest, key.digest):
+                found = key
+        return found
+
+
+def _agents(agent_list: str, where: str) -> frozenset[str]:
+    names = [name.strip() for name in agent_list.split("|")]
+    if not all(names):
+        raise ConfigurationError(f"{where}: empty agent name after ':' or '|'")
+    try:
+        return frozenset(parse_agent_id(name) for name in names)
+    except InvalidInputError as exc:
+        raise ConfigurationError(f"{where}: invalid agent id ({exc.reason})") from None
+
+
+def key_ring(spec: str | None) -> KeyRing | None:
+    """None when authentication is off; ConfigurationError when the setting is invalid."""
+    if spec is None:
+        return None
+    if not spec.strip():
+        raise ConfigurationError("api_keys is blank; leave it unset to disable authentication")
+    return KeyRing.parse(spec)
+
+
+_bearer = HTTPBearer(auto_error=False, scheme_name="BearerKey",
+                     description="`Authorization: Bearer KEY`")
+_header = APIKeyHeader(name=API_KEY_HEADER, auto_error=False, scheme_name="ApiKeyHeader",
+                       description=f"`{API_KEY_HEADER}: KEY`")
+
+
+def require_key(ring: KeyRing) -> Callable[..., Awaitable[None]]:
+    """A route dependency: 401 without a known key, 403 if it may not act for the agent."""
+
+    async def check_key(
+        request: Request,
+        bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+        header: Annotated[str | None, Depends(_header)],
+    ) -> None:
+        presented = bearer.credentials if bearer is not None else header
+        if not presented:
+            raise HTTPException(
+                401, f"missing API key; send 'Authorization: Bearer KEY' or '{API_KEY_HEADER}'",
+                headers={"WWW-Authenticate": "Bearer"})
+        key = ring.lookup(presented)
+        if key is None:
+            raise HTTPException(401, "unknown API key", headers={"WWW-Authenticate": "Bearer"})
+        agent_id = str(request.path_params.get("agent_id", ""))
+        if not key.allows(agent_id):
+            raise HTTPException(403, "this API key may not act for this agent")
+
+    return check_key

@@ -1,0 +1,113 @@
+"""Request bodies: a size cap enforced before anything parses them, and JSON decoding.
+
+Bodies are decoded here rather than by FastAPI so that every malformed body, like every
+invalid field, reaches the caller as an ``InvalidInputError`` in the one 422 format.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.datastructures import Headers
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..errors import InvalidInputError
+
+MAX_BODY_BYTES = 8 * 1024 * 1024
+"""Largest accepted request body (8 MiB); larger ones get 413 before they are parsed."""
+
+
+def too_large_payload(max_bytes: int) -> dict[str, Any]:
+    """The 413 body, in the same shape as the 422 one."""
+    return {"detail": [{"field": "body",
+                        "reason": f"request body is larger than {max_bytes} bytes"}]}
+
+
+class BodySizeLimit:
+    """ASGI middleware answering 413 to bodies over ``max_bytes``.
+
+    A declared Content-Length is checked first; a chunked body is read (and counted)
+    before the app sees it, so an oversize body is never parsed or buffered in full.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = Headers(scope=scope).get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await self._reject(send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return  # the client left; nobody to answer
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                await self._reject(send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        await self.app(scope, _replay(b"".join(chunks), receive), send)
+
+    async def _reject(self, send: Send) -> None:
+        payload = json.dumps(too_large_payload(self.max_bytes)).encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"content-length", str(len(payload)).encode()),
+                                (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": payload})
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A receive callable that hands over the buffered body once, then defers to the client."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+async def json_object(request: Request) -> dict[str, Any]:
+    """The request body as a JSON object, or InvalidInputError naming ``body``."""
+    raw = await request.body()
+    if not raw.strip():
+        raise InvalidInputError.single("body", "missing; expected a JSON object")
+    try:
+        value = json.loads(raw)
+    except UnicodeDecodeError:
+        raise InvalidInputError.single("body", "not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError.single(
+            "body", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    except RecursionError:
+        raise InvalidInputError.single("body", "JSON nested too deeply") from None
+    if not isinstance(value, dict):
+        raise InvalidInputError.single("body", f"expected a JSON object, got {_json_type(value)}")
+    return value
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    return "a number"
