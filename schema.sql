@@ -73,6 +73,7 @@ CREATE TABLE decisions (
     pattern     text,
     reasons     text[]  NOT NULL DEFAULT '{}',
     context     text,
+    source_episode_id uuid,
     PRIMARY KEY (agent_id, memory_id),
     FOREIGN KEY (agent_id, memory_id, kind)
         REFERENCES memories (agent_id, id, kind) ON DELETE CASCADE
@@ -91,6 +92,14 @@ CREATE TABLE episodes (
     participants  text[]      NOT NULL DEFAULT '{}',
     outcome       text,
     lessons       text[]      NOT NULL DEFAULT '{}',
+    user_id       text,
+    key_points    text[]      NOT NULL DEFAULT '{}',
+    topics        text[]      NOT NULL DEFAULT '{}',
+    -- whether close processing extracted facts and decisions from the transcript
+    facts_state   text        NOT NULL DEFAULT 'not_applicable'
+        CHECK (facts_state IN ('not_applicable', 'pending', 'extracted', 'not_extracted')),
+    message_count integer     NOT NULL DEFAULT 0 CHECK (message_count >= 0),
+    last_message_at timestamptz,
     PRIMARY KEY (agent_id, memory_id),
     FOREIGN KEY (agent_id, memory_id, kind)
         REFERENCES memories (agent_id, id, kind) ON DELETE CASCADE,
@@ -98,24 +107,45 @@ CREATE TABLE episodes (
 );
 
 CREATE TABLE facts (
-    agent_id           text    NOT NULL,
-    memory_id          uuid    NOT NULL,
-    kind               text    NOT NULL DEFAULT 'fact' CHECK (kind = 'fact'),
-    content            text    NOT NULL,
-    subject            text,
-    category           text,
-    confidence         double precision CHECK (confidence BETWEEN 0 AND 1),
-    source             text,
-    source_episode_id  uuid,
+    agent_id            text        NOT NULL,
+    memory_id           uuid        NOT NULL,
+    kind                text        NOT NULL DEFAULT 'fact' CHECK (kind = 'fact'),
+    content             text        NOT NULL,
+    subject             text,
+    category            text,
+    confidence          double precision CHECK (confidence BETWEEN 0 AND 1),
+    source              text,
+    source_kind         text        NOT NULL DEFAULT 'user_stated'
+        CHECK (source_kind IN ('user_stated', 'extracted', 'inferred')),
+    source_episode_id   uuid,
+    -- sha256 of the normalised content (case, whitespace, punctuation folded)
+    normalized_hash     bytea       NOT NULL CHECK (length(normalized_hash) = 32),
+    confirmation_count  integer     NOT NULL DEFAULT 0 CHECK (confirmation_count >= 0),
+    last_confirmed_at   timestamptz,
+    supersedes_id       uuid,
+    superseded_by_id    uuid,
+    -- facts kept side by side because no rule could tell them apart (possible conflict)
+    conflicts_with      uuid[]      NOT NULL DEFAULT '{}',
     PRIMARY KEY (agent_id, memory_id),
     FOREIGN KEY (agent_id, memory_id, kind)
         REFERENCES memories (agent_id, id, kind) ON DELETE CASCADE,
     FOREIGN KEY (agent_id, source_episode_id)
-        REFERENCES episodes (agent_id, memory_id) ON DELETE SET NULL (source_episode_id)
+        REFERENCES episodes (agent_id, memory_id) ON DELETE SET NULL (source_episode_id),
+    FOREIGN KEY (agent_id, supersedes_id)
+        REFERENCES facts (agent_id, memory_id) ON DELETE SET NULL (supersedes_id),
+    FOREIGN KEY (agent_id, superseded_by_id)
+        REFERENCES facts (agent_id, memory_id) ON DELETE SET NULL (superseded_by_id)
 );
+
+ALTER TABLE decisions ADD FOREIGN KEY (agent_id, source_episode_id)
+    REFERENCES episodes (agent_id, memory_id) ON DELETE SET NULL (source_episode_id);
+CREATE INDEX decisions_source_episode ON decisions (agent_id, source_episode_id)
+    WHERE source_episode_id IS NOT NULL;
+CREATE INDEX episodes_open ON episodes (last_message_at) WHERE state = 'open';
 
 CREATE INDEX facts_source_episode ON facts (agent_id, source_episode_id)
     WHERE source_episode_id IS NOT NULL;
+CREATE INDEX facts_normalized ON facts (agent_id, normalized_hash);
 
 CREATE TABLE procedures (
     agent_id              text    NOT NULL,
@@ -165,6 +195,57 @@ CREATE TABLE episode_messages (
         REFERENCES episodes (agent_id, memory_id) ON DELETE CASCADE
 );
 
+-- Verbatim, turn-aligned pieces of a transcript: embedded and full-text indexed so
+-- recall reaches the exact words; they survive close.
+CREATE TABLE episode_chunks (
+    agent_id          text        NOT NULL,
+    episode_id        uuid        NOT NULL,
+    chunk_no          integer     NOT NULL CHECK (chunk_no >= 0),
+    first_seq         integer     NOT NULL,
+    last_seq          integer     NOT NULL,
+    content           text        NOT NULL,
+    tokens            integer     NOT NULL CHECK (tokens >= 0),
+    speakers          text[]      NOT NULL DEFAULT '{}',
+    started_at        timestamptz,
+    ended_at          timestamptz,
+    -- each covered message's metadata, in order (e.g. a source id per turn)
+    message_metadata  jsonb       NOT NULL DEFAULT '[]',
+    embedding         vector(384),
+    embedding_model   text,
+    search_tsv        tsvector GENERATED ALWAYS AS (to_tsvector('english', content)) STORED,
+    created_at        timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (agent_id, episode_id, chunk_no),
+    FOREIGN KEY (agent_id, episode_id)
+        REFERENCES episodes (agent_id, memory_id) ON DELETE CASCADE,
+    CHECK (last_seq >= first_seq)
+);
+
+CREATE INDEX episode_chunks_hnsw ON episode_chunks USING hnsw (embedding vector_cosine_ops);
+CREATE INDEX episode_chunks_search ON episode_chunks USING gin (search_tsv);
+
+-- Durable deferred work, claimed with FOR UPDATE SKIP LOCKED under a lease.
+CREATE TABLE work_items (
+    agent_id      text        NOT NULL,
+    id            bigint      GENERATED ALWAYS AS IDENTITY,
+    task          text        NOT NULL CHECK (task IN ('episode_close', 'episode_upgrade')),
+    memory_id     uuid        NOT NULL,
+    state         text        NOT NULL DEFAULT 'pending'
+        CHECK (state IN ('pending', 'running', 'done', 'failed')),
+    attempts      integer     NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+    run_after     timestamptz NOT NULL DEFAULT now(),
+    lease_until   timestamptz,
+    locked_by     text,
+    last_error    text,
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    updated_at    timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (agent_id, id)
+);
+
+-- at most one open item per (agent, task, memory): enqueueing twice is a no-op
+CREATE UNIQUE INDEX work_items_one_open ON work_items (agent_id, task, memory_id)
+    WHERE state IN ('pending', 'running');
+CREATE INDEX work_items_ready ON work_items (run_after) WHERE state IN ('pending', 'running');
+
 -- Audit history of every change.  No foreign key: the trail outlives a purge.
 CREATE TABLE memory_events (
     agent_id    text        NOT NULL,
@@ -199,7 +280,7 @@ SELECT m.agent_id, m.id, m.kind, m.status, m.summary, m.summary_source, m.summar
        m.last_accessed_at, m.access_count, m.deleted_at,
        CASE m.kind
            WHEN 'decision'  THEN to_jsonb(dd) - ARRAY['agent_id', 'memory_id']
-           WHEN 'fact'      THEN to_jsonb(df) - ARRAY['agent_id', 'memory_id']
+           WHEN 'fact'      THEN to_jsonb(df) - ARRAY['agent_id', 'memory_id', 'normalized_hash']
            WHEN 'episode'   THEN to_jsonb(de) - ARRAY['agent_id', 'memory_id']
            WHEN 'procedure' THEN to_jsonb(dp) - ARRAY['agent_id', 'memory_id']
            WHEN 'censor'    THEN to_jsonb(dc) - ARRAY['agent_id', 'memory_id']
@@ -210,3 +291,27 @@ LEFT JOIN facts      df ON m.kind = 'fact'      AND df.agent_id = m.agent_id AND
 LEFT JOIN episodes   de ON m.kind = 'episode'   AND de.agent_id = m.agent_id AND de.memory_id = m.id
 LEFT JOIN procedures dp ON m.kind = 'procedure' AND dp.agent_id = m.agent_id AND dp.memory_id = m.id
 LEFT JOIN censors    dc ON m.kind = 'censor'    AND dc.agent_id = m.agent_id AND dc.memory_id = m.id;
+
+-- One row per HTTP attempt to an LLM, failed ones included, so cost and reliability
+-- per agent is a query.  tokens_source: 'reported' by the server's usage, 'estimated'
+-- locally (the server sent no usage), or 'none' (no completion, nothing billed).
+CREATE TABLE llm_calls (
+    agent_id           text        NOT NULL CHECK (agent_id <> ''),
+    id                 bigint      GENERATED ALWAYS AS IDENTITY,
+    purpose            text        NOT NULL,
+    model              text        NOT NULL,
+    prompt_tokens      integer     NOT NULL CHECK (prompt_tokens >= 0),
+    completion_tokens  integer     NOT NULL CHECK (completion_tokens >= 0),
+    tokens_source      text        NOT NULL
+        CHECK (tokens_source IN ('reported', 'estimated', 'none')),
+    latency_ms         integer     NOT NULL CHECK (latency_ms >= 0),
+    outcome            text        NOT NULL CHECK (outcome IN (
+        'ok', 'invalid_output', 'rate_limited', 'server_error', 'transport_error',
+        'timeout', 'request_error')),
+    error              text,
+    created_at         timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (agent_id, id),
+    CHECK (tokens_source <> 'none' OR (prompt_tokens = 0 AND completion_tokens = 0))
+);
+
+CREATE INDEX llm_calls_by_time ON llm_calls (agent_id, created_at);

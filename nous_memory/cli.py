@@ -129,6 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
     history.add_argument("id", metavar="ID")
     history.set_defaults(handler=_history)
 
+    # imported here: cli_facts builds on this module's Output and formatters
+    from .cli_facts import add_fact_commands
+    add_fact_commands(commands, agent)
+
     serve = commands.add_parser("serve", help="run the REST API")
     serve.add_argument("--host", help="interface to bind (default: settings api_host)")
     serve.add_argument("--port", type=int, help="port (default: settings api_port)")

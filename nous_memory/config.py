@@ -41,6 +41,20 @@ class Settings:
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_api_key: str | None = None
+    llm_max_attempts: int = 4
+    llm_timeout_s: int = 60
+
+    # episodes: verbatim chunk size, LLM input cap at close, idle close, worker lease
+    episode_chunk_tokens: int = 160
+    close_input_cap_tokens: int = 8_000
+    episode_idle_close_s: int = 1_800
+    worker_lease_s: int = 300
+    run_worker_in_serve: bool = True
+
+    # raw cosine thresholds of fact dedup (calibration: README, "Fact consolidation")
+    fact_confirm_threshold: float = 0.90
+    fact_rule_threshold: float = 0.70
+    fact_candidate_threshold: float = 0.60
 
     api_host: str = "127.0.0.1"
     api_port: int = 8765
@@ -58,6 +72,21 @@ class Settings:
             raise ConfigurationError(
                 f"embedding_provider must be 'local' or 'openai', not {self.embedding_provider!r}"
             )
+        if not (0 < self.fact_candidate_threshold <= self.fact_rule_threshold
+                <= self.fact_confirm_threshold <= 1):
+            raise ConfigurationError(
+                "fact thresholds must satisfy 0 < candidate <= rule <= confirm <= 1 (got "
+                f"candidate={self.fact_candidate_threshold}, rule={self.fact_rule_threshold}, "
+                f"confirm={self.fact_confirm_threshold})")
+        if bool(self.llm_base_url) != bool(self.llm_model):
+            raise ConfigurationError(
+                "set both NOUS_MEMORY_LLM_BASE_URL and NOUS_MEMORY_LLM_MODEL, or neither")
+        for name in ("episode_chunk_tokens", "close_input_cap_tokens", "episode_idle_close_s",
+                     "worker_lease_s"):
+            if getattr(self, name) < 1:
+                raise ConfigurationError(f"{name} must be >= 1")
+        if self.llm_max_attempts < 1 or self.llm_timeout_s < 1:
+            raise ConfigurationError("llm_max_attempts and llm_timeout_s must be >= 1")
         if not self.database_name.replace("_", "").isalnum():
             raise ConfigurationError("database_name may hold letters, digits and '_' only")
 
@@ -81,9 +110,19 @@ class Settings:
     def with_changes(self, **changes: Any) -> Settings:
         return replace(self, **changes)
 
+    @property
+    def llm_configured(self) -> bool:
+        return bool(self.llm_base_url and self.llm_model)
+
 
 def _coerce(name: str, annotation: object, raw: str) -> Any:
     text = str(annotation)
+    if text == "float":
+        try:
+            return float(raw)
+        except ValueError:
+            raise ConfigurationError(
+                f"{ENV_PREFIX}{name.upper()} must be a number, got {raw!r}") from None
     if text.startswith("int"):
         try:
             return int(raw)
@@ -93,4 +132,11 @@ def _coerce(name: str, annotation: object, raw: str) -> Any:
             ) from None
     if text == "Path":
         return Path(raw)
+    if text == "bool":
+        lowered = raw.strip().lower()
+        if lowered in ("1", "true", "yes", "on"):
+            return True
+        if lowered in ("0", "false", "no", "off"):
+            return False
+        raise ConfigurationError(f"{ENV_PREFIX}{name.upper()} must be true or false, got {raw!r}")
     return raw

@@ -62,6 +62,23 @@ class EpisodeState(StrEnum):
     CLOSED = "closed"
 
 
+class SourceKind(StrEnum):
+    """How a fact reached the store: said by the user, extracted by the LLM, inferred."""
+
+    USER_STATED = "user_stated"
+    EXTRACTED = "extracted"
+    INFERRED = "inferred"
+
+
+class FactsState(StrEnum):
+    """Whether close processing extracted facts and decisions from an episode."""
+
+    NOT_APPLICABLE = "not_applicable"  # a remembered record, not a live transcript
+    PENDING = "pending"
+    EXTRACTED = "extracted"
+    NOT_EXTRACTED = "not_extracted"  # no LLM, or it failed: a later upgrade may retry
+
+
 class SummarySource(StrEnum):
     TEMPLATE = "template"
     GIVEN = "given"
@@ -125,6 +142,7 @@ class DecisionDetail(_Detail):
     pattern: Text | None = None
     reasons: Texts = []
     context: Text | None = None
+    source_episode_id: UUID | None = None
 
 
 class FactDetail(_Detail):
@@ -134,7 +152,14 @@ class FactDetail(_Detail):
     category: Label | None = None
     confidence: Unit | None = None
     source: Label | None = None
+    source_kind: SourceKind = SourceKind.USER_STATED
     source_episode_id: UUID | None = None
+    # kept by learn_fact; rejected as input (see MANAGED_FIELDS)
+    confirmation_count: Count = 0
+    last_confirmed_at: Timestamp | None = None
+    supersedes_id: UUID | None = None
+    superseded_by_id: UUID | None = None
+    conflicts_with: list[UUID] = []
 
 
 class EpisodeDetail(_Detail):
@@ -147,6 +172,13 @@ class EpisodeDetail(_Detail):
     participants: Labels = []
     outcome: Text | None = None
     lessons: Texts = []
+    user_id: Label | None = None
+    key_points: Texts = []
+    topics: Labels = []
+    # kept by the episode lifecycle; rejected as input (see MANAGED_FIELDS)
+    facts_state: FactsState = FactsState.NOT_APPLICABLE
+    message_count: Count = 0
+    last_message_at: Timestamp | None = None
 
     @model_validator(mode="after")
     def _ends_after_start(self) -> EpisodeDetail:
@@ -214,6 +246,18 @@ class CommonFields(BaseModel):
 
 COMMON_FIELDS = frozenset(CommonFields.model_fields)
 
+# Detail fields the store maintains itself; callers cannot set them directly.
+MANAGED_FIELDS: dict[Kind, frozenset[str]] = {
+    Kind.FACT: frozenset({"confirmation_count", "last_confirmed_at", "supersedes_id",
+                          "superseded_by_id", "conflicts_with"}),
+    Kind.EPISODE: frozenset({"facts_state", "message_count", "last_message_at"}),
+}
+
+
+def managed_problems(kind: Kind, fields: Mapping[str, Any], prefix: str = "") -> list[FieldProblem]:
+    return [FieldProblem(f"{prefix}{name}", "maintained by the store; it cannot be set")
+            for name in fields if name in MANAGED_FIELDS.get(kind, ())]
+
 
 class NewMemory(BaseModel):
     """A validated request to create one memory."""
@@ -248,14 +292,15 @@ def parse_kind(kind: object, field: str = "kind") -> Kind:
             field, f"unknown kind {kind!r}; expected one of {allowed}") from None
 
 
-def parse_new(kind: object, fields: Mapping[str, Any], prefix: str = "") -> NewMemory:
+def parse_new(kind: object, fields: Mapping[str, Any], prefix: str = "", *,
+              allow_untitled: bool = False) -> NewMemory:
     """Validate one create request; every problem is reported, each with its field path."""
     parsed_kind = parse_kind(kind, f"{prefix}kind")
     common_in = {k: v for k, v in fields.items() if k in COMMON_FIELDS}
     detail_in = {k: v for k, v in fields.items() if k not in COMMON_FIELDS}
     if "kind" in detail_in:
         raise InvalidInputError.single(f"{prefix}kind", "given twice")
-    problems: list[FieldProblem] = []
+    problems = managed_problems(parsed_kind, detail_in, prefix)
     common = _validate(CommonFields, common_in, prefix, problems)
     detail = _validate(DETAIL_MODELS[parsed_kind], detail_in, prefix, problems)
     if common is not None and common.summary is not None and parsed_kind is not Kind.EPISODE:
@@ -263,7 +308,7 @@ def parse_new(kind: object, fields: Mapping[str, Any], prefix: str = "") -> NewM
             f"{prefix}summary",
             f"a {parsed_kind.value} summary is computed from its fields; only episodes take one"))
     if (parsed_kind is Kind.EPISODE and isinstance(detail, EpisodeDetail) and common is not None
-            and not (detail.title or detail.detail or common.summary)):
+            and not allow_untitled and not (detail.title or detail.detail or common.summary)):
         problems.append(FieldProblem(f"{prefix}detail",
                                      "an episode needs a title, detail or summary"))
     _raise(problems)

@@ -25,15 +25,18 @@ from .errors import (
     InvalidInputError,
     NotFoundError,
 )
+from .fact_rules import normalize_fact
 from .kinds import (
     COMMON_FIELDS,
     MAX_BATCH_ITEMS,
     MAX_PAGE_SIZE,
     EpisodeDetail,
+    FactDetail,
     Kind,
     NewMemory,
     Status,
     SummarySource,
+    managed_problems,
     parse_agent_id,
     parse_new,
     validate_common,
@@ -69,9 +72,21 @@ def _digest(text: str) -> bytes:
 
 
 @dataclass(frozen=True, slots=True)
-class _Embedded:
+class Embedded:
     vectors: list[Vector]
     fresh: dict[bytes, Vector]  # computed now, to be cached in the write transaction
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PreparedWrite:
+    """A validated batch with its summaries and embeddings, ready for one transaction."""
+
+    agent: str
+    news: list[NewMemory]
+    ids: list[UUID]
+    summaries: list[tuple[str, SummarySource]]
+    tokens: list[int]
+    embedded: Embedded
 
 
 class MemoryManager:
@@ -80,6 +95,10 @@ class MemoryManager:
     def __init__(self, db: Database, embedder: Embedder) -> None:
         self._db = db
         self._embedder = embedder
+
+    @property
+    def model_name(self) -> str:
+        return self._embedder.model_name
 
     # ------------------------------------------------------------------ create
 
@@ -115,46 +134,56 @@ class MemoryManager:
         return await self._insert(agent, parsed) if parsed else []
 
     async def _insert(self, agent: str, news: list[NewMemory]) -> list[Memory]:
-        ids = [uuid4() for _ in news]
+        prepared = await self.prepare(agent, news)
+        async with self._db.transaction() as conn:
+            return await self.write(conn, prepared)
+
+    async def prepare(self, agent: str, news: list[NewMemory]) -> PreparedWrite:
+        """Everything slow (summaries, token counts, embeddings), before any transaction."""
         summaries = [summarize(n.detail, n.common.summary) for n in news]
-        embedded = await self._embed(agent, [text for text, _ in summaries])
-        tokens = [count_tokens(text) for text, _ in summaries]
+        return PreparedWrite(
+            agent=agent, news=news, ids=[uuid4() for _ in news], summaries=summaries,
+            tokens=[count_tokens(text) for text, _ in summaries],
+            embedded=await self._embed(agent, [text for text, _ in summaries]))
+
+    async def write(self, conn: Connection, batch: PreparedWrite) -> list[Memory]:
+        """Insert a prepared batch inside the caller's transaction."""
+        agent = batch.agent
         rows: list[dict[str, Any]] = []
         details: dict[Kind, list[dict[str, Any]]] = {}
         events: list[dict[str, Any]] = []
-        for ordinal, (new, memory_id, (summary, source)) in enumerate(
-                zip(news, ids, summaries, strict=True), start=1):
+        for ordinal, (new, memory_id, (summary, source), n_tokens) in enumerate(
+                zip(batch.news, batch.ids, batch.summaries, batch.tokens, strict=True), start=1):
             rows.append({
                 "id": str(memory_id), "kind": new.kind.value, "summary": summary,
-                "summary_source": source.value, "summary_tokens": tokens[ordinal - 1],
+                "summary_source": source.value, "summary_tokens": n_tokens,
                 "importance": new.common.importance, "tags": new.common.tags, "ord": ordinal,
             })
             details.setdefault(new.kind, []).append(_detail_row(agent, memory_id, new.detail))
             events.append({"memory_id": str(memory_id), "event": "created", "old_values": None,
                            "new_values": {"kind": new.kind.value, "summary": summary},
                            "actor": None})
-        async with self._db.transaction() as conn:
-            stamps = {r["id"]: r for r in await conn.fetch(
-                "insert_memories", agent, rows, [PgVector(v) for v in embedded.vectors],
-                self._embedder.model_name)}
-            for kind, kind_rows in details.items():
-                await conn.execute(_DETAIL_UPSERT[kind], agent, kind_rows)
-            await conn.execute("insert_events", agent, events)
-            await self._cache(conn, agent, embedded)
+        stamps = {r["id"]: r for r in await conn.fetch(
+            "insert_memories", agent, rows, [PgVector(v) for v in batch.embedded.vectors],
+            self._embedder.model_name)}
+        for kind, kind_rows in details.items():
+            await conn.execute(_DETAIL_UPSERT[kind], agent, kind_rows)
+        await conn.execute("insert_events", agent, events)
+        await self.cache(conn, agent, batch.embedded)
         return [
             Memory(id=memory_id, agent_id=agent, kind=new.kind, status=Status.ACTIVE,
                    summary=summary, summary_source=source, summary_tokens=n_tokens,
-                   importance=new.common.importance,
-                   tags=new.common.tags, embedding_model=self._embedder.model_name, version=1,
+                   importance=new.common.importance, tags=new.common.tags,
+                   embedding_model=self._embedder.model_name, version=1,
                    created_at=stamps[memory_id]["created_at"],
                    updated_at=stamps[memory_id]["updated_at"], detail=new.detail)
             for new, memory_id, (summary, source), n_tokens in zip(
-                news, ids, summaries, tokens, strict=True)
+                batch.news, batch.ids, batch.summaries, batch.tokens, strict=True)
         ]
 
     # ------------------------------------------------------------------ embeddings
 
-    async def _embed(self, agent: str, texts: list[str]) -> _Embedded:
+    async def _embed(self, agent: str, texts: list[str]) -> Embedded:
         """Embed through the per-agent cache: one lookup, one model call for the misses."""
         digests = [_digest(t) for t in texts]
         cached: dict[bytes, Vector] = {
@@ -175,10 +204,15 @@ class MemoryManager:
                         f"{self._embedder.model_name} returned {vector.shape[0]} dimensions; "
                         f"the store expects {self._embedder.dimension}")
             fresh = dict(zip(missing, vectors, strict=True))
-        return _Embedded([cached.get(d, fresh.get(d)) for d in digests],  # type: ignore[misc]
+        return Embedded([cached.get(d, fresh.get(d)) for d in digests],  # type: ignore[misc]
                          fresh)
 
-    async def _cache(self, conn: Connection, agent: str, embedded: _Embedded) -> None:
+    async def embed_texts(self, agent: str, texts: list[str]) -> list[Vector]:
+        """Embeddings through the cache (nothing is written; for callers that store them)."""
+        return (await self._embed(agent, texts)).vectors if texts else []
+
+    async def cache(self, conn: Connection, agent: str, embedded: Embedded) -> None:
+        """Store freshly computed embeddings, inside the caller's write transaction."""
         if embedded.fresh:
             await conn.execute("embedding_cache_store", agent, self._embedder.model_name,
                                list(embedded.fresh), [PgVector(v) for v in embedded.fresh.values()])
@@ -238,7 +272,7 @@ class MemoryManager:
                     "old_values": {k: old.get(k) for k in changed},
                     "new_values": {k: new[k] for k in changed}}])
                 if embedded:
-                    await self._cache(conn, agent, embedded)
+                    await self.cache(conn, agent, embedded)
             return updated.model_copy(update={
                 "version": row["version"], "updated_at": row["updated_at"],
                 "embedding_model": (self._embedder.model_name if embedded
@@ -312,9 +346,15 @@ def _as_array(value: Any) -> Vector:
     return array
 
 
+def fact_hash(text: str) -> bytes:
+    return _digest(normalize_fact(text))
+
+
 def _detail_row(agent: str, memory_id: UUID, detail: Any) -> dict[str, Any]:
     row: dict[str, Any] = detail.model_dump(mode="json")
     row.update(agent_id=agent, memory_id=str(memory_id))
+    if isinstance(detail, FactDetail):
+        row["normalized_hash"] = "\\x" + fact_hash(detail.content).hex()
     return row
 
 
@@ -323,6 +363,9 @@ def _apply_changes(current: Memory, changes: Mapping[str, Any]) -> Memory:
     if "kind" in changes and changes["kind"] != current.kind.value:
         raise InvalidInputError.single("kind", "cannot be changed; create a new memory")
     detail_changes = {k: v for k, v in changes.items() if k not in COMMON_FIELDS and k != "kind"}
+    managed = managed_problems(current.kind, detail_changes)
+    if managed:
+        raise InvalidInputError(managed)
     common_changes = {k: v for k, v in changes.items() if k in COMMON_FIELDS}
     if "summary" in common_changes and current.kind is not Kind.EPISODE:
         raise InvalidInputError.single(

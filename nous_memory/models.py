@@ -14,6 +14,7 @@ from uuid import UUID
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import BigInteger, Column, Computed, DateTime, Identity, LargeBinary, Text
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
+from sqlalchemy.dialects.postgresql import UUID as PgUUID
 from sqlmodel import Field, SQLModel
 
 EMBEDDING_DIM = 384
@@ -80,6 +81,7 @@ class DecisionRow(SQLModel, table=True):
     pattern: str | None = None
     reasons: list[str] = _text_array()
     context: str | None = None
+    source_episode_id: UUID | None = None
 
 
 class FactRow(SQLModel, table=True):
@@ -92,7 +94,15 @@ class FactRow(SQLModel, table=True):
     category: str | None = None
     confidence: float | None = None
     source: str | None = None
+    source_kind: str
     source_episode_id: UUID | None = None
+    normalized_hash: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    confirmation_count: int
+    last_confirmed_at: datetime | None = _time(default=None)
+    supersedes_id: UUID | None = None
+    superseded_by_id: UUID | None = None
+    conflicts_with: list[UUID] = Field(
+        default_factory=list, sa_column=Column(ARRAY(PgUUID), nullable=False))
 
 
 class EpisodeRow(SQLModel, table=True):
@@ -108,6 +118,12 @@ class EpisodeRow(SQLModel, table=True):
     participants: list[str] = _text_array()
     outcome: str | None = None
     lessons: list[str] = _text_array()
+    user_id: str | None = None
+    key_points: list[str] = _text_array()
+    topics: list[str] = _text_array()
+    facts_state: str
+    message_count: int
+    last_message_at: datetime | None = _time(default=None)
 
 
 class ProcedureRow(SQLModel, table=True):
@@ -152,6 +168,44 @@ class EpisodeMessageRow(SQLModel, table=True):
     created_at: datetime = _time()
 
 
+class EpisodeChunkRow(SQLModel, table=True):
+    __tablename__ = "episode_chunks"
+    agent_id: str = _key()
+    episode_id: UUID = _key()
+    chunk_no: int = _key()
+    first_seq: int
+    last_seq: int
+    content: str
+    tokens: int
+    speakers: list[str] = _text_array()
+    started_at: datetime | None = _time(default=None)
+    ended_at: datetime | None = _time(default=None)
+    message_metadata: list[dict[str, Any]] = Field(
+        default_factory=list, sa_column=Column(JSONB, nullable=False))
+    embedding: Any = Field(default=None, sa_column=Column(Vector(EMBEDDING_DIM)))
+    embedding_model: str | None = None
+    search_tsv: Any = Field(
+        default=None,
+        sa_column=Column(TSVECTOR, Computed("to_tsvector('english', content)"), nullable=True))
+    created_at: datetime = _time()
+
+
+class WorkItemRow(SQLModel, table=True):
+    __tablename__ = "work_items"
+    agent_id: str = _key()
+    id: int = Field(sa_column=Column("id", BigInteger, Identity(always=True), primary_key=True))
+    task: str
+    memory_id: UUID
+    state: str
+    attempts: int
+    run_after: datetime = _time()
+    lease_until: datetime | None = _time(default=None)
+    locked_by: str | None = None
+    last_error: str | None = None
+    created_at: datetime = _time()
+    updated_at: datetime = _time()
+
+
 class MemoryEventRow(SQLModel, table=True):
     __tablename__ = "memory_events"
     agent_id: str = _key()
@@ -173,7 +227,24 @@ class EmbeddingCacheRow(SQLModel, table=True):
     created_at: datetime = _time()
 
 
+class LLMCallRow(SQLModel, table=True):
+    __tablename__ = "llm_calls"
+    agent_id: str = _key()
+    id: int = Field(sa_column=Column("id", BigInteger, Identity(always=True), primary_key=True))
+    purpose: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    tokens_source: str
+    latency_ms: int
+    outcome: str
+    error: str | None = None
+    created_at: datetime = _time()
+
+
 TABLE_MODELS: tuple[type[SQLModel], ...] = (
     SchemaVersionRow, StoreMetaRow, MemoryRow, DecisionRow, FactRow, EpisodeRow,
-    ProcedureRow, CensorRow, EpisodeMessageRow, MemoryEventRow, EmbeddingCacheRow,
+    ProcedureRow, CensorRow, EpisodeMessageRow, EpisodeChunkRow, WorkItemRow, MemoryEventRow,
+    EmbeddingCacheRow,
+    LLMCallRow,
 )

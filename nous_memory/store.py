@@ -4,6 +4,7 @@ hands every operation to the domain modules, always scoped to one agent."""
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -14,6 +15,7 @@ from uuid import UUID
 
 import asyncpg
 
+from .chunks import TranscriptMessage
 from .config import Settings
 from .db import (
     QUERIES,
@@ -26,10 +28,16 @@ from .db import (
 )
 from .db.errors import translated
 from .embeddings import Embedder, embedder_from_settings
+from .episode_close import CloseSettings, EpisodeCloser
+from .episodes import AppendResult, EpisodeManager, MessageIn
 from .errors import DatabaseError, DatabaseUnavailableError
+from .fact_rules import Thresholds
+from .facts import FactHistory, FactLearner, LearnResult
 from .kinds import Kind, Status
+from .llm import LLMClient, PostgresCallRecorder
 from .memories import MemoryManager
 from .records import Memory, MemoryEvent, Page
+from .worker import Worker
 
 
 def redact_dsn(dsn: str) -> str:
@@ -49,6 +57,14 @@ class MemoryStore:
         self._dsn = dsn
         self._server = server
         self.memories = MemoryManager(db, embedder)
+        self.llm = llm_from_settings(settings, db)
+        self.facts = FactLearner(db, self.memories, Thresholds(
+            confirm=settings.fact_confirm_threshold, rule=settings.fact_rule_threshold,
+            candidate=settings.fact_candidate_threshold), self.llm)
+        self.episodes = EpisodeManager(db, self.memories)
+        self.closer = EpisodeCloser(db, self.memories, self.facts, self.llm, CloseSettings(
+            input_cap_tokens=settings.close_input_cap_tokens,
+            chunk_tokens=settings.episode_chunk_tokens))
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -161,6 +177,63 @@ class MemoryStore:
     async def counts(self, agent_id: str) -> dict[str, dict[str, int]]:
         return await self.memories.counts(agent_id)
 
+    # ------------------------------------------------------------------ episodes
+
+    async def start_episode(self, agent_id: str, /, *, title: str | None = None,
+                            participants: Sequence[str] | None = None,
+                            user_id: str | None = None,
+                            started_at: datetime | None = None) -> Memory:
+        """Start a conversation episode (state ``open``)."""
+        return await self.episodes.start(agent_id, title=title, participants=participants,
+                                         user_id=user_id, started_at=started_at)
+
+    async def append(self, agent_id: str, episode_id: UUID | str, /,
+                     messages: Sequence[Mapping[str, Any] | MessageIn]) -> AppendResult:
+        """Append messages (role, content, name, tool_call_id, created_at, metadata)."""
+        return await self.episodes.append(agent_id, episode_id, messages)
+
+    async def close_episode(self, agent_id: str, episode_id: UUID | str, /) -> Memory:
+        """Mark the episode ``closing`` and queue its close processing (idempotent)."""
+        return await self.episodes.close(agent_id, episode_id)
+
+    async def get_episode(self, agent_id: str, episode_id: UUID | str, /) -> Memory:
+        return await self.episodes.get(agent_id, episode_id)
+
+    async def transcript(self, agent_id: str, episode_id: UUID | str, /, *, from_seq: int = 0,
+                         limit: int = 10_000) -> builtins.list[TranscriptMessage]:
+        return await self.episodes.transcript(agent_id, episode_id, from_seq=from_seq,
+                                              limit=limit)
+
+    def worker(self, *, worker_id: str | None = None, poll_s: float = 1.0) -> Worker:
+        """A work-queue worker on this store (``await worker.run(stop_event)``)."""
+        return Worker(self._db, self.episodes, self.closer, worker_id=worker_id,
+                      lease_s=self.settings.worker_lease_s, poll_s=poll_s,
+                      idle_close_after_s=self.settings.episode_idle_close_s)
+
+    # ------------------------------------------------------------------ facts
+
+    async def learn_fact(self, agent_id: str, content: str, /, *, subject: str | None = None,
+                         category: str | None = None, confidence: float | None = None,
+                         source: str | None = None, source_episode_id: UUID | str | None = None,
+                         source_kind: str = "user_stated",
+                         instructions: str | None = None) -> LearnResult:
+        """Learn a fact with dedup: created, confirmed, merged, superseded, reactivated or
+        rejected (with the reason).  ``instructions``: the prompt the fact was extracted
+        with, so a fact that merely restates it is rejected."""
+        fields = {k: v for k, v in {
+            "subject": subject, "category": category, "confidence": confidence,
+            "source": source, "source_episode_id": source_episode_id}.items() if v is not None}
+        return await self.facts.learn(agent_id, content, instructions=instructions,
+                                      source_kind=source_kind, **fields)
+
+    async def fact_history(self, agent_id: str, fact_id: UUID | str) -> FactHistory:
+        """Every version of a fact (supersession chain, oldest first) and its events."""
+        return await self.facts.history(agent_id, fact_id)
+
+    async def facts_from_episode(self, agent_id: str,
+                                 episode_id: UUID | str) -> builtins.list[Memory]:
+        return await self.facts.from_episode(agent_id, episode_id)
+
     # last in the class: a method named `list` shadows the builtin in later signatures
     async def list(self, agent_id: str, *, kind: Kind | str | None = None,
                    status: Status | str | Sequence[Status | str] | None = None,
@@ -171,6 +244,15 @@ class MemoryStore:
                                         created_after=created_after,
                                         created_before=created_before, limit=limit,
                                         cursor=cursor)
+
+
+def llm_from_settings(settings: Settings, db: Database) -> LLMClient | None:
+    """The configured LLM (every call recorded in llm_calls), or None: rule-based fallbacks."""
+    if not settings.llm_base_url or not settings.llm_model:
+        return None
+    return LLMClient(base_url=settings.llm_base_url, model=settings.llm_model,
+                     api_key=settings.llm_api_key, max_attempts=settings.llm_max_attempts,
+                     timeout_s=settings.llm_timeout_s, recorder=PostgresCallRecorder(db))
 
 
 async def _connect_raw(dsn: str) -> asyncpg.Connection:

@@ -64,7 +64,11 @@ def episode_rule_summary(d: EpisodeDetail) -> str:
         parts.append(leading_sentences(d.detail, RULE_SUMMARY_MAX_CHARS - used))
     if d.outcome:
         parts.append(f"Outcome: {leading_sentences(d.outcome, 200)}")
-    return " ".join(p for p in parts if p)
+    text = " ".join(p for p in parts if p)
+    if not text:  # a conversation just started: nothing to extract from yet
+        when = f" started {d.started_at:%Y-%m-%d %H:%M} UTC" if d.started_at else ""
+        text = f"Conversation{when}."
+    return text
 
 
 def leading_sentences(text: str, budget: int) -> str:

@@ -19,6 +19,8 @@ from ..store import MemoryStore
 from . import errors
 from .auth import key_ring, require_key
 from .body import MAX_BODY_BYTES, BodySizeLimit
+from .facts import fact_request_schemas
+from .facts import router as facts_router
 from .routes import health_router, router
 from .schemas import request_schemas
 
@@ -36,6 +38,8 @@ censor) stored per agent in PostgreSQL + pgvector.
 
 TAGS = [
     {"name": "memories", "description": "Create, read, change, delete and list memories."},
+    {"name": "facts", "description": "Learn facts with deduplication, updates and "
+                                     "contradictions; read a fact's versions."},
     {"name": "health", "description": "Liveness of the database and embedding model."},
 ]
 
@@ -47,7 +51,7 @@ class NousMemoryAPI(FastAPI):
         if self.openapi_schema is None:
             schema = super().openapi()
             components = schema.setdefault("components", {}).setdefault("schemas", {})
-            for name, body in request_schemas().items():
+            for name, body in {**request_schemas(), **fact_request_schemas()}.items():
                 components.setdefault(name, body)
         assert self.openapi_schema is not None
         return self.openapi_schema
@@ -79,5 +83,7 @@ def create_app(store: MemoryStore | None = None, *,
     errors.install(app)
     app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES)
     app.include_router(health_router)
-    app.include_router(router, dependencies=[Depends(require_key(ring))] if ring else [])
+    guard = [Depends(require_key(ring))] if ring else []
+    app.include_router(router, dependencies=guard)
+    app.include_router(facts_router, dependencies=guard)
     return app

@@ -166,3 +166,252 @@ FROM memory_events WHERE agent_id = $1 AND memory_id = $2 ORDER BY id;
 -- name: count_memories
 SELECT kind, status, count(*) AS n FROM memories WHERE agent_id = $1
 GROUP BY kind, status ORDER BY kind, status;
+
+-- ---------------------------------------------------------------- facts
+
+-- name: lock_agent_facts
+-- Serialises fact decisions per agent until the transaction ends; other agents
+-- take other keys (a rare hash collision only makes two agents wait in turn).
+SELECT pg_advisory_xact_lock(hashtext('nous_memory.facts'), hashtext($1));
+
+-- name: enable_iterative_scan
+-- Filtered HNSW scans keep going until enough rows pass the filter.
+SET LOCAL hnsw.iterative_scan = relaxed_order;
+
+-- name: fact_by_hash
+-- The fact with this normalised text: the active one, else the newest superseded one.
+SELECT m.id, m.status, f.confidence
+FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
+WHERE f.agent_id = $1 AND f.normalized_hash = $2 AND m.status IN ('active', 'superseded')
+ORDER BY m.status = 'active' DESC, m.updated_at DESC
+LIMIT 1;
+
+-- name: nearest_active_facts
+-- Raw cosine similarity to this agent's active facts embedded with the same model.
+SELECT m.id, f.content, 1 - (m.embedding <=> $2) AS cosine
+FROM memories m JOIN facts f ON f.agent_id = m.agent_id AND f.memory_id = m.id
+WHERE m.agent_id = $1 AND m.kind = 'fact' AND m.status = 'active' AND m.embedding_model = $3
+ORDER BY m.embedding <=> $2
+LIMIT $4;
+
+-- name: fact_for_update
+SELECT f.content, f.confidence FROM facts f
+WHERE f.agent_id = $1 AND f.memory_id = $2 FOR UPDATE;
+
+-- name: fact_confirm
+-- $4/$5: new wording and its hash when a better wording is kept, else NULL.
+UPDATE facts SET confirmation_count = confirmation_count + 1, last_confirmed_at = now(),
+                 confidence = $3, content = COALESCE($4, content),
+                 normalized_hash = COALESCE($5, normalized_hash)
+WHERE agent_id = $1 AND memory_id = $2;
+
+-- name: memory_touch
+UPDATE memories SET version = version + 1, updated_at = now()
+WHERE agent_id = $1 AND id = $2;
+
+-- name: memory_reword
+UPDATE memories SET summary = $3, summary_tokens = $4, embedding = $5, embedding_model = $6,
+                    version = version + 1, updated_at = now()
+WHERE agent_id = $1 AND id = $2;
+
+-- name: memory_set_status
+UPDATE memories SET status = $3, version = version + 1, updated_at = now()
+WHERE agent_id = $1 AND id = $2;
+
+-- name: fact_link_superseded
+UPDATE facts SET superseded_by_id = $3, confidence = $4
+WHERE agent_id = $1 AND memory_id = $2;
+
+-- name: fact_reactivate
+-- A -> B -> A: A comes back, pointing at B ($3) as what it replaces.
+UPDATE facts SET superseded_by_id = NULL, supersedes_id = COALESCE($3, supersedes_id),
+                 confidence = $4, confirmation_count = confirmation_count + 1,
+                 last_confirmed_at = now()
+WHERE agent_id = $1 AND memory_id = $2;
+
+-- name: active_successor
+-- Follow superseded_by links from a fact to the version that is active now.
+WITH RECURSIVE walk AS (
+    SELECT f.memory_id, f.superseded_by_id, ARRAY[f.memory_id] AS path
+    FROM facts f WHERE f.agent_id = $1 AND f.memory_id = $2
+    UNION ALL
+    SELECT f.memory_id, f.superseded_by_id, w.path || f.memory_id
+    FROM walk w JOIN facts f ON f.agent_id = $1 AND f.memory_id = w.superseded_by_id
+    WHERE NOT f.memory_id = ANY(w.path)
+)
+SELECT w.memory_id FROM walk w JOIN memories m ON m.agent_id = $1 AND m.id = w.memory_id
+WHERE m.status = 'active' AND w.memory_id <> $2
+LIMIT 1;
+
+-- name: fact_flag_conflict
+-- Two-way "possible conflict" links between facts kept side by side.
+UPDATE facts SET conflicts_with = array_append(conflicts_with, $3)
+WHERE agent_id = $1 AND memory_id = ANY($2::uuid[]) AND NOT ($3 = ANY(conflicts_with));
+
+-- name: fact_chain
+-- Every version linked to this fact by supersedes / superseded_by, oldest first.
+WITH RECURSIVE chain AS (
+    SELECT f.memory_id, ARRAY[f.memory_id] AS path
+    FROM facts f WHERE f.agent_id = $1 AND f.memory_id = $2
+    UNION ALL
+    SELECT n.id, c.path || n.id
+    FROM chain c
+    JOIN facts f ON f.agent_id = $1 AND f.memory_id = c.memory_id
+    CROSS JOIN LATERAL (VALUES (f.supersedes_id), (f.superseded_by_id)) AS n(id)
+    WHERE n.id IS NOT NULL AND NOT n.id = ANY(c.path) AND cardinality(c.path) < 1000
+)
+SELECT r.* FROM memory_records r
+WHERE r.agent_id = $1 AND r.id IN (SELECT memory_id FROM chain)
+ORDER BY r.created_at, r.id;
+
+-- name: events_for_memories
+SELECT id, memory_id, event, old_values, new_values, actor, created_at
+FROM memory_events WHERE agent_id = $1 AND memory_id = ANY($2::uuid[]) ORDER BY id;
+
+-- name: facts_from_episode
+SELECT r.* FROM facts f
+JOIN memory_records r ON r.agent_id = f.agent_id AND r.id = f.memory_id
+WHERE f.agent_id = $1 AND f.source_episode_id = $2
+ORDER BY r.created_at, r.id;
+
+-- name: blocking_censors
+SELECT m.id, c.trigger_pattern, c.reason
+FROM censors c JOIN memories m ON m.agent_id = c.agent_id AND m.id = c.memory_id
+WHERE c.agent_id = $1 AND m.status = 'active' AND c.action IN ('block', 'absolute');
+
+
+-- ---------------------------------------------------------------- episodes
+
+-- name: episode_for_update
+-- Row lock on the episode: appends and state changes of one episode are serialised.
+SELECT e.state, e.message_count, e.title, e.started_at, e.ended_at, e.last_message_at,
+       e.facts_state, m.status
+FROM episodes e JOIN memories m ON m.agent_id = e.agent_id AND m.id = e.memory_id
+WHERE e.agent_id = $1 AND e.memory_id = $2 AND m.status <> 'deleted'
+FOR UPDATE OF e;
+
+-- name: insert_messages
+-- $3: [{seq, role, content, name, tool_call_id, tokens, metadata, created_at}]
+INSERT INTO episode_messages (agent_id, episode_id, seq, role, content, name, tool_call_id,
+                              tokens, metadata, created_at)
+SELECT $1, $2, r.seq, r.role, r.content, r.name, r.tool_call_id, r.tokens,
+       COALESCE(r.metadata, '{}'), COALESCE(r.created_at, now())
+FROM jsonb_to_recordset($3::jsonb) AS r(seq integer, role text, content text, name text,
+     tool_call_id text, tokens integer, metadata jsonb, created_at timestamptz)
+RETURNING created_at;
+
+-- name: episode_after_append
+-- Imported (backdated) messages move the start back to the first message.
+UPDATE episodes SET message_count = $3,
+                    last_message_at = GREATEST(COALESCE(last_message_at, $4), $4),
+                    started_at = LEAST(COALESCE(started_at, $5), $5)
+WHERE agent_id = $1 AND memory_id = $2;
+
+-- name: episode_mark_closing
+UPDATE episodes SET state = 'closing', facts_state = 'pending',
+                    ended_at = GREATEST(COALESCE(ended_at, last_message_at, now()), started_at)
+WHERE agent_id = $1 AND memory_id = $2 AND state = 'open'
+RETURNING ended_at;
+
+-- name: episode_messages
+SELECT seq, role, content, name, tool_call_id, tokens, metadata, created_at
+FROM episode_messages WHERE agent_id = $1 AND episode_id = $2 AND seq >= $3
+ORDER BY seq LIMIT $4;
+
+-- name: episode_last_chunk
+SELECT COALESCE(max(chunk_no), -1) AS chunk_no, COALESCE(max(last_seq), -1) AS last_seq
+FROM episode_chunks WHERE agent_id = $1 AND episode_id = $2;
+
+-- name: insert_chunks
+-- Idempotent: a retried close writes the same chunk numbers again and keeps the first.
+INSERT INTO episode_chunks (agent_id, episode_id, chunk_no, first_seq, last_seq, content,
+                            tokens, speakers, started_at, ended_at, message_metadata,
+                            embedding, embedding_model)
+SELECT $1, $2, r.chunk_no, r.first_seq, r.last_seq, r.content, r.tokens, r.speakers,
+       r.started_at, r.ended_at, r.message_metadata, ($3::vector[])[r.ord], $4
+FROM jsonb_to_recordset($5::jsonb) AS r(chunk_no integer, first_seq integer, last_seq integer,
+     content text, tokens integer, speakers text[], started_at timestamptz,
+     ended_at timestamptz, message_metadata jsonb, ord integer)
+ON CONFLICT (agent_id, episode_id, chunk_no) DO NOTHING;
+
+-- name: episode_chunks
+SELECT chunk_no, first_seq, last_seq, content, tokens, speakers, started_at, ended_at,
+       message_metadata
+FROM episode_chunks WHERE agent_id = $1 AND episode_id = $2 ORDER BY chunk_no;
+
+-- name: episode_finish
+-- Close processing's result for the episode record (one statement per table).
+UPDATE episodes SET state = 'closed', title = COALESCE(title, $3), outcome = COALESCE($4, outcome),
+       key_points = $5, topics = $6, lessons = $7, facts_state = $8
+WHERE agent_id = $1 AND memory_id = $2;
+
+-- name: memory_resummarize
+UPDATE memories SET summary = $3, summary_source = $4, summary_tokens = $5, embedding = $6,
+                    embedding_model = $7, version = version + 1, updated_at = now()
+WHERE agent_id = $1 AND id = $2;
+
+-- name: idle_open_episodes
+-- cross-agent: the worker's sweep; each hit is then closed within its own agent.
+SELECT e.agent_id, e.memory_id FROM episodes e
+WHERE e.state = 'open' AND COALESCE(e.last_message_at, e.started_at) < now() - make_interval(secs => $1)
+ORDER BY COALESCE(e.last_message_at, e.started_at) LIMIT $2;
+
+-- ---------------------------------------------------------------- work queue
+
+-- name: work_enqueue
+INSERT INTO work_items (agent_id, task, memory_id, run_after)
+VALUES ($1, $2, $3, now() + make_interval(secs => $4))
+ON CONFLICT (agent_id, task, memory_id) WHERE state IN ('pending', 'running') DO NOTHING;
+
+-- name: work_claim
+-- cross-agent: the worker serves every agent's queue; the claimed item is then handled
+-- within its own agent.  An expired lease (a dead worker) makes an item claimable again.
+UPDATE work_items w SET state = 'running', attempts = w.attempts + 1, locked_by = $2,
+       lease_until = now() + make_interval(secs => $1), updated_at = now()
+FROM (SELECT agent_id, id FROM work_items
+      WHERE (state = 'pending' AND run_after <= now())
+         OR (state = 'running' AND lease_until < now())
+      ORDER BY run_after, id
+      LIMIT 1 FOR UPDATE SKIP LOCKED) c
+WHERE w.agent_id = c.agent_id AND w.id = c.id
+RETURNING w.agent_id, w.id, w.task, w.memory_id, w.attempts;
+
+-- name: work_complete
+-- Inside the result transaction: only the worker that still holds the lease may finish.
+UPDATE work_items SET state = 'done', lease_until = NULL, updated_at = now()
+WHERE agent_id = $1 AND id = $2 AND locked_by = $3 AND state = 'running'
+RETURNING id;
+
+-- name: work_retry
+UPDATE work_items SET state = CASE WHEN attempts >= $4 THEN 'failed' ELSE 'pending' END,
+       run_after = now() + make_interval(secs => $5), last_error = $6, locked_by = NULL,
+       lease_until = NULL, updated_at = now()
+WHERE agent_id = $1 AND id = $2 AND locked_by = $3 AND state = 'running'
+RETURNING state;
+
+-- name: work_items_for
+SELECT id, task, state, attempts, run_after, last_error FROM work_items
+WHERE agent_id = $1 AND memory_id = $2 ORDER BY id;
+
+-- ---------------------------------------------------------------- llm calls
+
+-- name: insert_llm_call
+-- One HTTP attempt; created_at comes from the caller (when the attempt started).
+INSERT INTO llm_calls (agent_id, purpose, model, prompt_tokens, completion_tokens,
+                       tokens_source, latency_ms, outcome, error, created_at)
+SELECT $1, $2::text, $3::text, $4::integer, $5::integer, $6::text, $7::integer,
+       $8::text, $9::text, $10::timestamptz;
+
+-- name: llm_usage_by_agent
+-- Per purpose and model; $2 (optional) keeps calls made at or after that time.
+SELECT purpose, model,
+       count(*) AS calls,
+       count(*) FILTER (WHERE outcome = 'ok') AS ok_calls,
+       coalesce(sum(prompt_tokens), 0)::bigint AS prompt_tokens,
+       coalesce(sum(completion_tokens), 0)::bigint AS completion_tokens,
+       count(*) FILTER (WHERE tokens_source = 'estimated') AS estimated_calls,
+       coalesce(sum(latency_ms), 0)::bigint AS latency_ms
+FROM llm_calls
+WHERE agent_id = $1 AND ($2::timestamptz IS NULL OR created_at >= $2)
+GROUP BY purpose, model
+ORDER BY purpose, model;

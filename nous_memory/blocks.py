@@ -1,0 +1,25 @@
+"""Memory blocks the store injects into prompts, marked so they can be stripped again.
+
+Anything the store itself put into a conversation (recalled memories, summaries) is
+wrapped in ``<nous-memory ...>`` tags; episode close strips these before extraction so
+recalled memories are never learned a second time from the transcript.
+"""
+
+from __future__ import annotations
+
+import re
+
+TAG = "nous-memory"
+_BLOCK = re.compile(rf"<{TAG}\b[^>]*>.*?</{TAG}>", re.S | re.I)
+_UNCLOSED = re.compile(rf"<{TAG}\b[^>]*>.*\Z", re.S | re.I)
+
+
+def wrap(text: str, kind: str) -> str:
+    """Mark ``text`` as injected by the store (``kind``: context, summary, ...)."""
+    return f'<{TAG} kind="{kind}">\n{text}\n</{TAG}>'
+
+
+def strip(text: str) -> str:
+    """Remove injected blocks, including a truncated one left open at the end."""
+    cleaned = _UNCLOSED.sub("", _BLOCK.sub("", text))
+    return cleaned.strip()

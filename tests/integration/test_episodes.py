@@ -1,0 +1,167 @@
+"""Episodes: lifecycle, transcript, chunks and close processing (real DB, model, openai)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import asyncpg
+import pytest
+
+from nous_memory import ConflictError, InvalidInputError, MemoryStore, NotFoundError
+from nous_memory.blocks import wrap
+from nous_memory.episodes import MAX_MESSAGE_CHARS, OversizeMessageError
+from nous_memory.kinds import EpisodeState, FactsState, SummarySource
+from nous_memory.testing import ScriptedLLMServer
+
+EXTRACTION = {
+    "title": "Planning the Lisbon team offsite in May",
+    "summary": "Ana and the assistant planned the team offsite. " * 12,
+    "key_points": ["Offsite in Lisbon", "Budget 4000 EUR"],
+    "outcome": "The offsite is booked for May 14.",
+    "topics": ["offsite", "travel"],
+    "facts": [
+        {"content": "Ana's team offsite is in Lisbon on May 14", "subject": "Ana",
+         "category": "schedule", "confidence": 0.9},
+        {"content": "Ana is vegetarian", "subject": "Ana", "category": "preference",
+         "confidence": 0.8},
+        {"content": "You are a helpful assistant", "subject": "assistant"},
+    ],
+    "decisions": [{"description": "Book the offsite venue in Alfama", "outcome": "success",
+                   "confidence": 0.8, "pattern": "Decide venues early",
+                   "reasons": ["Close to the hotel"]}],
+    "lessons": ["Ask about dietary needs before booking"],
+}
+
+MESSAGES = [
+    {"role": "user", "content": "Let's plan the team offsite in Lisbon on May 14.",
+     "name": "Ana", "metadata": {"dia_id": "D1:1"}},
+    {"role": "assistant", "content": "Great. What budget do you have?",
+     "metadata": {"dia_id": "D1:2"}},
+    {"role": "user", "content": "About 4000 EUR. Also, I'm vegetarian. "
+     + wrap("Ana likes sushi", "context"), "name": "Ana", "metadata": {"dia_id": "D1:3"}},
+    {"role": "assistant", "content": "I booked the venue in Alfama.",
+     "metadata": {"dia_id": "D1:4"}},
+]
+
+
+@pytest.fixture
+async def llm() -> AsyncIterator[ScriptedLLMServer]:
+    async with ScriptedLLMServer() as server:
+        yield server
+
+
+@pytest.fixture
+async def llm_store(database_url: str, embedder: Any,
+                    llm: ScriptedLLMServer) -> AsyncIterator[MemoryStore]:
+    async with MemoryStore.open(database_url=database_url, embedder=embedder,
+                                llm_base_url=llm.base_url, llm_model="scripted",
+                                llm_max_attempts=2, episode_chunk_tokens=30) as store:
+        yield store
+
+
+async def _count(store: MemoryStore, sql: str, *args: Any) -> int:
+    conn = await asyncpg.connect(store.dsn)
+    try:
+        return int(await conn.fetchval(sql, *args))
+    finally:
+        await conn.close()
+
+
+async def test_close_with_llm_extracts_everything_once(llm_store: MemoryStore,
+                                                       llm: ScriptedLLMServer) -> None:
+    episode = await llm_store.start_episode("ana", participants=["Ana", "assistant"])
+    assert episode.detail.state is EpisodeState.OPEN  # type: ignore[union-attr]
+    appended = await llm_store.append("ana", episode.id, MESSAGES)
+    assert (appended.first_seq, appended.last_seq, appended.message_count) == (0, 3, 4)
+    closing = await llm_store.close_episode("ana", episode.id)
+    assert closing.detail.state is EpisodeState.CLOSING  # type: ignore[union-attr]
+    assert (await llm_store.close_episode("ana", episode.id)).version == closing.version
+    llm.reply_json(EXTRACTION)
+    worker = llm_store.worker()
+    assert await worker.drain() == 1
+    closed = await llm_store.get_episode("ana", episode.id)
+    detail = closed.detail
+    assert detail.state is EpisodeState.CLOSED  # type: ignore[union-attr]
+    assert closed.summary_source is SummarySource.LLM
+    assert closed.summary == EXTRACTION["summary"].strip()
+    assert detail.title == EXTRACTION["title"]  # type: ignore[union-attr]
+    assert detail.lessons == EXTRACTION["lessons"]  # type: ignore[union-attr]
+    assert detail.facts_state is FactsState.EXTRACTED  # type: ignore[union-attr]
+    assert len(llm.requests) == 1
+    sent = llm.requests[0]["messages"][-1]["content"]
+    assert "<transcript>" in sent and "sushi" not in sent and 'role="user" name="Ana"' in sent
+    facts = await llm_store.facts_from_episode("ana", episode.id)
+    assert sorted(f.summary for f in facts) == ["Ana is vegetarian",
+                                                "Ana's team offsite is in Lisbon on May 14"]
+    assert all(f.detail.source_kind == "extracted" for f in facts)  # type: ignore[union-attr]
+    decisions = (await llm_store.list("ana", kind="decision")).items
+    assert [d.detail.source_episode_id for d in decisions] == [episode.id]  # type: ignore[union-attr]
+    chunks = await _count(llm_store, "SELECT count(*) FROM episode_chunks WHERE agent_id = 'ana'")
+    assert chunks >= 2
+    assert await worker.drain() == 0  # nothing left: processed exactly once
+
+
+async def test_no_llm_gives_rule_summary_at_once(store: MemoryStore) -> None:
+    episode = await store.start_episode("a", title="Quick chat")
+    await store.append("a", episode.id, MESSAGES)
+    await store.close_episode("a", episode.id)
+    assert await store.worker().drain() == 1
+    closed = await store.get_episode("a", episode.id)
+    assert closed.summary_source is SummarySource.RULE
+    assert closed.summary.startswith("Quick chat. Conversation between Ana, assistant")
+    assert closed.detail.facts_state is FactsState.NOT_EXTRACTED  # type: ignore[union-attr]
+    assert "sushi" not in closed.summary
+    assert await _count(store, "SELECT count(*) FROM work_items WHERE state <> 'done'") == 0
+
+
+async def test_llm_failure_falls_back_and_queues_an_upgrade(llm_store: MemoryStore,
+                                                            llm: ScriptedLLMServer) -> None:
+    episode = await llm_store.start_episode("a", title="Flaky")
+    await llm_store.append("a", episode.id, MESSAGES)
+    await llm_store.close_episode("a", episode.id)
+    llm.fail(500)
+    llm.fail(503)
+    await llm_store.worker().drain()
+    closed = await llm_store.get_episode("a", episode.id)
+    assert closed.summary_source is SummarySource.RULE
+    assert closed.detail.facts_state is FactsState.NOT_EXTRACTED  # type: ignore[union-attr]
+    conn = await asyncpg.connect(llm_store.dsn)
+    try:
+        await conn.execute("UPDATE work_items SET run_after = now() WHERE task = 'episode_upgrade'")
+    finally:
+        await conn.close()
+    llm.reply_json(EXTRACTION)
+    assert await llm_store.worker().drain() == 1
+    upgraded = await llm_store.get_episode("a", episode.id)
+    assert upgraded.summary_source is SummarySource.LLM
+    assert upgraded.detail.facts_state is FactsState.EXTRACTED  # type: ignore[union-attr]
+    assert len(await llm_store.facts_from_episode("a", episode.id)) == 2
+
+
+async def test_append_rules(store: MemoryStore) -> None:
+    episode = await store.start_episode("a")
+    with pytest.raises(InvalidInputError) as info:
+        await store.append("a", episode.id, [{"role": "robot", "content": "hi"}])
+    assert info.value.field == "messages[0].role"
+    with pytest.raises(OversizeMessageError):
+        await store.append("a", episode.id, [{"role": "user",
+                                              "content": "x" * (MAX_MESSAGE_CHARS + 1)}])
+    with pytest.raises(InvalidInputError) as info:
+        await store.append("a", episode.id, [{"role": "user", "content": "ok"},
+                                             {"role": "user", "content": "nul\x00"}])
+    assert info.value.field == "messages[1].content"
+    with pytest.raises(NotFoundError):
+        await store.append("b", episode.id, [{"role": "user", "content": "hi"}])
+    assert await store.transcript("a", episode.id) == []
+    when = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    await store.append("a", episode.id, [{"role": "user", "content": "first",
+                                          "created_at": when, "metadata": {"k": [1, 2]}}])
+    (message,) = await store.transcript("a", episode.id)
+    assert (message.seq, message.created_at, message.metadata) == (0, when, {"k": [1, 2]})
+    await store.close_episode("a", episode.id)
+    with pytest.raises(ConflictError):
+        await store.append("a", episode.id, [{"role": "user", "content": "late"}])
+    with pytest.raises(NotFoundError):
+        await store.close_episode("b", episode.id)

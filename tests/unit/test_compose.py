@@ -1,0 +1,296 @@
+"""docker-compose.yml and the Dockerfile: static checks (no Docker engine is needed).
+
+Each check is a function that raises AssertionError; the tests run them on the real
+files and, to show that none of them can pass vacuously, on broken copies as well.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import shlex
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE = ROOT / "docker-compose.yml"
+DOCKERFILE = ROOT / "Dockerfile"
+PYPROJECT = ROOT / "pyproject.toml"
+
+TORCH_PIN = "torch==2.13.0"
+API_PORT = 8765
+
+Compose = dict[str, Any]
+
+
+def load_compose() -> Compose:
+    data = yaml.safe_load(COMPOSE.read_text())
+    assert isinstance(data, dict), "docker-compose.yml is not a mapping"
+    return data
+
+
+def service(compose: Compose, name: str) -> dict[str, Any]:
+    services = compose.get("services") or {}
+    assert name in services, f"no service {name!r}"
+    svc = services[name]
+    assert isinstance(svc, dict), f"service {name!r} is not a mapping"
+    return svc
+
+
+def environment(svc: dict[str, Any]) -> dict[str, str]:
+    """Compose allows a mapping or a list of ``KEY=VALUE``."""
+    env = svc.get("environment") or {}
+    if isinstance(env, list):
+        return dict(item.split("=", 1) for item in env)
+    return {str(k): str(v) for k, v in env.items()}
+
+
+def command_words(svc: dict[str, Any]) -> list[str]:
+    cmd = svc.get("command")
+    assert cmd, "no command"
+    return shlex.split(cmd) if isinstance(cmd, str) else [str(w) for w in cmd]
+
+
+def published_ports(svc: dict[str, Any]) -> list[tuple[str | None, str, str]]:
+    """(host_ip, published, target) for short and long port syntax."""
+    out: list[tuple[str | None, str, str]] = []
+    for entry in svc.get("ports") or []:
+        if isinstance(entry, dict):
+            out.append((entry.get("host_ip"), str(entry.get("published", "")),
+                        str(entry["target"])))
+            continue
+        text = str(entry).split("/", 1)[0]
+        # [host_ip:]published:target, the host_ip maybe a bracketed IPv6 address
+        match = re.fullmatch(r"(?:(\[[^\]]+\]|[^:]+):)?(\d+):(\d+)", text)
+        assert match, f"port {entry!r} does not publish to a host port"
+        host_ip = match.group(1).strip("[]") if match.group(1) else None
+        out.append((host_ip, match.group(2), match.group(3)))
+    return out
+
+
+def dockerfile_instructions(text: str) -> list[str]:
+    """Instructions with line continuations joined and comments dropped."""
+    instructions: list[str] = []
+    current = ""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not current and (not stripped or stripped.startswith("#")):
+            continue
+        if stripped.endswith("\\"):
+            current += stripped[:-1] + " "
+            continue
+        instructions.append(current + stripped)
+        current = ""
+    if current:
+        instructions.append(current)
+    return instructions
+
+
+# ---------------------------------------------------------------------- checks
+
+
+def check_db_image(compose: Compose) -> None:
+    image = str(service(compose, "db").get("image", ""))
+    assert image.split(":", 1)[0] == "pgvector/pgvector", f"db image is {image!r}"
+
+
+def check_db_healthcheck(compose: Compose) -> None:
+    health = service(compose, "db").get("healthcheck")
+    assert isinstance(health, dict) and not health.get("disable"), "db has no healthcheck"
+    test = health.get("test")
+    text = " ".join(test) if isinstance(test, list) else str(test)
+    assert "pg_isready" in text, f"db healthcheck does not run pg_isready: {text!r}"
+
+
+def check_db_volume(compose: Compose) -> None:
+    db = service(compose, "db")
+    named = set((compose.get("volumes") or {}).keys())
+    sources = []
+    for vol in db.get("volumes") or []:
+        if isinstance(vol, dict):
+            sources.append((str(vol.get("source")), str(vol.get("target"))))
+        else:
+            source, _, target = str(vol).partition(":")
+            sources.append((source, target.split(":", 1)[0]))
+    assert any(source in named and target.startswith("/var/lib/postgresql")
+               for source, target in sources), f"db data is not on a named volume: {sources}"
+
+
+def check_database_url(compose: Compose, name: str = "api") -> None:
+    db_env = environment(service(compose, "db"))
+    url = environment(service(compose, name)).get("NOUS_MEMORY_DATABASE_URL")
+    assert url, f"{name} has no NOUS_MEMORY_DATABASE_URL"
+    parts = urlsplit(url)
+    assert parts.scheme in ("postgresql", "postgres"), f"scheme {parts.scheme!r}"
+    assert parts.hostname == "db", f"{name} connects to {parts.hostname!r}, not the db service"
+    assert (parts.port or 5432) == 5432, f"port {parts.port}"
+    assert unquote(parts.username or "") == db_env.get("POSTGRES_USER"), "user differs from db"
+    assert unquote(parts.password or "") == db_env.get("POSTGRES_PASSWORD"), \
+        "password differs from db"
+    assert parts.path.lstrip("/") == db_env.get("POSTGRES_DB", db_env.get("POSTGRES_USER")), \
+        "database differs from db"
+
+
+def check_depends_on_db_healthy(compose: Compose, name: str = "api") -> None:
+    depends = service(compose, name).get("depends_on")
+    assert isinstance(depends, dict), f"{name} depends_on has no conditions: {depends!r}"
+    assert (depends.get("db") or {}).get("condition") == "service_healthy", \
+        f"{name} does not wait for a healthy db"
+
+
+def check_api_port(compose: Compose) -> None:
+    ports = published_ports(service(compose, "api"))
+    bound = [p for p in ports if p[2] == str(API_PORT)]
+    assert bound, f"api does not publish {API_PORT}: {ports}"
+    for host_ip, published, _ in bound:
+        assert host_ip == "127.0.0.1", f"api port {published} is bound to {host_ip or 'all'}"
+        assert published == str(API_PORT), f"api published on {published}"
+
+
+def check_api_command(compose: Compose) -> None:
+    words = command_words(service(compose, "api"))
+    assert words[:2] == ["nous-memory", "serve"], f"api runs {words}"
+    assert "0.0.0.0" in words, "api must listen on all interfaces inside its container"
+    assert str(API_PORT) in words, f"api does not listen on {API_PORT}"
+
+
+def check_console_scripts(compose: Compose) -> None:
+    scripts = tomllib.loads(PYPROJECT.read_text())["project"]["scripts"]
+    for name in ("api", "scheduler"):
+        program = command_words(service(compose, name))[0]
+        assert program in scripts, f"{name} runs {program!r}, not in [project.scripts]"
+
+
+def check_torch_before_project(dockerfile: str) -> None:
+    runs = "\n".join(i for i in dockerfile_instructions(dockerfile) if i.upper().startswith("RUN "))
+    pin = re.escape(TORCH_PIN)
+    torch = re.search(rf"pip install [^\n&;|]*?(?<![\w.=-]){pin}(?![\w.])", runs)
+    project = re.search(r"pip install[ \t]+(?:[^\s&;|]+[ \t]+)*\.(?=\s|$|\[)", runs)
+    assert torch, f"no RUN installs {TORCH_PIN}"
+    assert "/whl/cpu" in torch.group(0), "torch is not installed from the CPU wheel index"
+    assert project, "no RUN does `pip install .`"
+    assert torch.start() < project.start(), "torch is installed after the project"
+
+
+# ---------------------------------------------------------------------- the real files
+
+
+COMPOSE_CHECKS: list[Callable[[Compose], None]] = [
+    check_db_image,
+    check_db_healthcheck,
+    check_db_volume,
+    check_database_url,
+    check_depends_on_db_healthy,
+    check_api_port,
+    check_api_command,
+    check_console_scripts,
+]
+
+
+@pytest.mark.parametrize("check", COMPOSE_CHECKS, ids=lambda c: c.__name__)
+def test_compose(check: Callable[[Compose], None]) -> None:
+    check(load_compose())
+
+
+def test_scheduler_shares_database_and_waits_for_it() -> None:
+    compose = load_compose()
+    check_database_url(compose, "scheduler")
+    check_depends_on_db_healthy(compose, "scheduler")
+    assert command_words(service(compose, "scheduler"))[:2] == ["nous-memory", "scheduler"]
+
+
+def test_dockerfile_installs_cpu_torch_before_project() -> None:
+    check_torch_before_project(DOCKERFILE.read_text())
+
+
+def test_dockerfile_runs_as_non_root_and_checks_health() -> None:
+    instructions = dockerfile_instructions(DOCKERFILE.read_text())
+    users = [i.split(None, 1)[1] for i in instructions if i.upper().startswith("USER ")]
+    assert users and users[-1].split(":")[0] not in ("root", "0"), "image runs as root"
+    assert any(i.upper().startswith("HEALTHCHECK ") and "/health" in i for i in instructions)
+    assert f"EXPOSE {API_PORT}" in instructions
+    assert any(i.startswith("FROM python:3.11-slim") for i in instructions)
+
+
+# ---------------------------------------------------------------------- the checks can fail
+
+
+def _set(path: str, value: Any) -> Callable[[Compose], None]:
+    """A mutation setting (or with value=None deleting) a dotted path in the compose data."""
+    def mutate(data: Compose) -> None:
+        *parents, last = path.split(".")
+        node = data
+        for key in parents:
+            node = node[key]
+        if value is None:
+            del node[last]
+        else:
+            node[last] = value
+    return mutate
+
+
+_DB = "services.db"
+_API = "services.api"
+
+BROKEN: list[tuple[str, Callable[[Compose], None], Callable[[Compose], None]]] = [
+    ("postgres image", _set(f"{_DB}.image", "postgres:17"), check_db_image),
+    ("no db healthcheck", _set(f"{_DB}.healthcheck", None), check_db_healthcheck),
+    ("healthcheck not pg_isready", _set(f"{_DB}.healthcheck", {"test": ["CMD", "true"]}),
+     check_db_healthcheck),
+    ("bind mount", _set(f"{_DB}.volumes", ["./data:/var/lib/postgresql/data"]),
+     check_db_volume),
+    ("wrong host", _set(f"{_API}.environment",
+                        {"NOUS_MEMORY_DATABASE_URL": "postgresql://nous:nous-memory@localhost:5432/nous_memory"}),
+     check_database_url),
+    ("wrong password", _set(f"{_DB}.environment.POSTGRES_PASSWORD", "other"),
+     check_database_url),
+    ("wrong user", _set(f"{_DB}.environment.POSTGRES_USER", "other"), check_database_url),
+    ("wrong database", _set(f"{_DB}.environment.POSTGRES_DB", "other"), check_database_url),
+    ("depends_on list", _set(f"{_API}.depends_on", ["db"]), check_depends_on_db_healthy),
+    ("service_started", _set(f"{_API}.depends_on", {"db": {"condition": "service_started"}}),
+     check_depends_on_db_healthy),
+    ("port on all interfaces", _set(f"{_API}.ports", ["8765:8765"]), check_api_port),
+    ("port on 0.0.0.0", _set(f"{_API}.ports", ["0.0.0.0:8765:8765"]), check_api_port),
+    ("long syntax, no host_ip", _set(f"{_API}.ports", [{"target": 8765, "published": 8765}]),
+     check_api_port),
+    ("no ports", _set(f"{_API}.ports", None), check_api_port),
+    ("other command", _set(f"{_API}.command", "python -m http.server 8765"),
+     check_api_command),
+    ("unknown script", _set(f"{_API}.command", "nous-mem serve --host 0.0.0.0 --port 8765"),
+     check_console_scripts),
+]
+
+
+@pytest.mark.parametrize(("mutate", "check"), [(m, c) for _, m, c in BROKEN],
+                         ids=[name for name, _, _ in BROKEN])
+def test_compose_check_catches(mutate: Callable[[Compose], None],
+                               check: Callable[[Compose], None]) -> None:
+    data = copy.deepcopy(load_compose())
+    check(data)  # the real file passes ...
+    mutate(data)
+    with pytest.raises(AssertionError):
+        check(data)  # ... and the broken copy does not
+
+
+@pytest.mark.parametrize("dockerfile", [
+    "FROM python:3.11-slim\nRUN pip install .\n"
+    "RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0\n",
+    "FROM python:3.11-slim\nRUN pip install torch==2.13.0\nRUN pip install .\n",
+    "FROM python:3.11-slim\n"
+    "RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.01\n"
+    "RUN pip install .\n",
+    "FROM python:3.11-slim\n"
+    "# RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0\n"
+    "RUN pip install .\n",
+    "FROM python:3.11-slim\nRUN pip install . && \\\n"
+    "    pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0\n",
+], ids=["after", "not-cpu", "other-version", "commented-out", "after-in-same-run"])
+def test_torch_check_catches(dockerfile: str) -> None:
+    with pytest.raises(AssertionError):
+        check_torch_before_project(dockerfile)
