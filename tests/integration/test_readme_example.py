@@ -1,25 +1,54 @@
-"""The README's Python example runs as written (against a test database)."""
+"""Every Python example in README.md runs as written (against a test database).
+
+The first block is a whole program; the others are fragments that use ``store``, run
+inside ``async with MemoryStore.open() as store:``.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import sys
+import textwrap
 
 from tests.unit.test_readme import readme_blocks
 
+WRAPPER = """\
+import asyncio
+from nous_memory import MemoryStore
 
-async def test_readme_python_example_runs(database_url: str) -> None:
-    (example,) = readme_blocks("python")
+
+async def main() -> None:
+    async with MemoryStore.open() as store:
+{body}
+
+
+asyncio.run(main())
+"""
+
+
+async def _run(code: str, database_url: str) -> list[str]:
     env = {**os.environ, "NOUS_MEMORY_DATABASE_URL": database_url, "HF_HUB_OFFLINE": "1"}
+    env = {k: v for k, v in env.items() if not k.startswith("NOUS_MEMORY_LLM")}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", example, env=env,
+        sys.executable, "-c", code, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(proc.communicate(), timeout=300)
     assert proc.returncode == 0, err.decode()
-    lines = out.decode().splitlines()
+    return out.decode().splitlines()
+
+
+async def test_readme_python_examples_run(database_url: str) -> None:
+    program, *fragments = readme_blocks("python")
+    lines = await _run(program, database_url)
     assert lines[0] == ("Chose Postgres + pgvector for unified storage [success] "
                         "[85% confidence] — Pattern: Unify to reduce surface area")
     assert lines[1] == "The weekly sync moved to Wednesdays 2"
     assert lines[2] == "['created', 'updated']"
     assert lines[3] == "2 None"
+    assert len(fragments) >= 2
+    outputs = []
+    for fragment in fragments:
+        body = textwrap.indent(fragment, " " * 8)
+        outputs.append(await _run(WRAPPER.format(body=body), database_url))
+    assert outputs[0][0].startswith("superseded [UUID(")
