@@ -38,6 +38,7 @@ from .kinds import (
     Kind,
     Label,
     Timestamp,
+    no_nul,
     parse_agent_id,
     parse_new,
     problems_from,
@@ -59,12 +60,6 @@ class Role(StrEnum):
     TOOL = "tool"
 
 
-def _no_nul(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError("contains a NUL byte, which PostgreSQL cannot store in text")
-    return value
-
-
 class MessageIn(BaseModel):
     """One message to append; ``metadata`` is stored and returned as given."""
 
@@ -72,7 +67,7 @@ class MessageIn(BaseModel):
 
     role: Role
     content: Annotated[str, StringConstraints(max_length=MAX_MESSAGE_CHARS),
-                       AfterValidator(_no_nul)]
+                       AfterValidator(no_nul)]
     name: Label | None = None
     tool_call_id: Label | None = None
     created_at: Timestamp | None = None

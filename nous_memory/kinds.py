@@ -98,13 +98,14 @@ MAX_BATCH_ITEMS = 5_000  # remember_many items per call
 MAX_PAGE_SIZE = 500  # list page size
 
 
-def _no_nul(value: str) -> str:
+def no_nul(value: str) -> str:
+    """Reject NUL bytes: PostgreSQL cannot store them in text."""
     if "\x00" in value:
         raise ValueError("contains a NUL byte, which PostgreSQL cannot store in text")
     return value
 
 
-_CLEAN = AfterValidator(_no_nul)
+_CLEAN = AfterValidator(no_nul)
 
 Label = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1,
                                          max_length=MAX_LABEL_CHARS), _CLEAN]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import pytest
 from nous_memory import MemoryStore, SentenceTransformerEmbedder
 from nous_memory.db import QUERIES, Connection, EmbeddedServer, migrate
 from nous_memory.embeddings import BUNDLED_MODEL_NAME
+from nous_memory.testing import ScriptedLLMServer
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -22,10 +25,13 @@ _counter = itertools.count()
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedServer]:
-    server = EmbeddedServer.acquire(tmp_path_factory.mktemp("embedded-pg"))
+def pg_server() -> Iterator[EmbeddedServer]:
+    # not under pytest's basetemp: concurrent pytest runs rotate (delete) old basetemps
+    data_dir = Path(tempfile.mkdtemp(prefix="nous-test-pg-"))
+    server = EmbeddedServer.acquire(data_dir)
     yield server
     server.release()
+    shutil.rmtree(data_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -95,4 +101,21 @@ async def store(database_url: str,
                 embedder: SentenceTransformerEmbedder) -> AsyncIterator[MemoryStore]:
     async with MemoryStore.open(database_url=database_url, embedder=embedder,
                                 data_dir=Path("/nonexistent-unused")) as opened:
+        yield opened
+
+
+@pytest.fixture
+async def llm_server() -> AsyncIterator[ScriptedLLMServer]:
+    """A scripted OpenAI-compatible server on 127.0.0.1 (the real openai client talks to it)."""
+    async with ScriptedLLMServer() as server:
+        yield server
+
+
+@pytest.fixture
+async def llm_store(database_url: str, embedder: SentenceTransformerEmbedder,
+                    llm_server: ScriptedLLMServer) -> AsyncIterator[MemoryStore]:
+    """A store whose LLM is the scripted server (two attempts per call, small chunks)."""
+    async with MemoryStore.open(database_url=database_url, embedder=embedder,
+                                llm_base_url=llm_server.base_url, llm_model="scripted",
+                                llm_max_attempts=2, episode_chunk_tokens=30) as opened:
         yield opened

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,18 +46,8 @@ MESSAGES = [
 
 
 @pytest.fixture
-async def llm() -> AsyncIterator[ScriptedLLMServer]:
-    async with ScriptedLLMServer() as server:
-        yield server
-
-
-@pytest.fixture
-async def llm_store(database_url: str, embedder: Any,
-                    llm: ScriptedLLMServer) -> AsyncIterator[MemoryStore]:
-    async with MemoryStore.open(database_url=database_url, embedder=embedder,
-                                llm_base_url=llm.base_url, llm_model="scripted",
-                                llm_max_attempts=2, episode_chunk_tokens=30) as store:
-        yield store
+def llm(llm_server: ScriptedLLMServer) -> ScriptedLLMServer:
+    return llm_server
 
 
 async def _count(store: MemoryStore, sql: str, *args: Any) -> int:
