@@ -68,7 +68,7 @@ async def run(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="nous-dedup-") as tmp:
         url = os.environ.get("NOUS_MEMORY_DATABASE_URL")
         async with MemoryStore.open(embedder=embedder, data_dir=Path(tmp),
-                                    database_url=url, llm_base_url=None) as store:
+                                    database_url=url) as store:
             assert store.llm is None, "this benchmark measures the no-LLM rule"
             run_id = uuid.uuid4().hex[:8]
             merged = np.zeros(len(pairs), dtype=bool)
@@ -91,7 +91,7 @@ async def run(args: argparse.Namespace) -> None:
     f1 = 2 * precision * recall / max(precision + recall, 1e-9)
     print(f"# {len(pairs)} pairs from {args.data.name} ({int(truth.sum())} duplicates); "
           f"second-learn actions: {dict(sorted(actions.items()))}")
-    print(f"# targets: dedup_f1 >= 0.85 with dedup_precision >= 0.93 (no LLM)")
+    print("# targets: dedup_f1 >= 0.85 with dedup_precision >= 0.93 (no LLM)")
     print(f"dedup_precision: {precision:.3f}")
     print(f"dedup_recall: {recall:.3f}")
     print(f"cosine_roc_auc: {roc_auc(cosine, truth):.3f}")

@@ -37,6 +37,7 @@ class Settings:
     embedding_batch_size: int = 64
     embedding_base_url: str | None = None
     embedding_api_key: str | None = None
+    embedding_dimensions: int | None = None  # OpenAI: shortened embeddings / unknown models
 
     llm_base_url: str | None = None
     llm_model: str | None = None
@@ -123,7 +124,7 @@ def _coerce(name: str, annotation: object, raw: str) -> Any:
         except ValueError:
             raise ConfigurationError(
                 f"{ENV_PREFIX}{name.upper()} must be a number, got {raw!r}") from None
-    if text.startswith("int"):
+    if text.startswith("int"):  # int and "int | None"
         try:
             return int(raw)
         except ValueError:

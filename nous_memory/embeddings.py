@@ -184,6 +184,7 @@ def embedder_from_settings(settings: Settings) -> Embedder:
             raise ConfigurationError(
                 "NOUS_MEMORY_EMBEDDING_MODEL is required with the openai embedding provider")
         return OpenAIEmbedder(settings.embedding_model, base_url=settings.embedding_base_url,
-                              api_key=settings.embedding_api_key)
+                              api_key=settings.embedding_api_key,
+                              dimension=settings.embedding_dimensions)
     return SentenceTransformerEmbedder(settings.embedding_model,
                                        batch_size=settings.embedding_batch_size)

@@ -109,6 +109,7 @@ ScriptStep = JSONReply | TextReply | StatusReply | DropConnection | Delayed
 Responder = Callable[[dict[str, Any]], ScriptStep]
 
 _CHAT_PATH = "/v1/chat/completions"
+_EMBEDDINGS_PATH = "/v1/embeddings"
 _LINE_LIMIT = 64 * 1024
 _MAX_HEADERS = 100
 
@@ -140,6 +141,8 @@ class ScriptedLLMServer:
         self.json_schema_supported = json_schema_supported
         self.default = default
         self.requests: deque[dict[str, Any]] = deque(maxlen=max_recorded)
+        self.embedding_requests: deque[dict[str, Any]] = deque(maxlen=max_recorded)
+        self.embedding_dimension = 384
         self._max_body = max_body_bytes
         self._max_connections = max_connections
         self._script: deque[ScriptStep] = deque()
@@ -316,6 +319,9 @@ class ScriptedLLMServer:
             return False
         method, path, headers, raw = request
         keep_alive = headers.get("connection", "").lower() != "close"
+        if path == _EMBEDDINGS_PATH and method == "POST":
+            await self._embeddings(writer, raw)
+            return keep_alive
         if path != _CHAT_PATH:
             await _write(writer, 404, _error_body(f"no route for {path}", "not_found_error"))
             return keep_alive
@@ -355,6 +361,26 @@ class ScriptedLLMServer:
         text = json.dumps(step.content) if isinstance(step, JSONReply) else step.text
         await _write(writer, 200, self._completion(body, text, step.usage, step.finish_reason))
         return keep_alive
+
+    async def _embeddings(self, writer: asyncio.StreamWriter, raw: bytes) -> None:
+        """Deterministic hash embeddings (FakeEmbedder) for testing OpenAI embedders."""
+        try:
+            body = json.loads(raw)
+            texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+            dims = int(body.get("dimensions") or self.embedding_dimension)
+        except (ValueError, KeyError, TypeError) as exc:
+            await _write(writer, 400, _error_body(f"bad embeddings request: {exc}",
+                                                  "invalid_request_error"))
+            return
+        self.embedding_requests.append(body)
+        fake = FakeEmbedder(dimension=dims)
+        data = [{"object": "embedding", "index": i,
+                 "embedding": [float(x) for x in fake.vector(str(t))]}
+                for i, t in enumerate(texts)]
+        data.reverse()  # real servers may answer out of order; clients sort by index
+        tokens = sum(len(str(t).split()) for t in texts)
+        await _write(writer, 200, {"object": "list", "data": data, "model": body.get("model"),
+                                   "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
 
     async def _read_request(self, reader: asyncio.StreamReader
                             ) -> tuple[str, str, dict[str, str], bytes] | None:

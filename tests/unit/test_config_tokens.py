@@ -33,3 +33,22 @@ def test_exact_and_estimated_tokens() -> None:
     assert count_tokens("<|endoftext|>") > 1  # special tokens are counted as plain text
     text = "The quick brown fox jumps over the lazy dog. " * 20
     assert estimate_tokens(text) >= count_tokens(text)
+
+
+def test_fact_thresholds_must_be_ordered() -> None:
+    with pytest.raises(ConfigurationError, match="candidate <= rule <= confirm"):
+        Settings(fact_candidate_threshold=0.8, fact_rule_threshold=0.7)
+    with pytest.raises(ConfigurationError, match="candidate <= rule <= confirm"):
+        Settings.from_env({"NOUS_MEMORY_FACT_CONFIRM_THRESHOLD": "0.65"})
+    with pytest.raises(ConfigurationError, match="must be a number"):
+        Settings.from_env({"NOUS_MEMORY_FACT_RULE_THRESHOLD": "high"})
+    settings = Settings.from_env({"NOUS_MEMORY_FACT_RULE_THRESHOLD": "0.75"})
+    assert settings.fact_rule_threshold == 0.75
+
+
+def test_llm_settings_come_in_pairs_and_bools_parse() -> None:
+    with pytest.raises(ConfigurationError, match="LLM_MODEL"):
+        Settings(llm_base_url="http://127.0.0.1:1/v1")
+    assert Settings.from_env({"NOUS_MEMORY_RUN_WORKER_IN_SERVE": "no"}).run_worker_in_serve is False
+    with pytest.raises(ConfigurationError, match="true or false"):
+        Settings.from_env({"NOUS_MEMORY_RUN_WORKER_IN_SERVE": "maybe"})
