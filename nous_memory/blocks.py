@@ -10,8 +10,10 @@ from __future__ import annotations
 import re
 
 TAG = "nous-memory"
-_BLOCK = re.compile(rf"<{TAG}\b[^>]*>.*?</{TAG}>", re.S | re.I)
-_UNCLOSED = re.compile(rf"<{TAG}\b[^>]*>.*\Z", re.S | re.I)
+# only the exact form ``wrap`` writes, so a user typing "<nous-memory" loses nothing
+_OPEN = rf'<{TAG} kind="[a-z_]+">'
+_BLOCK = re.compile(rf"{_OPEN}.*?</{TAG}>", re.S)
+_UNCLOSED = re.compile(rf"{_OPEN}.*\Z", re.S)
 
 
 def wrap(text: str, kind: str) -> str:

@@ -24,7 +24,15 @@ from .chunks import TranscriptMessage, chunk_messages
 from .db import Connection, Database
 from .errors import InvalidInputError
 from .facts import FactLearner, LearnResult
-from .kinds import FactsState, Kind, SummarySource, parse_new
+from .kinds import (
+    MAX_LABEL_CHARS,
+    MAX_LIST_ITEMS,
+    MAX_TEXT_CHARS,
+    FactsState,
+    Kind,
+    SummarySource,
+    parse_new,
+)
 from .llm import LLMClient, LLMError
 from .memories import MemoryManager, PreparedWrite
 from .summaries import leading_sentences
@@ -88,6 +96,34 @@ class CloseSettings:
     max_output_tokens: int = 2_000
 
 
+def _clean(text: str | None, limit: int) -> str | None:
+    """Model output is untrusted: no NUL bytes, within the store's documented limits."""
+    if text is None:
+        return None
+    cleaned = " ".join(text.replace("\x00", "").split())
+    return cleaned[:limit].rstrip() or None
+
+
+def _clean_list(items: Sequence[str], limit: int) -> list[str]:
+    out = [c for c in (_clean(i, limit) for i in items) if c]
+    return out[:MAX_LIST_ITEMS]
+
+
+def clean_extraction(x: EpisodeExtraction) -> EpisodeExtraction:
+    """Clamp an extraction to what the store can hold, so writing it cannot fail."""
+    return x.model_copy(update={
+        "title": _clean(x.title, MAX_LABEL_CHARS) or "Untitled conversation",
+        "summary": _clean(x.summary, MAX_TEXT_CHARS) or "(the model returned no summary)",
+        "key_points": _clean_list(x.key_points, MAX_TEXT_CHARS),
+        "outcome": _clean(x.outcome, MAX_TEXT_CHARS),
+        "topics": _clean_list(x.topics, MAX_LABEL_CHARS),
+        "lessons": _clean_list(x.lessons, MAX_TEXT_CHARS),
+        "facts": [f.model_copy(update={"content": _clean(f.content, MAX_TEXT_CHARS) or ""})
+                  for f in x.facts[:MAX_LIST_ITEMS]],
+        "decisions": x.decisions[:MAX_LIST_ITEMS],
+    })
+
+
 def render_transcript(messages: Sequence[TranscriptMessage]) -> str:
     """Delimited data: one tagged element per message, tags in the text neutralised."""
     lines = []
@@ -95,12 +131,16 @@ def render_transcript(messages: Sequence[TranscriptMessage]) -> str:
         text = blocks.strip(m.content)
         if not text:
             continue
-        text = text.replace("</message", "&lt;/message").replace("</transcript",
-                                                                   "&lt;/transcript")
-        name = f' name="{m.name}"' if m.name else ""
+        for tag in ("<message", "</message", "<transcript", "</transcript"):
+            text = text.replace(tag, "&lt;" + tag[1:])  # no forged or closed elements
+        name = f' name="{_attr(m.name)}"' if m.name else ""
         when = f' time="{m.created_at:%Y-%m-%d %H:%M}"' if m.created_at else ""
         lines.append(f'<message seq="{m.seq}" role="{m.role}"{name}{when}>{text}</message>')
     return "<transcript>\n" + "\n".join(lines) + "\n</transcript>"
+
+
+def _attr(value: str) -> str:
+    return value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
 
 
 def split_for_cap(messages: Sequence[TranscriptMessage], cap: int) -> list[list[TranscriptMessage]]:
@@ -108,7 +148,7 @@ def split_for_cap(messages: Sequence[TranscriptMessage], cap: int) -> list[list[
     parts: list[list[TranscriptMessage]] = [[]]
     used = 0
     for m in messages:
-        cost = count_tokens(blocks.strip(m.content)) + 12
+        cost = count_tokens(render_transcript([m]))  # the element as sent, tags included
         if parts[-1] and used + cost > cap:
             parts.append([])
             used = 0
@@ -168,7 +208,7 @@ class EpisodeCloser:
 
     async def prepare(self, agent: str, episode_id: UUID, title: str | None,
                       messages: Sequence[TranscriptMessage], *, chunked_upto: int,
-                      next_chunk: int) -> PreparedClose:
+                      next_chunk: int, use_llm: bool = True) -> PreparedClose:
         """Everything slow, outside any transaction: chunks, the LLM call, embeddings."""
         fresh = [m for m in messages if m.seq > chunked_upto]
         chunks = chunk_messages(fresh, max_tokens=self._settings.chunk_tokens,
@@ -176,9 +216,10 @@ class EpisodeCloser:
         chunk_vectors = await self._memories.embed_texts(agent, [c.content for c in chunks])
         extraction: EpisodeExtraction | None = None
         failure: str | None = None
-        if self._llm is not None and any(blocks.strip(m.content) for m in messages):
+        if (use_llm and self._llm is not None
+                and any(blocks.strip(m.content) for m in messages)):
             try:
-                extraction = await self.extract(agent, messages)
+                extraction = clean_extraction(await self.extract(agent, messages))
             except LLMError as exc:
                 failure = str(exc)
                 _log.warning("close of episode %s fell back to the rule summary: %s",

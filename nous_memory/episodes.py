@@ -98,13 +98,17 @@ class EpisodeManager:
                     started_at: datetime | None = None) -> Memory:
         """An episode in state ``open``, ready for messages."""
         agent = parse_agent_id(agent_id)
+        if isinstance(participants, str):
+            raise InvalidInputError.single("participants", "must be a list of names")
         fields: dict[str, Any] = {
-            "state": EpisodeState.OPEN.value, "title": title,
-            "participants": list(participants or []), "user_id": user_id,
+            "title": title, "participants": list(participants or []), "user_id": user_id,
             "started_at": started_at or datetime.now(UTC),
         }
         new = parse_new(Kind.EPISODE, {k: v for k, v in fields.items() if v is not None},
                         allow_untitled=True)
+        # the lifecycle owns `state`; callers cannot set it, start() opens the episode
+        new = new.model_copy(update={"detail": new.detail.model_copy(
+            update={"state": EpisodeState.OPEN})})
         prepared = await self._memories.prepare(agent, [new])
         async with self._db.transaction() as conn:
             (episode,) = await self._memories.write(conn, prepared)
@@ -145,7 +149,10 @@ class EpisodeManager:
             row = await conn.fetchrow("episode_for_update", agent, ident)
             if row is None:
                 raise NotFoundError("episode", ident)
-            if row["state"] == EpisodeState.OPEN:
+            if row["state"] == EpisodeState.CLOSING:
+                # a no-op while its work item is open; re-queues one that failed for good
+                await conn.execute("work_enqueue", agent, "episode_close", ident, 0.0)
+            elif row["state"] == EpisodeState.OPEN:
                 await conn.fetchval("episode_mark_closing", agent, ident)
                 await conn.execute("memory_touch", agent, ident)
                 await conn.execute("work_enqueue", agent, "episode_close", ident, 0.0)
@@ -164,8 +171,12 @@ class EpisodeManager:
                          limit: int = TRANSCRIPT_PAGE) -> list[TranscriptMessage]:
         """The verbatim messages, in order (a page of at most ``limit``)."""
         episode = await self.get(agent_id, episode_id)
-        if not 1 <= limit <= TRANSCRIPT_PAGE:
+        if isinstance(limit, bool) or not isinstance(limit, int) or not (
+                1 <= limit <= TRANSCRIPT_PAGE):
             raise InvalidInputError.single("limit", f"must be between 1 and {TRANSCRIPT_PAGE}")
+        if isinstance(from_seq, bool) or not isinstance(from_seq, int) or not (
+                0 <= from_seq < 2**31):
+            raise InvalidInputError.single("from_seq", "must be an integer >= 0")
         rows = await self._db.fetch("episode_messages", episode.agent_id, episode.id,
                                     max(from_seq, 0), limit)
         return [to_message(r) for r in rows]
@@ -200,7 +211,10 @@ def parse_messages(messages: Sequence[Mapping[str, Any] | MessageIn]) -> list[Me
             problems.append(FieldProblem(f"messages[{index}]", f"must be an object ({exc})"))
             continue
         try:
-            size = len(json.dumps(item.metadata))
+            encoded = json.dumps(item.metadata, allow_nan=False)
+            size = len(encoded)
+            if "\\u0000" in encoded:
+                raise ValueError("contains a NUL character, which PostgreSQL cannot store")
         except (TypeError, ValueError) as exc:
             problems.append(FieldProblem(f"messages[{index}].metadata", f"not JSON: {exc}"))
             continue

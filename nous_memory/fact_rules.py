@@ -2,8 +2,9 @@
 
 The value rule (calibrated on STS-B train with the bundled model, see README): two
 statements about the same thing are *the same fact* only if they agree on their values:
-numbers and dates, negation, and the proper names each mentions.  A differing number,
-date or negation is an update or a contradiction; differing names mean another entity.
+numbers and dates, negation, the proper names each mentions, and no single word swapped
+in the same frame.  A differing number, date or negation is an update or a
+contradiction; differing names mean another entity; a swapped word may be a new value.
 """
 
 from __future__ import annotations
@@ -93,19 +94,53 @@ def analyse(text: str) -> Values:
                   names=frozenset(names), negated=negated)
 
 
-Relation = Literal["compatible", "numbers", "negation", "names"]
+Relation = Literal["compatible", "numbers", "negation", "names", "substitution"]
+
+_VERB_FORMS = ("ing", "ed")
 
 
 def relation(new: str, old: str) -> Relation:
-    """How two similar statements relate by their values (see the module docstring)."""
+    """How two similar statements relate by their values (see the module docstring).
+
+    ``substitution``: the same frame with exactly one other content word on each side
+    ("favourite colour is blue" / "... green", "tea" / "coffee"): a changed value or a
+    synonym, which no rule can tell apart, so it is never confirmed by the rule.  Two
+    verb forms ("slicing" / "cutting") count as rephrasing.
+    """
     a, b = analyse(new), analyse(old)
     if a.negated != b.negated:
         return "negation"
     if a.numbers and b.numbers and a.numbers != b.numbers:
         return "numbers"
-    if {n for n in a.names if n not in b.tokens} and {n for n in b.names if n not in a.tokens}:
+    if _unknown_names(a, b) and _unknown_names(b, a):
         return "names"
+    if _substitution(new, old):
+        return "substitution"
     return "compatible"
+
+
+def _unknown_names(a: Values, b: Values) -> set[str]:
+    """Names of ``a`` that ``b`` does not mention, spelling variants forgiven."""
+    return {n for n in a.names if n not in b.tokens
+            and not any(_variant(n, t) for t in b.tokens)}
+
+
+def _variant(x: str, y: str) -> bool:
+    """Australia / Australian, Mursi / Morsi: one is a prefix, or one letter differs."""
+    if x.startswith(y) or y.startswith(x):
+        return min(len(x), len(y)) >= 4
+    if min(len(x), len(y)) < 5 or abs(len(x) - len(y)) > 1:
+        return False
+    return sum(p != q for p, q in zip(x, y, strict=False)) + abs(len(x) - len(y)) <= 1
+
+
+def _substitution(new: str, old: str) -> bool:
+    a, b = content_words(new), content_words(old)
+    only_a, only_b = a - b, b - a
+    if len(only_a) != 1 or len(only_b) != 1 or not a & b:
+        return False
+    x, y = next(iter(only_a)), next(iter(only_b))
+    return not (x.endswith(_VERB_FORMS) and y.endswith(_VERB_FORMS))
 
 
 def content_words(text: str) -> set[str]:
@@ -232,7 +267,10 @@ def _from_values(content: str, cand: Candidate,
         return Plan(action=action, target=cand, decided_by=decided_by)
     if rel in ("numbers", "negation"):
         return Plan(action="supersede", target=cand, decided_by=decided_by)
-    return None  # another entity named: keep both, flagged
+    if rel == "substitution" and decided_by == "similarity":
+        # near-identical sentences (cosine >= confirm): a rewording, not a new value
+        return Plan(action="confirm", target=cand, decided_by=decided_by)
+    return None  # another entity, or a changed value the rule cannot tell: keep both, flagged
 
 
 def _from_verdict(content: str, cand: Candidate, verdict: Verdict) -> Plan | None:

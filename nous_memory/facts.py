@@ -124,6 +124,7 @@ class FactLearner:
         the fact is rejected)."""
         agent = parse_agent_id(agent_id)
         if content is None or (isinstance(content, str) and not content.strip()):
+            parse_new(Kind.FACT, {"content": "placeholder", **fields})  # other fields' errors
             return LearnResult(action=LearnAction.REJECTED, fact=None, reason="empty")
         new = parse_new(Kind.FACT, {"content": content, **fields})
         assert isinstance(new.detail, FactDetail)
@@ -199,16 +200,16 @@ class FactLearner:
                      incoming: FactDetail) -> LearnResult:
         if row["status"] == "active":
             await self._confirm(conn, agent, row["id"], row["confidence"], incoming.confidence,
-                                similarity=1.0, decided_by="exact")
+                                similarity=1.0, decided_by="exact", statement=incoming)
             return await self._result(conn, agent, LearnAction.CONFIRMED, row["id"], 1.0,
                                       "exact", [row["id"]])
         head = await conn.fetchval("active_successor", agent, row["id"])
         confidence = _max(row["confidence"], incoming.confidence)
-        await conn.execute("fact_reactivate", agent, row["id"], head, confidence)
+        await conn.execute("fact_reactivate", agent, row["id"], confidence)
         await conn.execute("memory_set_status", agent, row["id"], "active")
         await self._events(conn, agent, row["id"], "restored",
                            {"status": "superseded", "superseded_by_id": _s(head)},
-                           {"status": "active", "supersedes_id": _s(head),
+                           {"status": "active", "replaces": _s(head),
                             "reason": "reactivated by learn_fact"})
         if head is not None:
             await self._retire(conn, agent, head, row["id"])
@@ -226,6 +227,7 @@ class FactLearner:
             assert isinstance(new, FactDetail)
             await self._confirm(conn, agent, target.id, current["confidence"], new.confidence,
                                 similarity=target.cosine, decided_by=plan.decided_by,
+                                statement=new,
                                 reword=prepared if plan.action == "merge" else None,
                                 old_content=current["content"])
             action = LearnAction.MERGED if plan.action == "merge" else LearnAction.CONFIRMED
@@ -244,6 +246,9 @@ class FactLearner:
                                 embedded=prepared.embedded))
         if flagged:
             await conn.execute("fact_flag_conflict", agent, flagged, created.id)
+            for other in flagged:
+                await self._events(conn, agent, other, "updated", {},
+                                   {"conflicts_with_added": str(created.id)})
         if plan.action == "supersede" and target is not None:
             await self._retire(conn, agent, target.id, created.id)
             return await self._result(conn, agent, LearnAction.SUPERSEDED, created.id,
@@ -254,7 +259,8 @@ class FactLearner:
 
     async def _confirm(self, conn: Connection, agent: str, fact_id: UUID,
                        stored: float | None, incoming: float | None, *, similarity: float,
-                       decided_by: str, reword: PreparedWrite | None = None,
+                       decided_by: str, statement: FactDetail,
+                       reword: PreparedWrite | None = None,
                        old_content: str | None = None) -> None:
         base = _max(stored, incoming)
         confidence = None if base is None else round(base + (1 - base) * CONFIRM_GAIN, 4)
@@ -269,8 +275,13 @@ class FactLearner:
         await conn.execute("fact_confirm", agent, fact_id, confidence, content,
                            fact_hash(content) if content else None)
         old: dict[str, Any] = {"confidence": stored}
-        new: dict[str, Any] = {"confidence": confidence, "similarity": round(similarity, 4),
-                               "decided_by": decided_by}
+        new: dict[str, Any] = {
+            "confidence": confidence, "similarity": round(similarity, 4),
+            "decided_by": decided_by,
+            # the confirming statement's provenance stays in the history
+            "confirmed_by": {"content": statement.content, "source": statement.source,
+                             "source_kind": statement.source_kind.value,
+                             "source_episode_id": _s(statement.source_episode_id)}}
         if content is not None:
             old["content"], new["content"] = old_content, content
         await self._events(conn, agent, fact_id, "confirmed", old, new)

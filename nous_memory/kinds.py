@@ -121,10 +121,23 @@ Texts = Annotated[list[Text], Field(max_length=MAX_LIST_ITEMS)]
 Labels = Annotated[list[Label], Field(max_length=MAX_LIST_ITEMS)]
 
 
+_EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
+_LATEST = datetime(9999, 12, 30, tzinfo=UTC)
+
+
 def _aware(value: datetime | None) -> datetime | None:
-    """Naive timestamps are taken as UTC, so stored times are never ambiguous."""
-    if value is not None and value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
+    """Naive timestamps are taken as UTC, so stored times are never ambiguous; times
+    whose UTC form leaves years 1..9999 are refused (they could not be read back)."""
+    if value is None:
+        return value
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    try:
+        in_utc = value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("outside the years 1 to 9999 in UTC") from None
+    if not _EARLIEST <= in_utc <= _LATEST:
+        raise ValueError("outside the years 1 to 9999 in UTC")
     return value
 
 
@@ -251,7 +264,7 @@ COMMON_FIELDS = frozenset(CommonFields.model_fields)
 MANAGED_FIELDS: dict[Kind, frozenset[str]] = {
     Kind.FACT: frozenset({"confirmation_count", "last_confirmed_at", "supersedes_id",
                           "superseded_by_id", "conflicts_with"}),
-    Kind.EPISODE: frozenset({"facts_state", "message_count", "last_message_at"}),
+    Kind.EPISODE: frozenset({"state", "facts_state", "message_count", "last_message_at"}),
 }
 
 

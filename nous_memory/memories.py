@@ -15,6 +15,7 @@ from uuid import UUID, uuid4
 
 import numpy as np
 from pgvector import Vector as PgVector
+from pydantic import TypeAdapter, ValidationError
 
 from .db import Connection, Database
 from .embeddings import Embedder, Vector
@@ -36,6 +37,7 @@ from .kinds import (
     NewMemory,
     Status,
     SummarySource,
+    Timestamp,
     managed_problems,
     parse_agent_id,
     parse_new,
@@ -258,6 +260,7 @@ class MemoryManager:
             if updated.summary != current.summary:
                 embedded = await self._embed(agent, [updated.summary])
             async with self._db.transaction() as conn:
+                await conn.execute("lock_agent_facts", agent)  # never mid-learn_fact
                 row = await conn.fetchrow(
                     "update_memory", agent, ident, current.version, updated.summary,
                     updated.summary_source.value, updated.summary_tokens,
@@ -287,6 +290,7 @@ class MemoryManager:
         agent = parse_agent_id(agent_id)
         ident = parse_memory_id(memory_id)
         async with self._db.transaction() as conn:
+            await conn.execute("lock_agent_facts", agent)  # never mid-learn_fact
             if purge:
                 gone = await conn.fetchrow("purge_memory", agent, ident)
                 if gone is None:
@@ -325,11 +329,14 @@ class MemoryManager:
         agent = parse_agent_id(agent_id)
         kind_value = None if kind is None else _parse_enum(Kind, kind, "kind").value
         statuses = _parse_statuses(status)
-        if not 1 <= limit <= MAX_PAGE_SIZE:
+        if isinstance(limit, bool) or not isinstance(limit, int) or not (
+                1 <= limit <= MAX_PAGE_SIZE):
             raise InvalidInputError.single("limit", f"must be between 1 and {MAX_PAGE_SIZE}")
+        after = _parse_time(created_after, "created_after")
+        before = _parse_time(created_before, "created_before")
         after_at, after_id = decode_cursor(cursor) if cursor else (None, None)
-        rows = await self._db.fetch("list_memories", agent, kind_value, statuses, created_after,
-                                    created_before, after_at, after_id, limit + 1)
+        rows = await self._db.fetch("list_memories", agent, kind_value, statuses, after,
+                                    before, after_at, after_id, limit + 1)
         items = [Memory.from_row(r) for r in rows[:limit]]
         more = len(rows) > limit
         next_cursor = encode_cursor(items[-1].created_at, items[-1].id) if more else None
@@ -400,6 +407,20 @@ def _parse_enum(enum: Any, value: object, field: str) -> Any:
         allowed = ", ".join(e.value for e in enum)
         raise InvalidInputError.single(field, f"unknown value {value!r}; expected one of {allowed}"
                                        ) from None
+
+
+_TIME = TypeAdapter(Timestamp)
+
+
+def _parse_time(value: object, field: str) -> datetime | None:
+    """A datetime or ISO 8601 text; naive means UTC."""
+    if value is None:
+        return None
+    try:
+        parsed: datetime = _TIME.validate_python(value)
+    except ValidationError:
+        raise InvalidInputError.single(field, f"not a timestamp: {value!r}") from None
+    return parsed
 
 
 def _parse_statuses(status: Status | str | Sequence[Status | str] | None) -> list[str]:

@@ -33,8 +33,8 @@ from .episodes import AppendResult, EpisodeManager, MessageIn
 from .errors import DatabaseError, DatabaseUnavailableError
 from .fact_rules import Thresholds
 from .facts import FactHistory, FactLearner, LearnResult
-from .kinds import Kind, Status
-from .llm import LLMClient, PostgresCallRecorder
+from .kinds import Kind, Status, parse_agent_id
+from .llm import LLMClient, PostgresCallRecorder, UsageRow, usage_by_agent
 from .memories import MemoryManager
 from .records import Memory, MemoryEvent, Page
 from .worker import Worker
@@ -116,10 +116,14 @@ class MemoryStore:
                    server=server)
 
     async def close(self) -> None:
-        await self._db.close()
-        if self._server is not None:
-            server, self._server = self._server, None
-            await asyncio.to_thread(server.release)
+        try:
+            if self.llm is not None:
+                await self.llm.aclose()
+            await self._db.close()
+        finally:
+            if self._server is not None:
+                server, self._server = self._server, None
+                await asyncio.to_thread(server.release)
 
     @property
     def embedded(self) -> bool:
@@ -234,6 +238,11 @@ class MemoryStore:
                                  episode_id: UUID | str) -> builtins.list[Memory]:
         return await self.facts.from_episode(agent_id, episode_id)
 
+    async def llm_usage(self, agent_id: str, /, since: datetime | None = None
+                        ) -> builtins.list[UsageRow]:
+        """What the agent's LLM calls cost, per purpose and model (calls at/after ``since``)."""
+        return await usage_by_agent(self._db, parse_agent_id(agent_id), since)
+
     # last in the class: a method named `list` shadows the builtin in later signatures
     async def list(self, agent_id: str, *, kind: Kind | str | None = None,
                    status: Status | str | Sequence[Status | str] | None = None,
@@ -271,7 +280,8 @@ async def _ensure_database(server: EmbeddedServer, name: str) -> None:
             return
         # another process may create it first; an identifier cannot be a bind
         # parameter, and Settings allows [A-Za-z0-9_] only
-        with translated(), contextlib.suppress(asyncpg.DuplicateDatabaseError):
+        with translated(), contextlib.suppress(asyncpg.DuplicateDatabaseError,
+                                               asyncpg.UniqueViolationError):
             await conn.execute(f'CREATE DATABASE "{name}"')
     finally:
         await conn.close()

@@ -14,12 +14,13 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 from .db import Database
 from .episode_close import EpisodeCloser
 from .episodes import EpisodeManager, to_message
-from .errors import ConflictError, NotFoundError
+from .errors import ConflictError, NotFoundError, NousMemoryError
 from .kinds import EpisodeState, FactsState
 
 _log = logging.getLogger(__name__)
@@ -45,10 +46,13 @@ class Worker:
         self._retry_base_s = retry_base_s
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Work until ``stop`` is set: drain ready items, close idle episodes, wait."""
+        """Work until ``stop`` is set: close idle episodes, drain ready items, wait."""
         while not stop.is_set():
             try:
                 await self.close_idle()
+            except Exception:  # the sweep must never stop the queue
+                _log.exception("idle-episode sweep failed")
+            try:
                 while not stop.is_set() and await self.run_once():
                     pass
             except Exception:  # keep serving; the item itself was already retried
@@ -66,16 +70,24 @@ class Worker:
     async def close_idle(self, limit: int = 100) -> int:
         """Close open episodes with no message for ``idle_close_after_s``."""
         rows = await self._db.fetch("idle_open_episodes", self._idle_s, limit)
+        closed = 0
         for row in rows:
-            await self._episodes.close(row["agent_id"], row["memory_id"])
-        return len(rows)
+            try:
+                await self._episodes.close(row["agent_id"], row["memory_id"])
+                closed += 1
+            except NousMemoryError as exc:  # deleted or changed meanwhile: skip this one
+                _log.warning("idle close of episode %s skipped: %s", row["memory_id"], exc)
+        return closed
 
     async def run_once(self) -> bool:
-        item = await self._db.fetchrow("work_claim", self._lease_s, self.worker_id)
+        await self._db.execute("work_fail_exhausted", MAX_ATTEMPTS)
+        item = await self._db.fetchrow("work_claim", self._lease_s, self.worker_id,
+                                       MAX_ATTEMPTS)
         if item is None:
             return False
         try:
-            await self._handle(item)
+            async with self._heartbeat(item):
+                await self._handle(item)
         except Exception as exc:
             delay = min(self._retry_base_s * 2 ** (item["attempts"] - 1), 3600.0)
             state = await self._db.fetchval(
@@ -103,9 +115,12 @@ class Worker:
         messages = [to_message(r) for r in rows]
         last = await self._db.fetchrow("episode_last_chunk", agent, ident)
         assert last is not None
+        # the last attempt of a close skips the LLM: a rule summary beats a stuck episode
+        last_try = not upgrade and item["attempts"] >= MAX_ATTEMPTS
         prepared = await self._closer.prepare(
             agent, ident, detail.title, messages,  # type: ignore[union-attr]
-            chunked_upto=last["last_seq"], next_chunk=last["chunk_no"] + 1)
+            chunked_upto=last["last_seq"], next_chunk=last["chunk_no"] + 1,
+            use_llm=not last_try)
         if upgrade and prepared.extraction is None:
             raise RuntimeError(f"upgrade needs the LLM: {prepared.failure or 'not configured'}")
         async with self._db.transaction() as conn:
@@ -114,7 +129,27 @@ class Worker:
             row = await conn.fetchrow("episode_for_update", agent, ident)
             if row is None or row["state"] != wanted:
                 return  # someone else finished it; our completion of the item stands
+            if upgrade and row["summary_source"] != "rule":
+                return  # the summary was edited since: an upgrade never overwrites it
             await self._closer.write(conn, prepared)
+
+    @contextlib.asynccontextmanager
+    async def _heartbeat(self, item: Any) -> AsyncIterator[None]:
+        """Extend the lease every third of it while the item is being worked on."""
+
+        async def beat() -> None:
+            while True:
+                await asyncio.sleep(self._lease_s / 3)
+                await self._db.fetchval("work_extend_lease", item["agent_id"], item["id"],
+                                        self.worker_id, self._lease_s)
+
+        task = asyncio.create_task(beat())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
 
     async def _finish_only(self, item: Any) -> None:
         await self._db.fetchval("work_complete", item["agent_id"], item["id"], self.worker_id)

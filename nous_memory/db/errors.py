@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import socket
 from collections.abc import Iterator
 
@@ -29,6 +30,14 @@ _UNAVAILABLE = (
 )
 
 
+def _key_column(exc: asyncpg.ForeignKeyViolationError) -> str:
+    """The offending column of a (agent_id, x) key, without echoing stored values."""
+    match = re.search(r"Key \(([^)]*)\)", exc.detail or "")
+    columns = [c.strip() for c in match.group(1).split(",")] if match else []
+    named = [c for c in columns if c != "agent_id"]
+    return named[-1] if named else exc.column_name or "reference"
+
+
 def translate(exc: BaseException) -> NousMemoryError:
     """Map one driver exception to the matching NousMemoryError."""
     if isinstance(exc, NousMemoryError):
@@ -36,9 +45,8 @@ def translate(exc: BaseException) -> NousMemoryError:
     if isinstance(exc, asyncpg.UniqueViolationError):
         return ConflictError(f"duplicate record: {exc.detail or exc}")
     if isinstance(exc, asyncpg.ForeignKeyViolationError):
-        return InvalidInputError(
-            FieldProblem(exc.column_name or "reference", f"refers to a missing record ({exc})")
-        )
+        return InvalidInputError(FieldProblem(
+            _key_column(exc), "refers to a record that does not exist for this agent"))
     if isinstance(exc, asyncpg.CheckViolationError | asyncpg.NotNullViolationError):
         return InvalidInputError(
             FieldProblem(exc.column_name or exc.constraint_name or "value", str(exc))

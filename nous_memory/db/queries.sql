@@ -67,24 +67,29 @@ WHERE r.agent_id = $1
 ON CONFLICT (agent_id, memory_id) DO UPDATE SET
     description = EXCLUDED.description, outcome = EXCLUDED.outcome,
     confidence = EXCLUDED.confidence, pattern = EXCLUDED.pattern,
-    reasons = EXCLUDED.reasons, context = EXCLUDED.context;
+    reasons = EXCLUDED.reasons, context = EXCLUDED.context,
+    source_episode_id = EXCLUDED.source_episode_id;
 
 -- name: upsert_fact_details
+-- Confirmations, links and flags are learn_fact's: an update never overwrites them.
 INSERT INTO facts SELECT * FROM jsonb_populate_recordset(NULL::facts, $2::jsonb) r
 WHERE r.agent_id = $1
 ON CONFLICT (agent_id, memory_id) DO UPDATE SET
     content = EXCLUDED.content, subject = EXCLUDED.subject, category = EXCLUDED.category,
     confidence = EXCLUDED.confidence, source = EXCLUDED.source,
-    source_episode_id = EXCLUDED.source_episode_id;
+    source_kind = EXCLUDED.source_kind, source_episode_id = EXCLUDED.source_episode_id,
+    normalized_hash = EXCLUDED.normalized_hash;
 
 -- name: upsert_episode_details
+-- State, message count and extraction state belong to the lifecycle: never overwritten.
 INSERT INTO episodes SELECT * FROM jsonb_populate_recordset(NULL::episodes, $2::jsonb) r
 WHERE r.agent_id = $1
 ON CONFLICT (agent_id, memory_id) DO UPDATE SET
-    state = EXCLUDED.state, title = EXCLUDED.title, detail = EXCLUDED.detail,
+    title = EXCLUDED.title, detail = EXCLUDED.detail,
     started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at,
     participants = EXCLUDED.participants, outcome = EXCLUDED.outcome,
-    lessons = EXCLUDED.lessons;
+    lessons = EXCLUDED.lessons, user_id = EXCLUDED.user_id,
+    key_points = EXCLUDED.key_points, topics = EXCLUDED.topics;
 
 -- name: upsert_procedure_details
 INSERT INTO procedures SELECT * FROM jsonb_populate_recordset(NULL::procedures, $2::jsonb) r
@@ -196,7 +201,8 @@ LIMIT $4;
 
 -- name: fact_for_update
 SELECT f.content, f.confidence FROM facts f
-WHERE f.agent_id = $1 AND f.memory_id = $2 FOR UPDATE;
+JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
+WHERE f.agent_id = $1 AND f.memory_id = $2 AND m.status = 'active' FOR UPDATE OF f;
 
 -- name: fact_confirm
 -- $4/$5: new wording and its hash when a better wording is kept, else NULL.
@@ -216,16 +222,16 @@ WHERE agent_id = $1 AND id = $2;
 
 -- name: memory_set_status
 UPDATE memories SET status = $3, version = version + 1, updated_at = now()
-WHERE agent_id = $1 AND id = $2;
+WHERE agent_id = $1 AND id = $2 AND status <> 'deleted';
 
 -- name: fact_link_superseded
 UPDATE facts SET superseded_by_id = $3, confidence = $4
 WHERE agent_id = $1 AND memory_id = $2;
 
 -- name: fact_reactivate
--- A -> B -> A: A comes back, pointing at B ($3) as what it replaces.
-UPDATE facts SET superseded_by_id = NULL, supersedes_id = COALESCE($3, supersedes_id),
-                 confidence = $4, confirmation_count = confirmation_count + 1,
+-- A -> B -> A: A comes back; B points to A as its successor (A keeps its own past,
+-- so supersedes links never form a cycle).
+UPDATE facts SET superseded_by_id = NULL, confidence = $3, confirmation_count = confirmation_count + 1,
                  last_confirmed_at = now()
 WHERE agent_id = $1 AND memory_id = $2;
 
@@ -249,16 +255,26 @@ UPDATE facts SET conflicts_with = array_append(conflicts_with, $3)
 WHERE agent_id = $1 AND memory_id = ANY($2::uuid[]) AND NOT ($3 = ANY(conflicts_with));
 
 -- name: fact_chain
--- Every version linked to this fact by supersedes / superseded_by, oldest first.
+-- Every version linked to this fact by supersedes / superseded_by, in either
+-- direction, oldest first.
 WITH RECURSIVE chain AS (
     SELECT f.memory_id, ARRAY[f.memory_id] AS path
     FROM facts f WHERE f.agent_id = $1 AND f.memory_id = $2
     UNION ALL
     SELECT n.id, c.path || n.id
     FROM chain c
-    JOIN facts f ON f.agent_id = $1 AND f.memory_id = c.memory_id
-    CROSS JOIN LATERAL (VALUES (f.supersedes_id), (f.superseded_by_id)) AS n(id)
-    WHERE n.id IS NOT NULL AND NOT n.id = ANY(c.path) AND cardinality(c.path) < 1000
+    CROSS JOIN LATERAL (
+        SELECT x.supersedes_id AS id FROM facts x
+        WHERE x.agent_id = $1 AND x.memory_id = c.memory_id
+        UNION ALL
+        SELECT x.superseded_by_id FROM facts x
+        WHERE x.agent_id = $1 AND x.memory_id = c.memory_id
+        UNION ALL
+        SELECT x.memory_id FROM facts x
+        WHERE x.agent_id = $1
+          AND (x.supersedes_id = c.memory_id OR x.superseded_by_id = c.memory_id)
+    ) AS n
+    WHERE n.id IS NOT NULL AND NOT n.id = ANY(c.path) AND cardinality(c.path) < 100
 )
 SELECT r.* FROM memory_records r
 WHERE r.agent_id = $1 AND r.id IN (SELECT memory_id FROM chain)
@@ -285,7 +301,7 @@ WHERE c.agent_id = $1 AND m.status = 'active' AND c.action IN ('block', 'absolut
 -- name: episode_for_update
 -- Row lock on the episode: appends and state changes of one episode are serialised.
 SELECT e.state, e.message_count, e.title, e.started_at, e.ended_at, e.last_message_at,
-       e.facts_state, m.status
+       e.facts_state, m.status, m.summary_source
 FROM episodes e JOIN memories m ON m.agent_id = e.agent_id AND m.id = e.memory_id
 WHERE e.agent_id = $1 AND e.memory_id = $2 AND m.status <> 'deleted'
 FOR UPDATE OF e;
@@ -352,8 +368,10 @@ WHERE agent_id = $1 AND id = $2;
 
 -- name: idle_open_episodes
 -- cross-agent: the worker's sweep; each hit is then closed within its own agent.
-SELECT e.agent_id, e.memory_id FROM episodes e
-WHERE e.state = 'open' AND COALESCE(e.last_message_at, e.started_at) < now() - make_interval(secs => $1)
+SELECT e.agent_id, e.memory_id
+FROM episodes e JOIN memories m ON m.agent_id = e.agent_id AND m.id = e.memory_id
+WHERE e.state = 'open' AND m.status <> 'deleted'
+  AND COALESCE(e.last_message_at, e.started_at) < now() - make_interval(secs => $1)
 ORDER BY COALESCE(e.last_message_at, e.started_at) LIMIT $2;
 
 -- ---------------------------------------------------------------- work queue
@@ -370,11 +388,24 @@ UPDATE work_items w SET state = 'running', attempts = w.attempts + 1, locked_by 
        lease_until = now() + make_interval(secs => $1), updated_at = now()
 FROM (SELECT agent_id, id FROM work_items
       WHERE (state = 'pending' AND run_after <= now())
-         OR (state = 'running' AND lease_until < now())
+         OR (state = 'running' AND lease_until < now() AND attempts < $3)
       ORDER BY run_after, id
       LIMIT 1 FOR UPDATE SKIP LOCKED) c
 WHERE w.agent_id = c.agent_id AND w.id = c.id
 RETURNING w.agent_id, w.id, w.task, w.memory_id, w.attempts;
+
+-- name: work_fail_exhausted
+-- cross-agent: items whose worker died on every one of their attempts stop here.
+UPDATE work_items SET state = 'failed', lease_until = NULL, locked_by = NULL,
+       last_error = COALESCE(last_error || '; ', '') || 'lease expired on the last attempt',
+       updated_at = now()
+WHERE state = 'running' AND lease_until < now() AND attempts >= $1;
+
+-- name: work_extend_lease
+-- Heartbeat while slow work (LLM calls) runs, so a live worker keeps its item.
+UPDATE work_items SET lease_until = now() + make_interval(secs => $4), updated_at = now()
+WHERE agent_id = $1 AND id = $2 AND locked_by = $3 AND state = 'running'
+RETURNING id;
 
 -- name: work_complete
 -- Inside the result transaction: only the worker that still holds the lease may finish.
