@@ -18,6 +18,7 @@ class TranscriptMessage:
     role: str
     content: str
     name: str | None = None
+    tool_call_id: str | None = None
     tokens: int = 0
     created_at: datetime | None = None
     metadata: dict[str, Any] = field(default_factory=dict)

@@ -132,10 +132,16 @@ def build_parser() -> argparse.ArgumentParser:
     # imported here: cli_facts builds on this module's Output and formatters
     from .cli_facts import add_fact_commands
     add_fact_commands(commands, agent)
+    from .cli_episodes import add_episode_commands
+    add_episode_commands(commands, agent, json_flag)
 
     serve = commands.add_parser("serve", help="run the REST API")
     serve.add_argument("--host", help="interface to bind (default: settings api_host)")
     serve.add_argument("--port", type=int, help="port (default: settings api_port)")
+    serve.add_argument("--no-worker", action="store_true",
+                       help="do not process the work queue in the server (run "
+                            "'nous-memory worker' instead; default: "
+                            "$NOUS_MEMORY_RUN_WORKER_IN_SERVE, true)")
     return parser
 
 
@@ -297,7 +303,8 @@ async def _serve(args: argparse.Namespace) -> None:
         raise NousMemoryError(f"the REST API is not available: {exc}") from exc
     import uvicorn
 
-    config = uvicorn.Config(create_app(settings=settings),
+    app = create_app(settings=settings, run_worker=False if args.no_worker else None)
+    config = uvicorn.Config(app,
                             host=args.host or settings.api_host,
                             port=args.port if args.port is not None else settings.api_port)
     await uvicorn.Server(config).serve()

@@ -9,6 +9,7 @@ says its facts were not extracted, and an upgrade attempt is queued for later.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Sequence
@@ -213,17 +214,24 @@ class EpisodeCloser:
         fresh = [m for m in messages if m.seq > chunked_upto]
         chunks = chunk_messages(fresh, max_tokens=self._settings.chunk_tokens,
                                 first_chunk_no=next_chunk)
-        chunk_vectors = await self._memories.embed_texts(agent, [c.content for c in chunks])
+        # chunks do not depend on the answer: embed them while the LLM call is in flight
+        embedding = asyncio.create_task(
+            self._memories.embed_texts(agent, [c.content for c in chunks]))
         extraction: EpisodeExtraction | None = None
         failure: str | None = None
-        if (use_llm and self._llm is not None
-                and any(blocks.strip(m.content) for m in messages)):
-            try:
-                extraction = clean_extraction(await self.extract(agent, messages))
-            except LLMError as exc:
-                failure = str(exc)
-                _log.warning("close of episode %s fell back to the rule summary: %s",
-                             episode_id, exc)
+        try:
+            if (use_llm and self._llm is not None
+                    and any(blocks.strip(m.content) for m in messages)):
+                try:
+                    extraction = clean_extraction(await self.extract(agent, messages))
+                except LLMError as exc:
+                    failure = str(exc)
+                    _log.warning("close of episode %s fell back to the rule summary: %s",
+                                 episode_id, exc)
+            chunk_vectors = await embedding
+        finally:
+            if not embedding.done():
+                embedding.cancel()
         if extraction is not None:
             summary, source = extraction.summary.strip(), SummarySource.LLM
         else:

@@ -184,7 +184,8 @@ class EpisodeManager:
 
 def to_message(row: Mapping[str, Any]) -> TranscriptMessage:
     return TranscriptMessage(seq=row["seq"], role=row["role"], content=row["content"],
-                             name=row["name"], tokens=row["tokens"],
+                             name=row["name"], tool_call_id=row["tool_call_id"],
+                             tokens=row["tokens"],
                              created_at=row["created_at"], metadata=row["metadata"] or {})
 
 

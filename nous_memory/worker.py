@@ -88,6 +88,8 @@ class Worker:
         try:
             async with self._heartbeat(item):
                 await self._handle(item)
+        except LeaseLost as exc:  # expected when a slow worker was overtaken
+            _log.info("result of work item %s dropped: %s", item["id"], exc)
         except Exception as exc:
             delay = min(self._retry_base_s * 2 ** (item["attempts"] - 1), 3600.0)
             state = await self._db.fetchval(

@@ -7,8 +7,10 @@ import itertools
 import os
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
@@ -111,11 +113,25 @@ async def llm_server() -> AsyncIterator[ScriptedLLMServer]:
         yield server
 
 
+LLMStoreFactory = Callable[..., AbstractAsyncContextManager[MemoryStore]]
+
+
 @pytest.fixture
-async def llm_store(database_url: str, embedder: SentenceTransformerEmbedder,
-                    llm_server: ScriptedLLMServer) -> AsyncIterator[MemoryStore]:
-    """A store whose LLM is the scripted server (two attempts per call, small chunks)."""
-    async with MemoryStore.open(database_url=database_url, embedder=embedder,
+def open_llm_store(database_url: str, embedder: SentenceTransformerEmbedder,
+                   llm_server: ScriptedLLMServer) -> LLMStoreFactory:
+    """``async with open_llm_store(**settings) as store``: LLM = the scripted server."""
+
+    def factory(**overrides: Any) -> AbstractAsyncContextManager[MemoryStore]:
+        settings: dict[str, Any] = {"llm_max_attempts": 2, "episode_chunk_tokens": 30}
+        return MemoryStore.open(database_url=database_url, embedder=embedder,
                                 llm_base_url=llm_server.base_url, llm_model="scripted",
-                                llm_max_attempts=2, episode_chunk_tokens=30) as opened:
+                                **(settings | overrides))
+
+    return factory
+
+
+@pytest.fixture
+async def llm_store(open_llm_store: LLMStoreFactory) -> AsyncIterator[MemoryStore]:
+    """A store whose LLM is the scripted server (two attempts per call, small chunks)."""
+    async with open_llm_store() as opened:
         yield opened

@@ -18,7 +18,10 @@ from ..config import Settings
 from ..store import MemoryStore
 from . import errors
 from .auth import key_ring, require_key
+from .background import background_worker
 from .body import MAX_BODY_BYTES, BodySizeLimit
+from .episodes import episode_request_schemas
+from .episodes import router as episodes_router
 from .facts import fact_request_schemas
 from .facts import router as facts_router
 from .routes import health_router, router
@@ -40,6 +43,8 @@ TAGS = [
     {"name": "memories", "description": "Create, read, change, delete and list memories."},
     {"name": "facts", "description": "Learn facts with deduplication, updates and "
                                      "contradictions; read a fact's versions."},
+    {"name": "episodes", "description": "Live conversations: start, append messages, close "
+                                        "(summarised by the worker), read the transcript."},
     {"name": "health", "description": "Liveness of the database and embedding model."},
 ]
 
@@ -51,15 +56,20 @@ class NousMemoryAPI(FastAPI):
         if self.openapi_schema is None:
             schema = super().openapi()
             components = schema.setdefault("components", {}).setdefault("schemas", {})
-            for name, body in {**request_schemas(), **fact_request_schemas()}.items():
+            for name, body in {**request_schemas(), **fact_request_schemas(),
+                               **episode_request_schemas()}.items():
                 components.setdefault(name, body)
         assert self.openapi_schema is not None
         return self.openapi_schema
 
 
 def create_app(store: MemoryStore | None = None, *,
-               settings: Settings | None = None) -> FastAPI:
-    """Build the REST service around ``store``, or around one opened at startup."""
+               settings: Settings | None = None, run_worker: bool | None = None) -> FastAPI:
+    """Build the REST service around ``store``, or around one opened at startup.
+
+    ``run_worker``: run the work-queue worker in the app while it is up; by default only
+    when the app opens its own store and ``settings.run_worker_in_serve`` is set.
+    """
     if settings is None:
         settings = store.settings if store is not None else Settings.from_env()
     ring = key_ring(settings.api_keys)  # ConfigurationError now, not at the first request
@@ -67,9 +77,12 @@ def create_app(store: MemoryStore | None = None, *,
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if store is not None:
-            yield  # the caller opened the store and will close it
+            async with background_worker(store, enabled=run_worker is True):
+                yield  # the caller opened the store and will close it
             return
-        async with MemoryStore.open(settings=settings) as opened:
+        worker = settings.run_worker_in_serve if run_worker is None else run_worker
+        async with MemoryStore.open(settings=settings) as opened, \
+                background_worker(opened, enabled=worker):
             app.state.store = opened
             try:
                 yield
@@ -85,5 +98,6 @@ def create_app(store: MemoryStore | None = None, *,
     app.include_router(health_router)
     guard = [Depends(require_key(ring))] if ring else []
     app.include_router(router, dependencies=guard)
+    app.include_router(episodes_router, dependencies=guard)
     app.include_router(facts_router, dependencies=guard)
     return app

@@ -16,6 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from ..episodes import OversizeMessageError
 from ..errors import (
     ClientError,
     ConflictError,
@@ -94,6 +95,8 @@ async def request_validation_error(request: Request, exc: Exception) -> JSONResp
 
 async def nous_memory_error(request: Request, exc: Exception) -> JSONResponse:
     """Map the package's exception hierarchy to HTTP statuses."""
+    if isinstance(exc, OversizeMessageError):  # an episode message over its size limits
+        return _problems([{"field": p.field, "reason": p.reason} for p in exc.problems], 413)
     if isinstance(exc, InvalidInputError):  # includes PayloadTooLargeError
         return _problems([{"field": p.field, "reason": p.reason} for p in exc.problems])
     if isinstance(exc, NotFoundError):

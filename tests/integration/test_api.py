@@ -465,7 +465,14 @@ async def test_openapi_documents_paths_and_bodies(client: httpx.AsyncClient) -> 
     assert set(paths) == {"/health", "/agents/{agent_id}/memories",
                           "/agents/{agent_id}/memories/batch",
                           "/agents/{agent_id}/memories/{memory_id}",
-                          "/agents/{agent_id}/memories/{memory_id}/history"}
+                          "/agents/{agent_id}/memories/{memory_id}/history",
+                          "/agents/{agent_id}/facts/learn",
+                          "/agents/{agent_id}/facts/{fact_id}/history",
+                          "/agents/{agent_id}/episodes/{episode_id}/facts",
+                          "/agents/{agent_id}/episodes",
+                          "/agents/{agent_id}/episodes/{episode_id}",
+                          "/agents/{agent_id}/episodes/{episode_id}/messages",
+                          "/agents/{agent_id}/episodes/{episode_id}/close"}
     assert set(paths["/agents/{agent_id}/memories/{memory_id}"]) == {"get", "patch", "delete"}
     assert set(paths["/agents/{agent_id}/memories"]) == {"get", "post"}
     create_body = paths["/agents/{agent_id}/memories"]["post"]["requestBody"]

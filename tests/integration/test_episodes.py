@@ -146,9 +146,12 @@ async def test_append_rules(store: MemoryStore) -> None:
     assert await store.transcript("a", episode.id) == []
     when = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
     await store.append("a", episode.id, [{"role": "user", "content": "first",
-                                          "created_at": when, "metadata": {"k": [1, 2]}}])
-    (message,) = await store.transcript("a", episode.id)
+                                          "created_at": when, "metadata": {"k": [1, 2]}},
+                                         {"role": "tool", "content": "42", "name": "calc",
+                                          "tool_call_id": "call_1"}])
+    message, tool = await store.transcript("a", episode.id)
     assert (message.seq, message.created_at, message.metadata) == (0, when, {"k": [1, 2]})
+    assert (tool.seq, tool.role, tool.name, tool.tool_call_id) == (1, "tool", "calc", "call_1")
     await store.close_episode("a", episode.id)
     with pytest.raises(ConflictError):
         await store.append("a", episode.id, [{"role": "user", "content": "late"}])
