@@ -13,7 +13,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 from uuid import UUID
 
@@ -150,12 +150,29 @@ def split_for_cap(messages: Sequence[TranscriptMessage], cap: int) -> list[list[
     used = 0
     for m in messages:
         cost = count_tokens(render_transcript([m]))  # the element as sent, tags included
+        if cost > cap:
+            m = _fit(m, cap)
+            cost = count_tokens(render_transcript([m]))
         if parts[-1] and used + cost > cap:
             parts.append([])
             used = 0
         parts[-1].append(m)
         used += cost
     return [p for p in parts if p]
+
+
+def _fit(message: TranscriptMessage, cap: int) -> TranscriptMessage:
+    """Cut one message that alone exceeds the cap, saying what was cut (never silently)."""
+    text = blocks.strip(message.content)
+    keep = max(cap * 3, 200)  # about 3 characters a token leaves room for tags and note
+    while keep > 200:
+        note = (f" [... {len(text) - keep} more characters of this message were not sent "
+                "to the model; the full text stays in the transcript]")
+        cut = replace(message, content=text[:keep].rsplit(" ", 1)[0] + note)
+        if count_tokens(render_transcript([cut])) <= cap:
+            return cut
+        keep = keep * 3 // 4
+    return replace(message, content=text[:200] + " [... message cut to fit the input cap]")
 
 
 def rule_summary(messages: Sequence[TranscriptMessage], title: str | None) -> str:

@@ -17,9 +17,10 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+from .chunks import TranscriptMessage
 from .db import Database
 from .episode_close import EpisodeCloser
-from .episodes import EpisodeManager, to_message
+from .episodes import TRANSCRIPT_PAGE, EpisodeManager, to_message
 from .errors import ConflictError, NotFoundError, NousMemoryError
 from .kinds import EpisodeState, FactsState
 
@@ -113,8 +114,7 @@ class Worker:
                 upgrade and detail.facts_state != FactsState.NOT_EXTRACTED):  # type: ignore[union-attr]
             await self._finish_only(item)  # already done (a retried or duplicate item)
             return
-        rows = await self._db.fetch("episode_messages", agent, ident, 0, 1_000_000)
-        messages = [to_message(r) for r in rows]
+        messages = await self._transcript(agent, ident)
         last = await self._db.fetchrow("episode_last_chunk", agent, ident)
         assert last is not None
         # the last attempt of a close skips the LLM: a rule summary beats a stuck episode
@@ -134,6 +134,16 @@ class Worker:
             if upgrade and row["summary_source"] != "rule":
                 return  # the summary was edited since: an upgrade never overwrites it
             await self._closer.write(conn, prepared)
+
+    async def _transcript(self, agent: str, ident: Any) -> list[TranscriptMessage]:
+        """The whole transcript, read in pages (no silent cap on its length)."""
+        messages: list[TranscriptMessage] = []
+        while True:
+            page = await self._db.fetch("episode_messages", agent, ident, len(messages),
+                                        TRANSCRIPT_PAGE)
+            messages.extend(to_message(r) for r in page)
+            if len(page) < TRANSCRIPT_PAGE:
+                return messages
 
     @contextlib.asynccontextmanager
     async def _heartbeat(self, item: Any) -> AsyncIterator[None]:

@@ -90,3 +90,17 @@ def test_leading_sentences_never_over_budget_nor_mid_word(text: str, budget: int
 def test_long_detail_rule_summary_is_bounded() -> None:
     d = EpisodeDetail(detail="word " * 5000)
     assert len(summarize(d)[0]) <= RULE_SUMMARY_MAX_CHARS
+
+
+def test_a_message_over_the_input_cap_is_cut_with_a_note() -> None:
+    from nous_memory.chunks import TranscriptMessage
+    from nous_memory.episode_close import render_transcript, split_for_cap
+    from nous_memory.tokens import count_tokens
+
+    huge = TranscriptMessage(seq=0, role="user", content="word " * 5000)
+    small = TranscriptMessage(seq=1, role="assistant", content="Short answer.")
+    parts = split_for_cap([huge, small], 300)
+    assert all(count_tokens(render_transcript(part)) <= 300 for part in parts)
+    sent = parts[0][0].content
+    assert "more characters of this message were not sent" in sent
+    assert [m.seq for part in parts for m in part] == [0, 1]
