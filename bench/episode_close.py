@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import contextvars
 import functools
 import json
 import os
@@ -139,22 +140,24 @@ class Phases:
 
     seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     embed_calls_in_prepare: int = 0
-    current: str = "other"
 
 
 PHASES = Phases()
+# the phase a piece of code runs in; a ContextVar because the closer embeds the chunks in
+# a task concurrent with the LLM call, and a task keeps the phase it was created in
+CURRENT: contextvars.ContextVar[str] = contextvars.ContextVar("phase", default="other")
 
 
 def timed_async(phase: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
-        outer, PHASES.current = PHASES.current, phase
+        token = CURRENT.set(phase)
         t0 = time.perf_counter()
         try:
             return await fn(*args, **kwargs)
         finally:
             PHASES.seconds[phase] += time.perf_counter() - t0
-            PHASES.current = outer
+            CURRENT.reset(token)
     return wrapper
 
 
@@ -175,7 +178,7 @@ def instrument(store: MemoryStore, db: Any) -> None:
     embed_texts = memories.embed_texts
 
     async def labelled_embed_texts(agent: str, texts: list[str]) -> Any:
-        if PHASES.current == "prepare":
+        if CURRENT.get() == "prepare":
             PHASES.embed_calls_in_prepare += 1
             label = {1: "chunk_embed", 2: "summary_embed"}.get(
                 PHASES.embed_calls_in_prepare, "other_embed")
@@ -191,7 +194,7 @@ def instrument(store: MemoryStore, db: Any) -> None:
         try:
             return await model_embed(texts)
         finally:
-            PHASES.seconds[f"model[{PHASES.current}]"] += time.perf_counter() - t0
+            PHASES.seconds[f"model[{CURRENT.get()}]"] += time.perf_counter() - t0
 
     embedder.embed = counted_model_embed  # type: ignore[method-assign]
 
@@ -339,6 +342,8 @@ async def run(data: Path, limit: int | None) -> None:
           "inside store.llm.structured")
     print(f"# written: {made['facts']} facts, {made['decisions']} decisions, {made['chunks']} "
           f"chunks; summary sources {dict(sources)}; {calls['failed']} failed LLM attempts")
+    print("# chunk embedding runs concurrently with the LLM call, so the phases below can "
+          "add up to more than the total")
     print("# where the close time goes, ms per episode, p50 / mean "
           "[model time inside it, p50]:")
     for label, values, key in [
