@@ -21,6 +21,7 @@ from nous_memory import (
 )
 from nous_memory.api import MAX_BODY_BYTES, create_app
 from nous_memory.kinds import MAX_TEXT_CHARS
+from tests.integration.http_helpers import fields_of
 
 A = "agent-a"
 B = "agent-b"
@@ -57,27 +58,12 @@ def memories_url(agent: str = A, *parts: str) -> str:
     return "/".join([f"/agents/{agent}/memories", *parts])
 
 
-@pytest.fixture
-async def client(store: MemoryStore) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=create_app(store))
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
-        yield http
-
-
 async def create(client: httpx.AsyncClient, body: dict[str, Any], agent: str = A,
                  **kwargs: Any) -> dict[str, Any]:
     response = await client.post(memories_url(agent), json=body, **kwargs)
     assert response.status_code == 201, response.text
     result: dict[str, Any] = response.json()
     return result
-
-
-def fields_of(response: httpx.Response) -> list[str]:
-    """The field names of a 422 body, checking its shape on the way."""
-    body = response.json()
-    assert set(body) == {"detail"}
-    assert all(set(p) == {"field", "reason"} and p["reason"] for p in body["detail"])
-    return [p["field"] for p in body["detail"]]
 
 
 # ---------------------------------------------------------------------- create and read

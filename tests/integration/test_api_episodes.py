@@ -10,7 +10,6 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi import FastAPI
 
 from nous_memory import MemoryStore
 from nous_memory.api import create_app
@@ -18,6 +17,7 @@ from nous_memory.episodes import MAX_MESSAGE_CHARS
 from nous_memory.kinds import MAX_TEXT_CHARS
 from nous_memory.testing import ScriptedLLMServer
 from tests.conftest import LLMStoreFactory
+from tests.integration.http_helpers import asgi_client, fields_of
 
 A = "agent-a"
 B = "agent-b"
@@ -49,16 +49,6 @@ def url(agent: str, *parts: str) -> str:
 
 
 @pytest.fixture
-async def client(store: MemoryStore) -> AsyncIterator[httpx.AsyncClient]:
-    async with _client(create_app(store)) as http:
-        yield http
-
-
-def _client(app: FastAPI) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test")
-
-
-@pytest.fixture
 def scripted(llm_server: ScriptedLLMServer) -> ScriptedLLMServer:
     return llm_server
 
@@ -74,14 +64,6 @@ async def start(http: httpx.AsyncClient, agent: str = A, **body: Any) -> dict[st
     assert response.status_code == 201, response.text
     created: dict[str, Any] = response.json()
     return created
-
-
-def fields_of(response: httpx.Response) -> list[str]:
-    """The fields named by a 422/413 body, checking the one error shape on the way."""
-    body = response.json()
-    assert set(body) == {"detail"}
-    assert all(set(p) == {"field", "reason"} and p["reason"] for p in body["detail"])
-    return [p["field"] for p in body["detail"]]
 
 
 async def wait_closed(http: httpx.AsyncClient, episode_id: str,
@@ -102,7 +84,7 @@ async def wait_closed(http: httpx.AsyncClient, episode_id: str,
 
 async def test_start_append_close_then_worker_summarises(
         llm_backed: MemoryStore, scripted: ScriptedLLMServer) -> None:
-    async with _client(create_app(llm_backed)) as http:
+    async with asgi_client(create_app(llm_backed)) as http:
         episode = await start(http, title="Dentist", participants=["Rui", "assistant"],
                               user_id="rui", started_at="2025-03-01T09:00:00+01:00")
         ident = episode["id"]
@@ -298,13 +280,13 @@ async def _start_and_close(http: httpx.AsyncClient) -> str:
 async def test_app_with_a_given_store_runs_a_worker_only_on_request(
         store: MemoryStore) -> None:
     quiet = create_app(store)
-    async with quiet.router.lifespan_context(quiet), _client(quiet) as http:
+    async with quiet.router.lifespan_context(quiet), asgi_client(quiet) as http:
         ident = await _start_and_close(http)
         await asyncio.sleep(2.5)  # a worker would have polled twice by now
         assert (await http.get(url(A, ident))).json()["detail"]["state"] == "closing"
 
     app = create_app(store, run_worker=True)
-    async with app.router.lifespan_context(app), _client(app) as http:
+    async with app.router.lifespan_context(app), asgi_client(app) as http:
         closed = await wait_closed(http, ident)
         assert closed["summary_source"] == "rule"
         assert closed["summary"].startswith("Worker check.")
@@ -320,14 +302,14 @@ async def test_app_that_opens_its_store_runs_the_worker_by_setting(
     off = (create_app(settings=store.settings.with_changes(run_worker_in_serve=False))
            if turned_off_by == "setting" else create_app(settings=store.settings,
                                                          run_worker=False))
-    async with off.router.lifespan_context(off), _client(off) as http:
+    async with off.router.lifespan_context(off), asgi_client(off) as http:
         ident = await _start_and_close(http)
         await asyncio.sleep(2.5)
         assert (await http.get(url(A, ident))).json()["detail"]["state"] == "closing"
         assert off.state.store is not None
 
     served = create_app(settings=store.settings)  # run_worker_in_serve defaults to true
-    async with served.router.lifespan_context(served), _client(served) as http:
+    async with served.router.lifespan_context(served), asgi_client(served) as http:
         assert (await wait_closed(http, ident))["summary_source"] == "rule"
     assert served.state.store is None  # shut down: worker stopped, then its store closed
 
@@ -337,7 +319,7 @@ async def test_app_that_opens_its_store_runs_the_worker_by_setting(
 
 async def test_episode_routes_need_a_key_for_the_agent(store: MemoryStore) -> None:
     app = create_app(store, settings=store.settings.with_changes(api_keys="k-a:agent-a"))
-    async with _client(app) as http:
+    async with asgi_client(app) as http:
         assert (await http.post(url(A))).status_code == 401
         assert (await http.post(url(B), headers={"X-API-Key": "k-a"})).status_code == 403
         made = await http.post(url(A), headers={"X-API-Key": "k-a"}, json={"title": "Keyed"})

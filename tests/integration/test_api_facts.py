@@ -14,6 +14,7 @@ from nous_memory.api import create_app
 from nous_memory.api.facts import LEARN_EXAMPLES, LEARN_FIELDS, LEARN_RESULT_EXAMPLES
 from nous_memory.facts import LearnResult
 from nous_memory.kinds import MAX_TEXT_CHARS
+from tests.integration.http_helpers import fields_of
 
 A = "agent-a"
 B = "agent-b"
@@ -33,27 +34,12 @@ def episode_url(episode_id: str, agent: str = A) -> str:
     return f"/agents/{agent}/episodes/{episode_id}/facts"
 
 
-@pytest.fixture
-async def client(store: MemoryStore) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=create_app(store))
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
-        yield http
-
-
 async def learn(client: httpx.AsyncClient, body: dict[str, Any], agent: str = A,
                 **kwargs: Any) -> dict[str, Any]:
     response = await client.post(learn_url(agent), json=body, **kwargs)
     assert response.status_code == 200, response.text
     result: dict[str, Any] = response.json()
     return result
-
-
-def fields_of(response: httpx.Response) -> list[str]:
-    """The field names of a 422 body, checking its shape on the way."""
-    body = response.json()
-    assert set(body) == {"detail"}
-    assert all(set(p) == {"field", "reason"} and p["reason"] for p in body["detail"])
-    return [p["field"] for p in body["detail"]]
 
 
 # ---------------------------------------------------------------------- learning

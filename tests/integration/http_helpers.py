@@ -1,0 +1,19 @@
+"""Shared pieces of the REST tests: an in-process client and the 422 body reader."""
+
+from __future__ import annotations
+
+import httpx
+from fastapi import FastAPI
+
+
+def asgi_client(app: FastAPI) -> httpx.AsyncClient:
+    """An httpx client that calls the app in-process (no socket)."""
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test")
+
+
+def fields_of(response: httpx.Response) -> list[str]:
+    """The fields named by an error body, checking the one error shape on the way."""
+    body = response.json()
+    assert set(body) == {"detail"}
+    assert all(set(p) == {"field", "reason"} and p["reason"] for p in body["detail"])
+    return [p["field"] for p in body["detail"]]
