@@ -203,6 +203,12 @@ def test_scheduler_shares_database_and_waits_for_it() -> None:
     check_database_url(compose, "scheduler")
     check_depends_on_db_healthy(compose, "scheduler")
     assert command_words(service(compose, "scheduler"))[:2] == ["nous-memory", "scheduler"]
+    scripts = tomllib.loads(PYPROJECT.read_text())["project"]["scripts"]
+    assert "nous-memory" in scripts
+    from nous_memory.cli import build_parser
+    if "scheduler" not in build_parser()._subparsers._group_actions[0].choices:  # type: ignore[union-attr]
+        # not released yet: a plain `docker compose up` must not start it
+        assert service(compose, "scheduler").get("profiles") == ["scheduler"]
 
 
 def test_dockerfile_installs_cpu_torch_before_project() -> None:
