@@ -1,4 +1,5 @@
-"""Scheduled maintenance for nous-memory (APScheduler).
+"""Scheduled maintenance for nous-memory (APScheduler), reserved for the nightly jobs.
 
-The jobs are thin: each calls a store method that does its work in set-based SQL.
+No job ships yet: trim, archive and procedure compression arrive with their issue. The
+design keeps jobs thin: each will call a store method that works in set-based SQL.
 """

@@ -17,3 +17,10 @@ def fields_of(response: httpx.Response) -> list[str]:
     assert set(body) == {"detail"}
     assert all(set(p) == {"field", "reason"} and p["reason"] for p in body["detail"])
     return [p["field"] for p in body["detail"]]
+
+
+async def post_body(client: httpx.AsyncClient, url: str, body: object) -> httpx.Response:
+    """POST ``body`` as JSON, or as raw bytes labelled JSON (to send malformed JSON)."""
+    if isinstance(body, bytes):
+        return await client.post(url, content=body, headers={"content-type": "application/json"})
+    return await client.post(url, json=body)

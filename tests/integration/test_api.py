@@ -21,7 +21,7 @@ from nous_memory import (
 )
 from nous_memory.api import MAX_BODY_BYTES, create_app
 from nous_memory.kinds import MAX_TEXT_CHARS
-from tests.integration.http_helpers import fields_of
+from tests.integration.http_helpers import fields_of, post_body
 
 A = "agent-a"
 B = "agent-b"
@@ -278,11 +278,7 @@ BAD_CREATES: list[tuple[str, Any, list[str]]] = [
                          ids=[name for name, _, _ in BAD_CREATES])
 async def test_invalid_create_is_422_and_stores_nothing(
         client: httpx.AsyncClient, store: MemoryStore, body: Any, fields: list[str]) -> None:
-    if isinstance(body, bytes):
-        response = await client.post(memories_url(A), content=body,
-                                     headers={"content-type": "application/json"})
-    else:
-        response = await client.post(memories_url(A), json=body)
+    response = await post_body(client, memories_url(A), body)
     assert response.status_code == 422, response.text
     assert fields_of(response) == fields
     assert await store.counts(A) == {}

@@ -14,7 +14,7 @@ from nous_memory.api import create_app
 from nous_memory.api.facts import LEARN_EXAMPLES, LEARN_FIELDS, LEARN_RESULT_EXAMPLES
 from nous_memory.facts import LearnResult
 from nous_memory.kinds import MAX_TEXT_CHARS
-from tests.integration.http_helpers import fields_of
+from tests.integration.http_helpers import fields_of, post_body
 
 A = "agent-a"
 B = "agent-b"
@@ -154,11 +154,7 @@ BAD_LEARNS: list[tuple[str, Any, list[str]]] = [
                          ids=[name for name, _, _ in BAD_LEARNS])
 async def test_invalid_learn_is_422_and_stores_nothing(
         client: httpx.AsyncClient, store: MemoryStore, body: Any, fields: list[str]) -> None:
-    if isinstance(body, bytes):
-        response = await client.post(learn_url(A), content=body,
-                                     headers={"content-type": "application/json"})
-    else:
-        response = await client.post(learn_url(A), json=body)
+    response = await post_body(client, learn_url(A), body)
     assert response.status_code == 422, response.text
     assert fields_of(response) == fields
     assert await store.counts(A) == {}
