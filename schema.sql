@@ -227,8 +227,12 @@ CREATE INDEX episode_chunks_search ON episode_chunks USING gin (search_tsv);
 CREATE TABLE work_items (
     agent_id      text        NOT NULL,
     id            bigint      GENERATED ALWAYS AS IDENTITY,
-    task          text        NOT NULL CHECK (task IN ('episode_close', 'episode_upgrade')),
+    -- the worker dispatches on task; an item whose task has no handler fails with a reason
+    task          text        NOT NULL CHECK (task ~ '^[a-z][a-z_]{0,62}$'),
     memory_id     uuid        NOT NULL,
+    -- distinguishes open items of one (task, memory), e.g. one per query for extractions
+    dedup_key     text        NOT NULL DEFAULT '',
+    payload       jsonb       NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(payload) = 'object'),
     state         text        NOT NULL DEFAULT 'pending'
         CHECK (state IN ('pending', 'running', 'done', 'failed')),
     attempts      integer     NOT NULL DEFAULT 0 CHECK (attempts >= 0),
@@ -242,7 +246,7 @@ CREATE TABLE work_items (
 );
 
 -- at most one open item per (agent, task, memory): enqueueing twice is a no-op
-CREATE UNIQUE INDEX work_items_one_open ON work_items (agent_id, task, memory_id)
+CREATE UNIQUE INDEX work_items_one_open ON work_items (agent_id, task, memory_id, dedup_key)
     WHERE state IN ('pending', 'running');
 CREATE INDEX work_items_ready ON work_items (run_after) WHERE state IN ('pending', 'running');
 
@@ -262,6 +266,39 @@ CREATE TABLE memory_events (
 );
 
 CREATE INDEX memory_events_by_memory ON memory_events (agent_id, memory_id, id);
+
+-- Cold storage (trim and archive jobs).  Full episode detail is
+-- left(hot detail, start_offset) || content; a transcript moved cold is one jsonb array of
+-- its message rows.  expand() and restore read it; only retention or a purge deletes it.
+CREATE TABLE memory_archive (
+    agent_id      text        NOT NULL,
+    memory_id     uuid        NOT NULL,
+    part          text        NOT NULL CHECK (part IN ('detail', 'transcript')),
+    start_offset  integer     NOT NULL DEFAULT 0 CHECK (start_offset >= 0),
+    content       text,
+    messages      jsonb       CHECK (messages IS NULL OR jsonb_typeof(messages) = 'array'),
+    reason        text        NOT NULL CHECK (reason IN ('trim', 'archive')),
+    archived_at   timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (agent_id, memory_id, part),
+    CHECK ((part = 'detail') = (content IS NOT NULL)),
+    CHECK ((part = 'transcript') = (messages IS NOT NULL))
+);
+
+-- Tier-2 query-time extractions of complex records, keyed by (memory, query, size).
+CREATE TABLE extraction_cache (
+    agent_id      text        NOT NULL,
+    memory_id     uuid        NOT NULL,
+    query_sha256  bytea       NOT NULL CHECK (length(query_sha256) = 32),
+    max_tokens    integer     NOT NULL CHECK (max_tokens > 0),
+    content       text        NOT NULL,
+    source        text        NOT NULL CHECK (source IN ('llm', 'rule')),
+    model         text,
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    expires_at    timestamptz NOT NULL,
+    PRIMARY KEY (agent_id, memory_id, query_sha256, max_tokens)
+);
+
+CREATE INDEX extraction_cache_expiry ON extraction_cache (expires_at);
 
 -- Embeddings by (agent, model, sha256 of text), so a repeated text is embedded once.
 CREATE TABLE embedding_cache (

@@ -38,6 +38,7 @@ from .llm import LLMClient, LLMError
 from .memories import MemoryManager, PreparedWrite
 from .summaries import leading_sentences
 from .tokens import count_tokens
+from .work import enqueue
 
 _log = logging.getLogger(__name__)
 
@@ -331,8 +332,8 @@ class EpisodeCloser:
                            "decisions": sum(len(b.news) for b in close.decisions),
                            "chunks": len(close.chunks)}}])
         if x is None and close.llm_configured:
-            await conn.execute("work_enqueue", agent, "episode_upgrade", ident,
-                               self._settings.upgrade_delay_s)
+            await enqueue(conn, agent, "episode_upgrade", ident,
+                          delay_s=self._settings.upgrade_delay_s)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -46,6 +46,7 @@ from .kinds import (
 from .memories import MemoryManager, parse_memory_id
 from .records import Memory
 from .tokens import count_tokens
+from .work import enqueue
 
 MAX_MESSAGE_CHARS = 100_000
 MAX_MESSAGES_PER_APPEND = 1_000
@@ -151,11 +152,11 @@ class EpisodeManager:
                 raise NotFoundError("episode", ident)
             if row["state"] == EpisodeState.CLOSING:
                 # a no-op while its work item is open; re-queues one that failed for good
-                await conn.execute("work_enqueue", agent, "episode_close", ident, 0.0)
+                await enqueue(conn, agent, "episode_close", ident)
             elif row["state"] == EpisodeState.OPEN:
                 await conn.fetchval("episode_mark_closing", agent, ident)
                 await conn.execute("memory_touch", agent, ident)
-                await conn.execute("work_enqueue", agent, "episode_close", ident, 0.0)
+                await enqueue(conn, agent, "episode_close", ident)
                 await conn.execute("insert_events", agent, [{
                     "memory_id": str(ident), "event": "updated", "actor": "close_episode",
                     "old_values": {"state": "open"}, "new_values": {"state": "closing"}}])

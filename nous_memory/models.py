@@ -202,6 +202,8 @@ class WorkItemRow(SQLModel, table=True):
     lease_until: datetime | None = _time(default=None)
     locked_by: str | None = None
     last_error: str | None = None
+    dedup_key: str
+    payload: dict[str, Any] = Field(sa_column=Column(JSONB, nullable=False))
     created_at: datetime = _time()
     updated_at: datetime = _time()
 
@@ -216,6 +218,31 @@ class MemoryEventRow(SQLModel, table=True):
     new_values: dict[str, Any] | None = Field(default=None, sa_column=Column(JSONB))
     actor: str | None = None
     created_at: datetime = _time()
+
+
+class MemoryArchiveRow(SQLModel, table=True):
+    __tablename__ = "memory_archive"
+    agent_id: str = _key()
+    memory_id: UUID = _key()
+    part: str = _key()
+    start_offset: int
+    content: str | None = None
+    messages: list[Any] | None = Field(default=None, sa_column=Column(JSONB))
+    reason: str
+    archived_at: datetime = _time()
+
+
+class ExtractionCacheRow(SQLModel, table=True):
+    __tablename__ = "extraction_cache"
+    agent_id: str = _key()
+    memory_id: UUID = _key()
+    query_sha256: bytes = Field(sa_column=Column(LargeBinary, primary_key=True))
+    max_tokens: int = _key()
+    content: str
+    source: str
+    model: str | None = None
+    created_at: datetime = _time()
+    expires_at: datetime = _time()
 
 
 class EmbeddingCacheRow(SQLModel, table=True):
@@ -245,6 +272,5 @@ class LLMCallRow(SQLModel, table=True):
 TABLE_MODELS: tuple[type[SQLModel], ...] = (
     SchemaVersionRow, StoreMetaRow, MemoryRow, DecisionRow, FactRow, EpisodeRow,
     ProcedureRow, CensorRow, EpisodeMessageRow, EpisodeChunkRow, WorkItemRow, MemoryEventRow,
-    EmbeddingCacheRow,
-    LLMCallRow,
+    MemoryArchiveRow, ExtractionCacheRow, EmbeddingCacheRow, LLMCallRow,
 )

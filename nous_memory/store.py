@@ -29,6 +29,7 @@ from .db import (
 from .db.errors import translated
 from .embeddings import Embedder, embedder_from_settings
 from .episode_close import CloseSettings, EpisodeCloser
+from .episode_tasks import EpisodeTasks
 from .episodes import AppendResult, EpisodeManager, MessageIn
 from .errors import DatabaseError, DatabaseUnavailableError
 from .fact_rules import Thresholds
@@ -210,9 +211,11 @@ class MemoryStore:
 
     def worker(self, *, worker_id: str | None = None, poll_s: float = 1.0) -> Worker:
         """A work-queue worker on this store (``await worker.run(stop_event)``)."""
-        return Worker(self._db, self.episodes, self.closer, worker_id=worker_id,
-                      lease_s=self.settings.worker_lease_s, poll_s=poll_s,
-                      idle_close_after_s=self.settings.episode_idle_close_s)
+        tasks = EpisodeTasks(self._db, self.episodes, self.closer,
+                             idle_close_after_s=self.settings.episode_idle_close_s)
+        return Worker(self._db, tasks.handlers(), idle_sweep=tasks.close_idle,
+                      worker_id=worker_id, lease_s=self.settings.worker_lease_s,
+                      poll_s=poll_s)
 
     # ------------------------------------------------------------------ facts
 

@@ -377,9 +377,10 @@ ORDER BY COALESCE(e.last_message_at, e.started_at) LIMIT $2;
 -- ---------------------------------------------------------------- work queue
 
 -- name: work_enqueue
-INSERT INTO work_items (agent_id, task, memory_id, run_after)
-VALUES ($1, $2, $3, now() + make_interval(secs => $4))
-ON CONFLICT (agent_id, task, memory_id) WHERE state IN ('pending', 'running') DO NOTHING;
+-- $5 dedup_key ('' when one open item per (task, memory) is enough), $6 payload
+INSERT INTO work_items (agent_id, task, memory_id, run_after, dedup_key, payload)
+VALUES ($1, $2, $3, now() + make_interval(secs => $4), $5, $6)
+ON CONFLICT (agent_id, task, memory_id, dedup_key) WHERE state IN ('pending', 'running') DO NOTHING;
 
 -- name: work_claim
 -- cross-agent: the worker serves every agent's queue; the claimed item is then handled
@@ -392,7 +393,7 @@ FROM (SELECT agent_id, id FROM work_items
       ORDER BY run_after, id
       LIMIT 1 FOR UPDATE SKIP LOCKED) c
 WHERE w.agent_id = c.agent_id AND w.id = c.id
-RETURNING w.agent_id, w.id, w.task, w.memory_id, w.attempts;
+RETURNING w.agent_id, w.id, w.task, w.memory_id, w.attempts, w.payload;
 
 -- name: work_fail_exhausted
 -- cross-agent: items whose worker died on every one of their attempts stop here.

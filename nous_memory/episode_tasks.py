@@ -1,0 +1,85 @@
+"""Work-queue handlers for episodes: close processing and the later LLM upgrade."""
+
+from __future__ import annotations
+
+import logging
+
+from .chunks import TranscriptMessage
+from .db import Database
+from .episode_close import EpisodeCloser
+from .episodes import TRANSCRIPT_PAGE, EpisodeManager, to_message
+from .errors import NotFoundError, NousMemoryError
+from .kinds import EpisodeState, FactsState
+from .work import TaskHandler, WorkContext
+
+_log = logging.getLogger(__name__)
+
+
+class EpisodeTasks:
+    """``episode_close`` and ``episode_upgrade``: one LLM call outside any transaction,
+    the result written in one transaction under the item's lease."""
+
+    def __init__(self, db: Database, episodes: EpisodeManager, closer: EpisodeCloser, *,
+                 idle_close_after_s: float = 1800.0) -> None:
+        self._db = db
+        self._episodes = episodes
+        self._closer = closer
+        self._idle_s = idle_close_after_s
+
+    def handlers(self) -> dict[str, TaskHandler]:
+        return {"episode_close": self.process, "episode_upgrade": self.process}
+
+    async def close_idle(self, limit: int = 100) -> int:
+        """Close open episodes with no message for ``idle_close_after_s``."""
+        rows = await self._db.fetch("idle_open_episodes", self._idle_s, limit)
+        closed = 0
+        for row in rows:
+            try:
+                await self._episodes.close(row["agent_id"], row["memory_id"])
+                closed += 1
+            except NousMemoryError as exc:  # deleted or changed meanwhile: skip this one
+                _log.warning("idle close of episode %s skipped: %s", row["memory_id"], exc)
+        return closed
+
+    async def process(self, ctx: WorkContext) -> None:
+        item = ctx.item
+        agent, ident = item.agent_id, item.memory_id
+        try:
+            episode = await self._episodes.get(agent, ident)
+        except NotFoundError:
+            await ctx.skip()  # deleted meanwhile: nothing left to do
+            return
+        detail = episode.detail
+        upgrade = item.task == "episode_upgrade"
+        wanted = EpisodeState.CLOSED if upgrade else EpisodeState.CLOSING
+        if detail.state != wanted or (  # type: ignore[union-attr]
+                upgrade and detail.facts_state != FactsState.NOT_EXTRACTED):  # type: ignore[union-attr]
+            await ctx.skip()  # already done (a retried or duplicate item)
+            return
+        messages = await self._transcript(agent, ident)
+        last = await self._db.fetchrow("episode_last_chunk", agent, ident)
+        assert last is not None
+        # the last attempt of a close skips the LLM: a rule summary beats a stuck episode
+        prepared = await self._closer.prepare(
+            agent, ident, detail.title, messages,  # type: ignore[union-attr]
+            chunked_upto=last["last_seq"], next_chunk=last["chunk_no"] + 1,
+            use_llm=not (item.last_try and not upgrade))
+        if upgrade and prepared.extraction is None:
+            raise RuntimeError(f"upgrade needs the LLM: {prepared.failure or 'not configured'}")
+        async with ctx.commit() as conn:
+            row = await conn.fetchrow("episode_for_update", agent, ident)
+            if row is None or row["state"] != wanted:
+                return  # someone else finished it; our completion of the item stands
+            if upgrade and row["summary_source"] != "rule":
+                return  # the summary was edited since: an upgrade never overwrites it
+            await self._closer.write(conn, prepared)
+
+    async def _transcript(self, agent: str, ident: object) -> list[TranscriptMessage]:
+        """The whole transcript, read in pages (no silent cap on its length)."""
+        messages: list[TranscriptMessage] = []
+        while True:
+            page = await self._db.fetch("episode_messages", agent, ident, len(messages),
+                                        TRANSCRIPT_PAGE)
+            messages.extend(to_message(r) for r in page)
+            if len(page) < TRANSCRIPT_PAGE:
+                return messages
