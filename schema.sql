@@ -1,6 +1,6 @@
 -- nous-memory schema: the single source of truth for the database layout.
 --
--- schema-version: 1
+-- schema-version: 2
 --
 -- The migration runner applies this file to an empty database and records the
 -- version above; numbered files in nous_memory/db/migrations/ upgrade databases

@@ -23,6 +23,9 @@ SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector');
 -- name: store_meta_all
 SELECT key, value FROM store_meta ORDER BY key;
 
+-- name: store_meta_get
+SELECT value FROM store_meta WHERE key = $1;
+
 -- name: store_meta_set
 INSERT INTO store_meta (key, value) VALUES ($1, $2)
 ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now();
