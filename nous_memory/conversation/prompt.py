@@ -1,0 +1,181 @@
+"""build_prompt: the chat messages for the next model call, never over budget.
+
+Order: the caller's system prompt, the summary block (story + chapter + facets), an
+optional context block from a context provider, then the newest unfolded messages.
+Injected blocks are wrapped in ``<nous-memory kind="...">`` markers so episode close
+strips them if a client stores them back into the transcript.
+
+Tokens are counted exactly with the cl100k encoding using OpenAI's chat formula: 3 per
+message + role + content (+ 1 + name) (+ tool_call_id) (+ tool_calls as JSON), + 3 to
+prime the reply.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .. import blocks
+from ..errors import InvalidInputError
+from ..tokens import count_tokens
+from .facets import Facets, render
+from .pairs import ConvMessage, pair_index
+
+ContextProvider = Callable[[str, str, int], Awaitable[str]]
+"""``async (agent_id, query, budget_tokens) -> text``; e.g. the store's assemble_context."""
+
+MESSAGE_OVERHEAD = 3
+REPLY_PRIMING = 3
+DEFAULT_CONTEXT_SHARE = 0.25
+ChatMessage = dict[str, Any]
+
+
+def message_tokens(message: ChatMessage) -> int:
+    n = MESSAGE_OVERHEAD + count_tokens(message["role"]) + count_tokens(message["content"])
+    if message.get("name"):
+        n += 1 + count_tokens(message["name"])
+    if message.get("tool_call_id"):
+        n += count_tokens(message["tool_call_id"])
+    if message.get("tool_calls"):
+        n += count_tokens(json.dumps(message["tool_calls"]))
+    return n
+
+
+def prompt_tokens(messages: Sequence[ChatMessage]) -> int:
+    return REPLY_PRIMING + sum(message_tokens(m) for m in messages)
+
+
+def fit(text: str, max_tokens: int, keep: Literal["head", "tail"]) -> str:
+    """``text`` cut (at a character) to ``max_tokens``, marked "..." where it was cut."""
+    if count_tokens(text) <= max_tokens:
+        return text
+    if max_tokens <= 2:
+        return ""
+
+    def piece(cut: int) -> str:
+        return "... " + text[cut:] if keep == "tail" else text[:cut] + " ..."
+
+    lo, hi = 0, len(text)
+    if keep == "tail":  # smallest start that fits
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if count_tokens(piece(mid)) <= max_tokens else (mid + 1, hi)
+        best = piece(lo)
+    else:  # largest end that fits
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if count_tokens(piece(mid)) <= max_tokens else (lo, mid - 1)
+        best = piece(lo)
+    return best if count_tokens(best) <= max_tokens else ""
+
+
+def _wrapped(kind: str, text: str, max_tokens: int, keep: Literal["head", "tail"]
+             ) -> ChatMessage | None:
+    """A system message holding ``text`` in marked block, within ``max_tokens``."""
+    empty = {"role": "system", "content": blocks.wrap("", kind)}
+    room = max_tokens - message_tokens(empty)
+    inner = fit(text, room, keep) if room > 0 else ""
+    if not inner:
+        return None
+    message = {"role": "system", "content": blocks.wrap(inner, kind)}
+    return message if message_tokens(message) <= max_tokens else None
+
+
+def chat_message(message: ConvMessage) -> ChatMessage:
+    out: ChatMessage = {"role": message.role, "content": message.content}
+    if message.name:
+        out["name"] = message.name
+    if message.role == "tool" and message.tool_call_id:
+        out["tool_call_id"] = message.tool_call_id
+    calls = message.metadata.get("tool_calls")
+    if message.role == "assistant" and isinstance(calls, list) and calls:
+        out["tool_calls"] = calls
+    return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Assembly:
+    messages: list[ChatMessage]
+    tokens: int
+    summary_tokens: int
+    context_tokens: int
+    tail_messages: int
+    dropped_messages: int
+    truncated: bool
+
+
+def summary_body(story: str, chapter: str, facets: Facets, watermark_seq: int) -> str:
+    parts = [f"Summary of the conversation so far (messages up to #{watermark_seq}):"]
+    parts += [p for p in (story, chapter, render(facets)) if p]
+    return "\n\n".join(parts)
+
+
+async def assemble(*, agent_id: str, system: str, budget_tokens: int, summary: str | None,
+                   summary_share: float, tail: Sequence[ConvMessage], query: str | None,
+                   context_tokens: int | None, provider: ContextProvider | None) -> Assembly:
+    """Fill the budget in priority order: system, summary, context, newest tail."""
+    head: list[ChatMessage] = [{"role": "system", "content": system}] if system else []
+    used = prompt_tokens(head)
+    if used > budget_tokens:
+        raise InvalidInputError.single(
+            "budget_tokens", f"{budget_tokens} is less than the system prompt alone needs "
+                             f"({used} tokens)")
+    summary_tokens = context_used = 0
+    if summary:
+        cap = min(budget_tokens - used, math.floor(summary_share * budget_tokens))
+        block = _wrapped("summary", summary, cap, "tail")
+        if block is not None:
+            head.append(block)
+            summary_tokens = message_tokens(block)
+            used += summary_tokens
+    if provider is not None and query:
+        room = budget_tokens - used
+        cap = min(room, context_tokens if context_tokens is not None
+                  else math.floor(room * DEFAULT_CONTEXT_SHARE))
+        if cap > 0:
+            text = await provider(agent_id, query, cap)
+            block = _wrapped("context", text, cap, "head") if text.strip() else None
+            if block is not None:
+                head.append(block)
+                context_used = message_tokens(block)
+                used += context_used
+    chosen, truncated = _tail(tail, budget_tokens - used)
+    messages = head + chosen
+    total = prompt_tokens(messages)
+    assert total <= budget_tokens, (total, budget_tokens)
+    return Assembly(messages=messages, tokens=total, summary_tokens=summary_tokens,
+                    context_tokens=context_used, tail_messages=len(chosen),
+                    dropped_messages=len(tail) - len(chosen), truncated=truncated)
+
+
+def _tail(tail: Sequence[ConvMessage], room: int) -> tuple[list[ChatMessage], bool]:
+    """The newest messages that fit; a tool result never appears without its call."""
+    pairs = pair_index(tail)
+    picked: list[int] = []
+    truncated = False
+    last_fitted: ChatMessage | None = None
+    for i in range(len(tail) - 1, -1, -1):
+        cost = message_tokens(chat_message(tail[i]))
+        if cost > room:
+            if not picked:  # the newest message alone is too long: keep its end
+                message = chat_message(tail[i])
+                spare = room - (cost - count_tokens(message["content"]))
+                content = fit(message["content"], spare, "tail") if spare > 0 else ""
+                if content:
+                    last_fitted = {**message, "content": content}
+                    room -= message_tokens(last_fitted)
+                    picked.append(i)
+                    truncated = True
+            break
+        picked.append(i)
+        room -= cost
+    picked.reverse()
+    while picked and picked[0] in pairs and pairs[picked[0]] not in picked:
+        picked.pop(0)  # an orphaned result: its call did not fit
+    out = [chat_message(tail[i]) for i in picked]
+    if truncated and picked and last_fitted is not None and picked[-1] == len(tail) - 1:
+        out[-1] = last_fitted
+    return out, truncated
