@@ -299,9 +299,7 @@ class Summarizer:
             except LLMError as exc:
                 step.notes.append(f"llm compaction failed: {exc}")
             step.failed = True
-        step.text = rules.tail_compact(step.text, goal)
-        while count_tokens(step.text) > policy.summary_token_cap and len(step.text) > 100:
-            step.text = rules.tail_compact(step.text, max(100, len(step.text) * 4 // 5))
+        step.text = rules.fit_summary(step.text, goal, policy.summary_token_cap)
         step.notes.append(f"compacted to the newest tail ({len(step.text)} chars)")
         if not always:
             step.op = "compaction" if step.op == "fold" and step.source == "rule" else step.op

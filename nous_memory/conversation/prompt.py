@@ -77,11 +77,16 @@ def _wrapped(kind: str, text: str, max_tokens: int, keep: Literal["head", "tail"
     """A system message holding ``text`` in marked block, within ``max_tokens``."""
     empty = {"role": "system", "content": blocks.wrap("", kind)}
     room = max_tokens - message_tokens(empty)
-    inner = fit(text, room, keep) if room > 0 else ""
-    if not inner:
-        return None
-    message = {"role": "system", "content": blocks.wrap(inner, kind)}
-    return message if message_tokens(message) <= max_tokens else None
+    while room > 0:  # tokens can merge across the wrapper's newlines: shrink until it fits
+        inner = fit(text, room, keep)
+        if not inner:
+            return None
+        message = {"role": "system", "content": blocks.wrap(inner, kind)}
+        over = message_tokens(message) - max_tokens
+        if over <= 0:
+            return message
+        room -= over
+    return None
 
 
 def chat_message(message: ConvMessage) -> ChatMessage:

@@ -7,12 +7,14 @@ import re
 from collections.abc import Sequence
 
 from .. import blocks
+from ..tokens import count_tokens
 from .facets import entities_in
 from .pairs import ConvMessage, ToolCall, tool_calls
 from .toolsum import summarize_tool
 
 MESSAGE_CHARS = 240
 ELLIPSIS = "... "
+MIN_FIT_CHARS = 100
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -67,3 +69,12 @@ def append(summary: str, analyses: Sequence[str]) -> str:
     lines = [summary] if summary else []
     lines += [a for a in analyses if a]
     return "\n".join(lines)
+
+
+def fit_summary(text: str, goal_chars: int, token_cap: int) -> str:
+    """The rule compaction: the newest tail within ``goal_chars`` and (as far as 100
+    characters allow) within ``token_cap`` tokens."""
+    text = tail_compact(text, goal_chars)
+    while count_tokens(text) > token_cap and len(text) > MIN_FIT_CHARS:
+        text = tail_compact(text, max(MIN_FIT_CHARS, len(text) * 4 // 5))
+    return text
