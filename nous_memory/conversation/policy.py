@@ -72,7 +72,11 @@ class Policy:
         return max(1, math.floor(self.summary_window_share * self.window_tokens))
 
     def target_text(self) -> str:
-        return f"{self.target} {self.target_unit}"
+        """The size the LLM is asked for: ``target``, but never more than the summary's
+        share of the window allows (a word is taken as 4/3 tokens)."""
+        cap = self.summary_token_cap if self.target_unit == "tokens" else (
+            self.summary_token_cap * 3 // 4)
+        return f"{max(1, min(self.target, cap))} {self.target_unit}"
 
 
 KNOBS = {f.name: f for f in dataclasses.fields(Policy)}
