@@ -122,7 +122,7 @@ class Tally:
 
 
 def retention(entities: set[str], text: str) -> float:
-    words = set(re.findall(r"[\w'’-]+", text))
+    words = set(entities_in(text)) | set(re.findall(r"\w+", text))
     return sum(1 for e in entities if e in words) / max(len(entities), 1)
 
 

@@ -24,7 +24,7 @@ from .storage import (
     State,
     SummaryRecord,
     episode_state,
-    get_record,
+    heads,
     insert_analyses,
     insert_record,
     invalidate,
@@ -103,8 +103,7 @@ class Summarizer:
         folded = steps = 0
         last: _Step | None = None
         for _ in range(MAX_REBUILD_STEPS):
-            story = await get_record(self._db, agent, episode, state.story_id)
-            head = await get_record(self._db, agent, episode, state.summary_id)
+            story, head = await heads(self._db, agent, episode, state)
             messages = await unfolded(self._db, agent, episode, state.watermark_seq)
             last_seq = messages[-1].seq if messages else state.watermark_seq
             decision = should_summarize(

@@ -16,6 +16,7 @@ import json
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 from .. import blocks
@@ -33,12 +34,21 @@ DEFAULT_CONTEXT_SHARE = 0.25
 ChatMessage = dict[str, Any]
 
 
-def message_tokens(message: ChatMessage) -> int:
-    n = MESSAGE_OVERHEAD + count_tokens(message["role"]) + count_tokens(message["content"])
+@lru_cache(maxsize=4096)
+def _label_tokens(label: str) -> int:
+    """Roles, names and call ids repeat on every message: count each once."""
+    return count_tokens(label)
+
+
+def message_tokens(message: ChatMessage, content_tokens: int | None = None) -> int:
+    """``content_tokens``: the content's count when already known (stored messages)."""
+    if content_tokens is None:
+        content_tokens = count_tokens(message["content"])
+    n = MESSAGE_OVERHEAD + _label_tokens(message["role"]) + content_tokens
     if message.get("name"):
-        n += 1 + count_tokens(message["name"])
+        n += 1 + _label_tokens(message["name"])
     if message.get("tool_call_id"):
-        n += count_tokens(message["tool_call_id"])
+        n += _label_tokens(message["tool_call_id"])
     if message.get("tool_calls"):
         n += count_tokens(json.dumps(message["tool_calls"]))
     return n
@@ -147,40 +157,36 @@ async def assemble(*, agent_id: str, system: str, budget_tokens: int, summary: s
                 head.append(block)
                 context_used = message_tokens(block)
                 used += context_used
-    chosen, truncated = _tail(tail, budget_tokens - used)
+    chosen, truncated, spent = _tail(tail, budget_tokens - used)
     messages = head + chosen
-    total = prompt_tokens(messages)
+    total = used + spent
     assert total <= budget_tokens, (total, budget_tokens)
     return Assembly(messages=messages, tokens=total, summary_tokens=summary_tokens,
                     context_tokens=context_used, tail_messages=len(chosen),
                     dropped_messages=len(tail) - len(chosen), truncated=truncated)
 
 
-def _tail(tail: Sequence[ConvMessage], room: int) -> tuple[list[ChatMessage], bool]:
-    """The newest messages that fit; a tool result never appears without its call."""
+def _tail(tail: Sequence[ConvMessage], room: int) -> tuple[list[ChatMessage], bool, int]:
+    """The newest messages that fit, and their tokens; a tool result never appears
+    without its call.  Stored messages carry their content's exact count."""
     pairs = pair_index(tail)
-    picked: list[int] = []
+    picked: dict[int, tuple[ChatMessage, int]] = {}
     truncated = False
-    last_fitted: ChatMessage | None = None
     for i in range(len(tail) - 1, -1, -1):
-        cost = message_tokens(chat_message(tail[i]))
+        message = chat_message(tail[i])
+        cost = message_tokens(message, tail[i].tokens)
         if cost > room:
             if not picked:  # the newest message alone is too long: keep its end
-                message = chat_message(tail[i])
-                spare = room - (cost - count_tokens(message["content"]))
+                spare = room - (cost - tail[i].tokens)
                 content = fit(message["content"], spare, "tail") if spare > 0 else ""
                 if content:
-                    last_fitted = {**message, "content": content}
-                    room -= message_tokens(last_fitted)
-                    picked.append(i)
+                    message = {**message, "content": content}
+                    picked[i] = (message, message_tokens(message))
                     truncated = True
             break
-        picked.append(i)
+        picked[i] = (message, cost)
         room -= cost
-    picked.reverse()
-    while picked and picked[0] in pairs and pairs[picked[0]] not in picked:
-        picked.pop(0)  # an orphaned result: its call did not fit
-    out = [chat_message(tail[i]) for i in picked]
-    if truncated and picked and last_fitted is not None and picked[-1] == len(tail) - 1:
-        out[-1] = last_fitted
-    return out, truncated
+    order = sorted(picked)
+    while order and order[0] in pairs and pairs[order[0]] not in picked:
+        del picked[order.pop(0)]  # an orphaned result: its call did not fit
+    return [picked[i][0] for i in order], truncated, sum(picked[i][1] for i in order)

@@ -71,8 +71,8 @@ class Prompt:
     summarized: SummarizeResult | None
 
 
-async def current_summary(db: Database, agent_id: str,
-                          episode_id: UUID | str) -> ConversationSummary:
+async def current_summary(db: Database, agent_id: str, episode_id: UUID | str, *,
+                          check_episode: bool = True) -> ConversationSummary:
     """The episode's current summary and facets (empty text before the first fold).
 
     For the close pipeline: the chain and summary feed it beside the transcript, which
@@ -80,10 +80,10 @@ async def current_summary(db: Database, agent_id: str,
     """
     agent = parse_agent_id(agent_id)
     episode = parse_memory_id(episode_id, "episode_id")
-    await storage.episode_state(db, agent, episode)
+    if check_episode:
+        await storage.episode_state(db, agent, episode)
     state = await storage.load_state(db, agent, episode)
-    story = await storage.get_record(db, agent, episode, state.story_id)
-    chapter = await storage.get_record(db, agent, episode, state.summary_id)
+    story, chapter = await storage.heads(db, agent, episode, state)
     text = summary_text(story, chapter)
     facets = merge(story.facets if story else Facets(), chapter.facets if chapter else Facets())
     newest = chapter or story
@@ -163,7 +163,7 @@ class WorkingMemory:
             result = await self._summarizer.run(agent, episode, policy)
         else:
             await storage.episode_state(self._db, agent, episode)
-        current = await current_summary(self._db, agent, episode)
+        current = await current_summary(self._db, agent, episode, check_episode=False)
         tail: list[ConvMessage] = await storage.unfolded(self._db, agent, episode,
                                                          current.watermark_seq)
         body = summary_body(current.story, current.chapter, current.facets,

@@ -115,18 +115,24 @@ async def episode_state(db: Database | Connection, agent: str, episode: UUID) ->
 
 
 async def load_state(db: Database, agent: str, episode: UUID) -> State:
-    await db.execute("conv_state_ensure", agent, episode)
     row = await db.fetchrow("conv_state_get", agent, episode)
+    if row is None:  # the first pass over this conversation
+        await db.execute("conv_state_ensure", agent, episode)
+        row = await db.fetchrow("conv_state_get", agent, episode)
     assert row is not None
     return State(**{k: row[k] for k in State.__dataclass_fields__})
 
 
-async def get_record(db: Database | Connection, agent: str, episode: UUID,
-                     ident: int | None) -> SummaryRecord | None:
-    if ident is None:
-        return None
-    row = await db.fetchrow("conv_summary_get", agent, episode, ident)
-    return None if row is None else _record(row)
+async def heads(db: Database, agent: str, episode: UUID, state: State
+                ) -> tuple[SummaryRecord | None, SummaryRecord | None]:
+    """(story, chapter): the current heads of the chain, in one query."""
+    wanted = [i for i in (state.story_id, state.summary_id) if i is not None]
+    if not wanted:
+        return None, None
+    rows = {r["id"]: _record(r) for r in await db.fetch("conv_summaries_by_id", agent,
+                                                        episode, wanted)}
+    return (rows.get(state.story_id) if state.story_id is not None else None,
+            rows.get(state.summary_id) if state.summary_id is not None else None)
 
 
 async def history(db: Database, agent: str, episode: UUID, *, limit: int,

@@ -500,8 +500,9 @@ INSERT INTO conversation_summaries (agent_id, episode_id, parent_id, level, op, 
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 RETURNING id;
 
--- name: conv_summary_get
-SELECT * FROM conversation_summaries WHERE agent_id = $1 AND episode_id = $2 AND id = $3;
+-- name: conv_summaries_by_id
+SELECT * FROM conversation_summaries
+WHERE agent_id = $1 AND episode_id = $2 AND id = ANY($3::bigint[]);
 
 -- name: conv_summary_supersede
 UPDATE conversation_summaries SET status = 'superseded'
