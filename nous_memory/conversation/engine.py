@@ -221,7 +221,7 @@ class Summarizer:
                          "of recompression")
             step = self._rule_step(old, old_facets, delta, op="compaction", depth=0)
             step.notes = notes
-            await self._compact(agent, policy, step, use_llm, always=True)
+            await self._compact(agent, policy, step, use_llm, keep_op=True)
         elif use_llm:
             step = await self._llm_step(agent, episode, policy, state, old, old_facets, delta,
                                         depth, notes)
@@ -280,7 +280,7 @@ class Summarizer:
                      source="llm", op="fold", depth=depth, notes=notes)
 
     async def _compact(self, agent: str, policy: Policy, step: _Step, use_llm: bool, *,
-                       always: bool = False) -> None:
+                       keep_op: bool = False) -> None:
         """Bring the summary to the target: the LLM if allowed, else (or on any failure)
         the newest tail prefixed with "... ".  A result must be smaller than its input."""
         goal = policy.goal_chars
@@ -300,8 +300,8 @@ class Summarizer:
             step.failed = True
         step.text = rules.fit_summary(step.text, goal, policy.summary_token_cap)
         step.notes.append(f"compacted to the newest tail ({len(step.text)} chars)")
-        if not always:
-            step.op = "compaction" if step.op == "fold" and step.source == "rule" else step.op
+        if not keep_op and step.source == "rule":
+            step.op = "compaction"
 
     async def _close_chapter(self, agent: str, policy: Policy, step: _Step,
                              story: SummaryRecord | None, use_llm: bool) -> None:

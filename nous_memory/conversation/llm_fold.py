@@ -111,6 +111,20 @@ def fold_input(policy: Policy, summary: str, bridge: ConvMessage | None,
                      used=used, tokens=used_tokens)
 
 
+def _room(policy: Policy, system: str) -> int:
+    """Input tokens left for data in a summarising call (its window minus the rest)."""
+    return (policy.summarizer_window_tokens - policy.summarizer_output_tokens
+            - count_tokens(system) - 32)
+
+
+def _newest_within(text: str, tokens: int) -> str:
+    """The newest part of ``text`` within ``tokens`` (a rolling summary's recent end
+    matters most); never more than asked, so the call always fits its window."""
+    while text and count_tokens(text) > max(tokens, 0):
+        text = text[max(len(text) // 4, 1):]
+    return text
+
+
 async def fold(llm: LLMClient, agent_id: str, policy: Policy, request: FoldInput) -> FoldReply:
     result = await llm.structured(
         agent_id=agent_id, purpose="conversation_fold", messages=request.messages,
@@ -123,11 +137,7 @@ async def compact(llm: LLMClient, agent_id: str, policy: Policy, text: str,
                   chars: int) -> FoldReply:
     """Ask for ``text`` within ``chars``; the input is cut to the summariser's window."""
     system = COMPACT_INSTRUCTIONS.format(chars=chars)
-    room = (policy.summarizer_window_tokens - policy.summarizer_output_tokens
-            - count_tokens(system) - 16)
-    body = _escape(text)
-    while count_tokens(body) > room and body:
-        body = body[len(body) // 4:]  # the newest part matters most to a rolling summary
+    body = _newest_within(_escape(text), _room(policy, system))
     result = await llm.structured(
         agent_id=agent_id, purpose="conversation_compact",
         messages=[{"role": "system", "content": system},
@@ -140,11 +150,14 @@ async def compact(llm: LLMClient, agent_id: str, policy: Policy, text: str,
 async def merge_story(llm: LLMClient, agent_id: str, policy: Policy, story: str,
                       chapter: str) -> FoldReply:
     system = STORY_INSTRUCTIONS.format(chars=policy.story_chars)
+    room = _room(policy, system)
+    story_text = _newest_within(_escape(story), room // 3)
+    chapter_text = _newest_within(_escape(chapter), room - count_tokens(story_text))
     result = await llm.structured(
         agent_id=agent_id, purpose="conversation_story",
         messages=[{"role": "system", "content": system},
-                  {"role": "user", "content": f"<summary>{_escape(story)}</summary>\n"
-                                              f"<chapter>{_escape(chapter)}</chapter>"}],
+                  {"role": "user", "content": f"<summary>{story_text}</summary>\n"
+                                              f"<chapter>{chapter_text}</chapter>"}],
         schema=FoldReply, max_tokens=policy.summarizer_output_tokens,
         max_attempts=TRANSPORT_ATTEMPTS, repair=False)
     return result.value

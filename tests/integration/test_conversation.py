@@ -280,3 +280,22 @@ async def test_build_prompt_never_over_budget(store: MemoryStore, budget: int) -
         assert injected[1].startswith('<nous-memory kind="context">')
         from nous_memory import blocks
         assert all(blocks.strip(text) == "" for text in injected)
+
+
+async def test_chapters_fold_into_a_flat_story(store: MemoryStore) -> None:
+    policy = {"mode": "rule", "protect_tail": 1, "chapter_messages": 4,
+              "summary_max_chars": 600, "target_chars": 450}
+    episode = await episode_with(store, turns(5, words=25))
+    sizes = []
+    for round_no in range(1, 7):
+        result = await store.summarize_conversation(AGENT, episode, force=True, policy=policy)
+        assert "chapter closed into the story (rule)" in result.reasons
+        summary = await store.conversation_summary(AGENT, episode)
+        assert summary.chapter == "" and summary.summary_id is None  # a new chapter begins
+        sizes.append(len(summary.story))
+        await store.append(AGENT, episode, turns(4, start=1 + 4 * round_no, words=25))
+    assert all(0 < size <= 150 for size in sizes)  # a third of the 450-char target
+    assert max(sizes[2:]) - min(sizes[2:]) < 40  # about flat as chapters accumulate
+    stories = [r for r in await store.summary_history(AGENT, episode) if r.level == "story"]
+    assert len(stories) == 6 and stories[-1].covered == 24
+    assert [s.parent_id for s in stories[1:]] == [s.id for s in stories[:-1]]
