@@ -2,7 +2,8 @@
 
 An edit keeps every earlier version in ``episode_messages.edits``; a delete is soft
 (``deleted_at``).  Either one at or behind the watermark invalidates the summary chain
-in the same transaction: the next pass rebuilds it from the raw messages.
+in the same transaction: the next pass rebuilds it from the raw messages.  Any change
+bumps the state's version, so a fold computed from the old text cannot land.
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ async def change(db: Database, agent: str, episode: UUID, seq: object, *,
             await conn.fetchval("conv_state_invalidate", agent, episode,
                                 f"message {number} {action} behind the watermark", None)
             await conn.execute("conv_summaries_invalidate", agent, episode)
+        else:  # a fold in flight may hold the old text: make its compare-and-swap fail
+            await conn.execute("conv_state_touch", agent, episode)
     return MessageChange(episode_id=episode, seq=number,
                          action="deleted" if delete else "edited", at=at,
                          invalidated=behind, versions=len(message["edits"] or []) + (

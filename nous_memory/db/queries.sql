@@ -486,6 +486,11 @@ UPDATE conversation_state SET watermark_seq = -1, watermark_hash = NULL, summary
 WHERE agent_id = $1 AND episode_id = $2 AND ($4::bigint IS NULL OR version = $4)
 RETURNING version;
 
+-- name: conv_state_touch
+-- Any edit or delete: a fold computed from the old text must not land (its CAS fails).
+UPDATE conversation_state SET version = version + 1, updated_at = now()
+WHERE agent_id = $1 AND episode_id = $2;
+
 -- name: conv_state_armed
 UPDATE conversation_state SET armed = $3 WHERE agent_id = $1 AND episode_id = $2;
 

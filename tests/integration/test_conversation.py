@@ -299,3 +299,20 @@ async def test_chapters_fold_into_a_flat_story(store: MemoryStore) -> None:
     stories = [r for r in await store.summary_history(AGENT, episode) if r.level == "story"]
     assert len(stories) == 6 and stories[-1].covered == 24
     assert [s.parent_id for s in stories[1:]] == [s.id for s in stories[:-1]]
+
+
+async def test_an_edit_during_a_fold_makes_it_lose(llm_store: MemoryStore,
+                                                   llm_server: ScriptedLLMServer) -> None:
+    episode = await episode_with(llm_store, turns(6, words=20))
+    llm_server.reply_json(fold_reply("Ana: Marker0 to Marker3."), delay_s=0.5)
+    folding = asyncio.create_task(llm_store.summarize_conversation(
+        AGENT, episode, force=True, policy={"mode": "llm", "protect_tail": 2}))
+    while not llm_server.requests:  # the fold is waiting for the model now
+        await asyncio.sleep(0.02)
+    await llm_store.edit_message(AGENT, episode, 1, "Ana corrects it: Fixed1.")
+    result = await folding
+    assert result.lost_race and await llm_store.summary_history(AGENT, episode) == []
+    redo = await llm_store.summarize_conversation(AGENT, episode, force=True,
+                                                  policy={"mode": "rule", "protect_tail": 2})
+    assert redo.folded == 4
+    assert "Fixed1" in (await llm_store.conversation_summary(AGENT, episode)).text
