@@ -75,6 +75,16 @@ class _Step:
     story: tuple[str, Facets, Source] | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class View:
+    """A conversation as read at one moment: state, chain heads, unfolded messages."""
+
+    state: State
+    story: SummaryRecord | None
+    chapter: SummaryRecord | None
+    unfolded: list[ConvMessage]
+
+
 class _LostRace(Exception):
     pass
 
@@ -90,6 +100,12 @@ class Summarizer:
 
     async def run(self, agent: str, episode: UUID, policy: Policy, *,
                   force: bool = False) -> SummarizeResult:
+        return (await self.run_with_view(agent, episode, policy, force=force))[0]
+
+    async def run_with_view(self, agent: str, episode: UUID, policy: Policy, *,
+                            force: bool = False) -> tuple[SummarizeResult, View | None]:
+        """The pass, and the conversation as it left it when that is still current
+        (nothing written since it was read), so a prompt needs no second read."""
         await episode_state(self._db, agent, episode)
         state = await load_state(self._db, agent, episode)
         invalidated = await self._watermark_problem(agent, episode, state)
@@ -102,9 +118,11 @@ class Summarizer:
         gaps: list[Gap] = []
         folded = steps = 0
         last: _Step | None = None
+        view: View | None = None
         for _ in range(MAX_REBUILD_STEPS):
             story, head = await heads(self._db, agent, episode, state)
             messages = await unfolded(self._db, agent, episode, state.watermark_seq)
+            view = View(state=state, story=story, chapter=head, unfolded=messages)
             last_seq = messages[-1].seq if messages else state.watermark_seq
             decision = should_summarize(
                 policy, messages, summary_tokens=count_tokens(summary_text(story, head)),
@@ -115,6 +133,7 @@ class Summarizer:
                 if decision.armed != state.armed:
                     await self._db.execute("conv_state_armed", agent, episode, decision.armed)
                 break
+            view = None  # about to write: what was read is no longer the current view
             delta, gap = await self._analysed(agent, episode, messages, len(decision.fold))
             if gap is not None:
                 gaps.append(gap)
@@ -130,7 +149,7 @@ class Summarizer:
                     episode_id=episode, folded=folded, steps=steps,
                     watermark_seq=state.watermark_seq, summary_id=state.summary_id,
                     reasons=(*reasons, "another worker folded first; this result was dropped"),
-                    gaps=tuple(gaps), invalidated=invalidated, lost_race=True)
+                    gaps=tuple(gaps), invalidated=invalidated, lost_race=True), None
             folded += len(step.delta)
             steps += 1 + (step.story is not None)
             reasons.extend(step.notes)
@@ -142,7 +161,7 @@ class Summarizer:
             episode_id=episode, folded=folded, steps=steps, watermark_seq=state.watermark_seq,
             summary_id=state.summary_id if state.summary_id is not None else state.story_id,
             source=last.source if last else None, op=last.op if last else None,
-            reasons=tuple(reasons), gaps=tuple(gaps), invalidated=invalidated)
+            reasons=tuple(reasons), gaps=tuple(gaps), invalidated=invalidated), view
 
     # ------------------------------------------------------------------ steps
 

@@ -82,21 +82,47 @@ def fit(text: str, max_tokens: int, keep: Literal["head", "tail"]) -> str:
     return best if count_tokens(best) <= max_tokens else ""
 
 
-def _wrapped(kind: str, text: str, max_tokens: int, keep: Literal["head", "tail"]
-             ) -> ChatMessage | None:
-    """A system message holding ``text`` in marked block, within ``max_tokens``."""
-    empty = {"role": "system", "content": blocks.wrap("", kind)}
-    room = max_tokens - message_tokens(empty)
-    while room > 0:  # tokens can merge across the wrapper's newlines: shrink until it fits
+def _wrapped(kind: str, text: str, max_tokens: int, keep: Literal["head", "tail"], *,
+             before: str = "", after: str = "") -> ChatMessage | None:
+    """A system message holding ``before + text + after`` in a marked block within
+    ``max_tokens``; only ``text`` is cut (at its ``keep`` end) to make it fit."""
+
+    def compose(inner: str) -> ChatMessage:
+        body = "\n\n".join(p for p in (before, inner, after) if p)
+        return {"role": "system", "content": blocks.wrap(body, kind)}
+
+    room = max_tokens - message_tokens(compose(""))
+    while room > 0:  # tokens can merge across the joins: shrink until it fits
         inner = fit(text, room, keep)
         if not inner:
             return None
-        message = {"role": "system", "content": blocks.wrap(inner, kind)}
+        message = compose(inner)
         over = message_tokens(message) - max_tokens
         if over <= 0:
             return message
         room -= over
     return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummaryParts:
+    """The summary block's pieces: prose gives way first (oldest part), then facets."""
+
+    header: str
+    prose: str
+    facets: str
+
+
+def summary_block(parts: SummaryParts, max_tokens: int) -> ChatMessage | None:
+    facets = fit(parts.facets, max_tokens // 3, "head") if parts.facets else ""
+    block = _wrapped("summary", parts.prose, max_tokens, "tail", before=parts.header,
+                     after=facets) if parts.prose else None
+    if block is None and facets:  # no room for prose: the facets alone
+        block = _wrapped("summary", facets, max_tokens, "head", before=parts.header)
+    if block is None:  # a very small budget: the newest part of whatever there is
+        whole = "\n\n".join(p for p in (parts.prose, parts.facets) if p)
+        block = _wrapped("summary", whole, max_tokens, "tail")
+    return block
 
 
 def chat_message(message: ConvMessage) -> ChatMessage:
@@ -122,13 +148,15 @@ class Assembly:
     truncated: bool
 
 
-def summary_body(story: str, chapter: str, facets: Facets, watermark_seq: int) -> str:
-    parts = [f"Summary of the conversation so far (messages up to #{watermark_seq}):"]
-    parts += [p for p in (story, chapter, render(facets)) if p]
-    return "\n\n".join(parts)
+def summary_parts(story: str, chapter: str, facets: Facets, watermark_seq: int
+                  ) -> SummaryParts:
+    return SummaryParts(
+        header=f"Summary of the conversation so far (messages up to #{watermark_seq}):",
+        prose="\n\n".join(p for p in (story, chapter) if p), facets=render(facets))
 
 
-async def assemble(*, agent_id: str, system: str, budget_tokens: int, summary: str | None,
+async def assemble(*, agent_id: str, system: str, budget_tokens: int,
+                   summary: SummaryParts | None,
                    summary_share: float, tail: Sequence[ConvMessage], query: str | None,
                    context_tokens: int | None, provider: ContextProvider | None) -> Assembly:
     """Fill the budget in priority order: system, summary, context, newest tail."""
@@ -141,7 +169,7 @@ async def assemble(*, agent_id: str, system: str, budget_tokens: int, summary: s
     summary_tokens = context_used = 0
     if summary:
         cap = min(budget_tokens - used, math.floor(summary_share * budget_tokens))
-        block = _wrapped("summary", summary, cap, "tail")
+        block = summary_block(summary, cap)
         if block is not None:
             head.append(block)
             summary_tokens = message_tokens(block)

@@ -16,11 +16,11 @@ from ..llm import LLMClient
 from ..memories import parse_memory_id
 from ..tokens import count_tokens
 from . import messages, storage
-from .engine import Summarizer, SummarizeResult, summary_text
+from .engine import Summarizer, SummarizeResult, View, summary_text
 from .facets import Facets, merge
 from .pairs import ConvMessage
 from .policy import KNOBS, Policy, resolve
-from .prompt import ContextProvider, assemble, summary_body
+from .prompt import ContextProvider, assemble, summary_parts
 
 MAX_HISTORY_PAGE = 500
 
@@ -71,8 +71,8 @@ class Prompt:
     summarized: SummarizeResult | None
 
 
-async def current_summary(db: Database, agent_id: str, episode_id: UUID | str, *,
-                          check_episode: bool = True) -> ConversationSummary:
+async def current_summary(db: Database, agent_id: str,
+                          episode_id: UUID | str) -> ConversationSummary:
     """The episode's current summary and facets (empty text before the first fold).
 
     For the close pipeline: the chain and summary feed it beside the transcript, which
@@ -80,10 +80,14 @@ async def current_summary(db: Database, agent_id: str, episode_id: UUID | str, *
     """
     agent = parse_agent_id(agent_id)
     episode = parse_memory_id(episode_id, "episode_id")
-    if check_episode:
-        await storage.episode_state(db, agent, episode)
+    await storage.episode_state(db, agent, episode)
     state = await storage.load_state(db, agent, episode)
     story, chapter = await storage.heads(db, agent, episode, state)
+    return _summary_of(episode, state, story, chapter)
+
+
+def _summary_of(episode: UUID, state: storage.State, story: storage.SummaryRecord | None,
+                chapter: storage.SummaryRecord | None) -> ConversationSummary:
     text = summary_text(story, chapter)
     facets = merge(story.facets if story else Facets(), chapter.facets if chapter else Facets())
     newest = chapter or story
@@ -158,16 +162,20 @@ class WorkingMemory:
                 context_tokens, int) or context_tokens < 0):
             raise InvalidInputError.single("context_tokens", "must be an integer >= 0")
         policy = await self.policy(agent, overrides)
-        result = None
+        result = view = None
         if summarize:
-            result = await self._summarizer.run(agent, episode, policy)
+            result, view = await self._summarizer.run_with_view(agent, episode, policy)
         else:
             await storage.episode_state(self._db, agent, episode)
-        current = await current_summary(self._db, agent, episode, check_episode=False)
-        tail: list[ConvMessage] = await storage.unfolded(self._db, agent, episode,
-                                                         current.watermark_seq)
-        body = summary_body(current.story, current.chapter, current.facets,
-                            current.watermark_seq) if current.text else None
+        if view is None:  # something was written (or nothing read yet): read it now
+            state = await storage.load_state(self._db, agent, episode)
+            story, chapter = await storage.heads(self._db, agent, episode, state)
+            view = View(state=state, story=story, chapter=chapter, unfolded=await
+                        storage.unfolded(self._db, agent, episode, state.watermark_seq))
+        current = _summary_of(episode, view.state, view.story, view.chapter)
+        tail: list[ConvMessage] = view.unfolded
+        body = summary_parts(current.story, current.chapter, current.facets,
+                             current.watermark_seq) if current.text else None
         built = await assemble(
             agent_id=agent, system=system, budget_tokens=budget_tokens, summary=body,
             summary_share=policy.summary_window_share, tail=tail, query=query,

@@ -307,7 +307,9 @@ async def test_an_edit_during_a_fold_makes_it_lose(llm_store: MemoryStore,
     llm_server.reply_json(fold_reply("Ana: Marker0 to Marker3."), delay_s=0.5)
     folding = asyncio.create_task(llm_store.summarize_conversation(
         AGENT, episode, force=True, policy={"mode": "llm", "protect_tail": 2}))
-    while not llm_server.requests:  # the fold is waiting for the model now
+    for _ in range(1000):  # until the fold is waiting for the model
+        if llm_server.requests:
+            break
         await asyncio.sleep(0.02)
     await llm_store.edit_message(AGENT, episode, 1, "Ana corrects it: Fixed1.")
     result = await folding
