@@ -19,8 +19,9 @@ Lines (``name: value``, headline last):
   messages (rule mode; the ``_llm`` line is LLM mode; llm_requests_per_100_msgs counts
   HTTP requests to the model);
 - overhead_ms_per_turn_p50 / _p95: wall time of build_prompt per turn, rule mode (no LLM
-  anywhere); ``_llm_mode`` lines: the same in LLM mode minus the time spent inside the
-  LLM client's calls;
+  anywhere); ``_llm_mode`` lines: the same in LLM mode, where build_prompt leaves a due
+  fold to the worker and the replay then drains the queue at once (timed too), minus the
+  time spent inside the LLM client's calls;
 - entity_retention: share of the distinct capitalised names and numbers of the whole
   conversation (``facets.entities_in``) found as words in what the final prompt shows the
   model after the system prompt (summary block incl. its facets line + tail), rule mode;
@@ -130,16 +131,20 @@ async def replay(store: MemoryStore, agent: str, turns: list[dict[str, Any]], wi
                  tally: Tally, llm_seconds: list[float]) -> None:
     episode = await store.start_episode(agent)
     policy = {"window_tokens": window}
+    worker = store.worker()
     prompt = None
     for turn in turns:
         await store.append(agent, episode.id, [turn])
         before = llm_seconds[0]
         started = time.perf_counter()
         prompt = await store.build_prompt(agent, episode.id, SYSTEM, window, policy=policy)
+        folded = bool(prompt.summarized and prompt.summarized.steps)
+        if prompt.summarized and prompt.summarized.deferred:  # the LLM fold: the worker's job
+            folded = await worker.drain() > 0
         elapsed = time.perf_counter() - started - (llm_seconds[0] - before)
         tally.overhead_ms.append(elapsed * 1000)
         tally.messages += 1
-        tally.folds += bool(prompt.summarized and prompt.summarized.steps)
+        tally.folds += folded
         recount = prompt_tokens(prompt.messages)
         assert recount == prompt.tokens, (recount, prompt.tokens)
         tally.over_budget = max(tally.over_budget, recount - window)

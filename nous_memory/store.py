@@ -225,7 +225,8 @@ class MemoryStore:
         """A work-queue worker on this store (``await worker.run(stop_event)``)."""
         tasks = EpisodeTasks(self._db, self.episodes, self.closer,
                              idle_close_after_s=self.settings.episode_idle_close_s)
-        return Worker(self._db, tasks.handlers(), idle_sweep=tasks.close_idle,
+        handlers = {**tasks.handlers(), **self.conversation.handlers()}  # + working memory
+        return Worker(self._db, handlers, idle_sweep=tasks.close_idle,
                       worker_id=worker_id, lease_s=self.settings.worker_lease_s,
                       poll_s=poll_s)
 

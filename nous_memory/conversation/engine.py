@@ -6,6 +6,7 @@ No transaction is open while the LLM runs; each write is one short transaction.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from uuid import UUID
@@ -58,6 +59,7 @@ class SummarizeResult:
     gaps: tuple[Gap, ...] = ()
     invalidated: str | None = None  # why the chain was rebuilt from the raw messages
     lost_race: bool = False  # another worker folded first; this call wrote nothing
+    deferred: bool = False  # a fold is due but was left to the worker (it needs the LLM)
 
 
 @dataclass(slots=True)
@@ -103,9 +105,15 @@ class Summarizer:
         return (await self.run_with_view(agent, episode, policy, force=force))[0]
 
     async def run_with_view(self, agent: str, episode: UUID, policy: Policy, *,
-                            force: bool = False) -> tuple[SummarizeResult, View | None]:
+                            force: bool = False, llm_inline: bool = True
+                            ) -> tuple[SummarizeResult, View | None]:
         """The pass, and the conversation as it left it when that is still current
-        (nothing written since it was read), so a prompt needs no second read."""
+        (nothing written since it was read), so a prompt needs no second read.
+
+        ``llm_inline=False`` (the prompt path): a due fold that would call the LLM is not
+        run here but reported as ``deferred`` for the worker; in an emergency it is
+        folded now by rules instead (cheap, and it keeps what would be dropped).
+        """
         await episode_state(self._db, agent, episode)
         state = await load_state(self._db, agent, episode)
         invalidated = await self._watermark_problem(agent, episode, state)
@@ -133,6 +141,15 @@ class Summarizer:
                 if decision.armed != state.armed:
                     await self._db.execute("conv_state_armed", agent, episode, decision.armed)
                 break
+            if not llm_inline and self._llm_allowed(policy, state, []):
+                if not decision.emergency:
+                    return SummarizeResult(
+                        episode_id=episode, folded=0, steps=0,
+                        watermark_seq=state.watermark_seq, summary_id=state.summary_id,
+                        reasons=(*reasons, "fold due: left to the worker (LLM)"),
+                        invalidated=invalidated, deferred=True), view
+                policy = dataclasses.replace(policy, mode="rule")
+                reasons.append("emergency: folded by rules now instead of waiting for the LLM")
             view = None  # about to write: what was read is no longer the current view
             delta, gap = await self._analysed(agent, episode, messages, len(decision.fold))
             if gap is not None:

@@ -10,11 +10,12 @@ from typing import Any
 from uuid import UUID
 
 from ..db import Database
-from ..errors import ConfigurationError, InvalidInputError
+from ..errors import ConfigurationError, InvalidInputError, NotFoundError
 from ..kinds import parse_agent_id
 from ..llm import LLMClient
 from ..memories import parse_memory_id
 from ..tokens import count_tokens
+from ..work import TaskHandler, WorkContext, enqueue
 from . import messages, storage
 from .engine import Summarizer, SummarizeResult, View, summary_text
 from .facets import Facets, merge
@@ -23,6 +24,7 @@ from .policy import KNOBS, Policy, resolve
 from .prompt import ContextProvider, assemble, summary_parts
 
 MAX_HISTORY_PAGE = 500
+SUMMARIZE_TASK = "conversation_summarize"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -106,10 +108,13 @@ class WorkingMemory:
 
     def __init__(self, db: Database, llm: LLMClient | None, *,
                  defaults_json: str | None = None,
-                 context_provider: ContextProvider | None = None) -> None:
+                 context_provider: ContextProvider | None = None,
+                 background_llm: bool = True) -> None:
         self._db = db
         self._summarizer = Summarizer(db, llm)
         self.context_provider = context_provider
+        # build_prompt leaves LLM folds to the worker (no LLM on the read path by default)
+        self.background_llm = background_llm
         try:
             defaults = json.loads(defaults_json) if defaults_json else {}
             if not isinstance(defaults, dict):
@@ -164,7 +169,11 @@ class WorkingMemory:
         policy = await self.policy(agent, overrides)
         result = view = None
         if summarize:
-            result, view = await self._summarizer.run_with_view(agent, episode, policy)
+            result, view = await self._summarizer.run_with_view(
+                agent, episode, policy, llm_inline=not self.background_llm)
+            if result.deferred:
+                await enqueue(self._db, agent, SUMMARIZE_TASK, episode,
+                              payload={"policy": dict(overrides or {})})
         else:
             await storage.episode_state(self._db, agent, episode)
         if view is None:  # something was written (or nothing read yet): read it now
@@ -185,6 +194,21 @@ class WorkingMemory:
                       tail_messages=built.tail_messages,
                       dropped_messages=built.dropped_messages, truncated=built.truncated,
                       watermark_seq=current.watermark_seq, summarized=result)
+
+    def handlers(self) -> dict[str, TaskHandler]:
+        """The work-queue task build_prompt queues when a fold needs the LLM."""
+        return {SUMMARIZE_TASK: self._summarize_task}
+
+    async def _summarize_task(self, ctx: WorkContext) -> None:
+        item = ctx.item
+        overrides = item.payload.get("policy")
+        try:
+            policy = await self.policy(item.agent_id, overrides if isinstance(
+                overrides, Mapping) else None)
+            await self._summarizer.run(item.agent_id, item.memory_id, policy)
+        except (NotFoundError, InvalidInputError):
+            pass  # the episode is gone, or the stored knobs changed under the item
+        await ctx.skip()  # the fold wrote its own result (compare-and-swap): item done
 
     async def summary(self, agent_id: str, episode_id: UUID | str) -> ConversationSummary:
         return await current_summary(self._db, agent_id, episode_id)

@@ -318,3 +318,24 @@ async def test_an_edit_during_a_fold_makes_it_lose(llm_store: MemoryStore,
                                                   policy={"mode": "rule", "protect_tail": 2})
     assert redo.folded == 4
     assert "Fixed1" in (await llm_store.conversation_summary(AGENT, episode)).text
+
+
+async def test_prompt_leaves_llm_folds_to_the_worker(llm_store: MemoryStore,
+                                                     llm_server: ScriptedLLMServer) -> None:
+    episode = await episode_with(llm_store, turns(8))
+    policy = {"trigger_messages": 8, "min_messages": 1, "protect_tail": 2}
+    prompt = await llm_store.build_prompt(AGENT, episode, "Be kind.", 2000, policy=policy)
+    assert prompt.summarized is not None and prompt.summarized.deferred
+    assert prompt.tail_messages == 8 and not llm_server.requests  # no LLM on this path
+    llm_server.reply_json(fold_reply("Ana went over Marker0 to Marker5."))
+    assert await llm_store.worker().drain() == 1
+    summary = await llm_store.conversation_summary(AGENT, episode)
+    assert summary.source == "llm" and summary.watermark_seq == 5
+    usage = await llm_store.llm_usage(AGENT)
+    assert [(u.purpose, u.ok_calls) for u in usage] == [("conversation_fold", 1)]
+    # an emergency cannot wait for the worker: rules fold it now
+    await llm_store.append(AGENT, episode, turns(12, start=8, words=400))
+    urgent = await llm_store.build_prompt(AGENT, episode, "Be kind.", 2000,
+                                          policy={**policy, "window_tokens": 2000})
+    assert urgent.summarized is not None and urgent.summarized.source == "rule"
+    assert urgent.summarized.folded > 0 and len(llm_server.requests) == 1
