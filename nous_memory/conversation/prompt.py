@@ -79,7 +79,8 @@ def fit(text: str, max_tokens: int, keep: Literal["head", "tail"]) -> str:
             mid = (lo + hi + 1) // 2
             lo, hi = (mid, hi) if count_tokens(piece(mid)) <= max_tokens else (lo, mid - 1)
         best = piece(lo)
-    return best if count_tokens(best) <= max_tokens else ""
+    kept = len(text) - lo if keep == "tail" else lo
+    return best if kept > 0 and count_tokens(best) <= max_tokens else ""
 
 
 def _wrapped(kind: str, text: str, max_tokens: int, keep: Literal["head", "tail"], *,
