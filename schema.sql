@@ -190,6 +190,11 @@ CREATE TABLE episode_messages (
     tokens        integer     NOT NULL CHECK (tokens >= 0),
     metadata      jsonb       NOT NULL DEFAULT '{}',
     created_at    timestamptz NOT NULL DEFAULT now(),
+    -- working memory (issue 7): edits and deletes of an open episode's messages keep the
+    -- raw text; `edits` holds every earlier version [{content, tokens, edited_at}]
+    edited_at     timestamptz,
+    deleted_at    timestamptz,
+    edits         jsonb       NOT NULL DEFAULT '[]' CHECK (jsonb_typeof(edits) = 'array'),
     PRIMARY KEY (agent_id, episode_id, seq),
     FOREIGN KEY (agent_id, episode_id)
         REFERENCES episodes (agent_id, memory_id) ON DELETE CASCADE
@@ -366,3 +371,89 @@ CREATE TABLE llm_calls (
 );
 
 CREATE INDEX llm_calls_by_time ON llm_calls (agent_id, created_at);
+
+-- ---------------------------------------------------------------- working memory (issue 7)
+
+-- Per-agent overrides of the conversation summary policy (knob -> value); code and
+-- settings supply the defaults, a call may override again.
+CREATE TABLE conversation_policies (
+    agent_id    text        PRIMARY KEY CHECK (agent_id <> ''),
+    policy      jsonb       NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(policy) = 'object'),
+    updated_at  timestamptz NOT NULL DEFAULT now()
+);
+
+-- One row per summarised conversation: the watermark (last folded message and a hash of
+-- its content), the chain heads, hysteresis and the circuit breaker.  `version` is the
+-- compare-and-swap token: a fold only lands if nobody folded since it read the row.
+CREATE TABLE conversation_state (
+    agent_id            text        NOT NULL,
+    episode_id          uuid        NOT NULL,
+    watermark_seq       integer     NOT NULL DEFAULT -1 CHECK (watermark_seq >= -1),
+    watermark_hash      bytea       CHECK (watermark_hash IS NULL OR length(watermark_hash) = 32),
+    summary_id          bigint,
+    story_id            bigint,
+    version             bigint      NOT NULL DEFAULT 0,
+    armed               boolean     NOT NULL DEFAULT false,
+    folded_message_count integer    NOT NULL DEFAULT 0 CHECK (folded_message_count >= 0),
+    chapter_messages    integer     NOT NULL DEFAULT 0 CHECK (chapter_messages >= 0),
+    breaker_failures    integer     NOT NULL DEFAULT 0 CHECK (breaker_failures >= 0),
+    breaker_open_until  timestamptz,
+    invalidated_reason  text,
+    updated_at          timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (agent_id, episode_id),
+    FOREIGN KEY (agent_id, episode_id)
+        REFERENCES episodes (agent_id, memory_id) ON DELETE CASCADE,
+    CHECK ((watermark_seq = -1) = (watermark_hash IS NULL))
+);
+
+-- The chain of summaries: every fold, compaction, chapter and story summary is a record
+-- (audit; only the heads named in conversation_state are current).
+CREATE TABLE conversation_summaries (
+    agent_id      text        NOT NULL,
+    id            bigint      GENERATED ALWAYS AS IDENTITY,
+    episode_id    uuid        NOT NULL,
+    parent_id     bigint,
+    level         text        NOT NULL CHECK (level IN ('chapter', 'story')),
+    op            text        NOT NULL
+        CHECK (op IN ('fold', 'compaction', 'rebuild', 'chapter_close')),
+    depth         integer     NOT NULL CHECK (depth >= 0),
+    first_seq     integer     NOT NULL,
+    last_seq      integer     NOT NULL,
+    covered       integer     NOT NULL CHECK (covered >= 0),
+    content       text        NOT NULL,
+    chars         integer     NOT NULL CHECK (chars >= 0),
+    tokens        integer     NOT NULL CHECK (tokens >= 0),
+    source        text        NOT NULL CHECK (source IN ('llm', 'rule')),
+    facets        jsonb       NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(facets) = 'object'),
+    status        text        NOT NULL DEFAULT 'current'
+        CHECK (status IN ('current', 'superseded', 'invalidated')),
+    notes         text[]      NOT NULL DEFAULT '{}',
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (agent_id, id),
+    FOREIGN KEY (agent_id, episode_id)
+        REFERENCES episodes (agent_id, memory_id) ON DELETE CASCADE,
+    CHECK (last_seq >= first_seq - 1)
+);
+
+CREATE INDEX conversation_summaries_by_episode
+    ON conversation_summaries (agent_id, episode_id, id);
+
+-- Per-message analyses (a rule summary of each message, tool results by kind).  A
+-- message may have several (re-analysed after an edit, or by two workers at once): the
+-- latest wins (newest created_at, ties to the larger id).  An empty text is a gap.
+CREATE TABLE conversation_analyses (
+    agent_id      text        NOT NULL,
+    id            bigint      GENERATED ALWAYS AS IDENTITY,
+    episode_id    uuid        NOT NULL,
+    seq           integer     NOT NULL CHECK (seq >= 0),
+    content_hash  bytea       NOT NULL CHECK (length(content_hash) = 32),
+    kind          text        NOT NULL,
+    content       text        NOT NULL,
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (agent_id, id),
+    FOREIGN KEY (agent_id, episode_id)
+        REFERENCES episodes (agent_id, memory_id) ON DELETE CASCADE
+);
+
+CREATE INDEX conversation_analyses_latest
+    ON conversation_analyses (agent_id, episode_id, seq, created_at DESC, id DESC);

@@ -97,6 +97,10 @@ def add_episode_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     show.add_argument("--transcript", action="store_true", help="also print every message")
     show.set_defaults(handler=_show)
 
+    from .cli_conversation import add_conversation_commands  # working memory (issue 7)
+
+    add_conversation_commands(actions, agent)
+
     worker = commands.add_parser(
         "worker", parents=[json_flag], help="process the work queue (episode closes)",
         description="Process the work queue until SIGINT or SIGTERM: close episodes idle "

@@ -57,6 +57,10 @@ class Settings:
     fact_rule_threshold: float = 0.70
     fact_candidate_threshold: float = 0.60
 
+    # working memory (issue 7): default summary-policy knobs as a JSON object, e.g.
+    # '{"window_tokens": 16384, "mode": "rule"}' (per agent and per call they can change)
+    conversation_policy_json: str | None = None
+
     api_host: str = "127.0.0.1"
     api_port: int = 8765
     api_keys: str | None = None

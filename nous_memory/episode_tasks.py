@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+from uuid import UUID
 
 from .chunks import TranscriptMessage
+from .conversation import current_summary
 from .db import Database
 from .episode_close import EpisodeCloser
 from .episodes import TRANSCRIPT_PAGE, EpisodeManager, to_message
@@ -57,13 +59,14 @@ class EpisodeTasks:
             await ctx.skip()  # already done (a retried or duplicate item)
             return
         messages = await self._transcript(agent, ident)
+        rolling = await self._rolling_summary(agent, ident)
         last = await self._db.fetchrow("episode_last_chunk", agent, ident)
         assert last is not None
         # the last attempt of a close skips the LLM: a rule summary beats a stuck episode
         prepared = await self._closer.prepare(
             agent, ident, detail.title, messages,  # type: ignore[union-attr]
             chunked_upto=last["last_seq"], next_chunk=last["chunk_no"] + 1,
-            use_llm=not (item.last_try and not upgrade))
+            use_llm=not (item.last_try and not upgrade), rolling_summary=rolling)
         if upgrade and prepared.extraction is None:
             raise RuntimeError(f"upgrade needs the LLM: {prepared.failure or 'not configured'}")
         async with ctx.commit() as conn:
@@ -74,12 +77,21 @@ class EpisodeTasks:
                 return  # the summary was edited since: an upgrade never overwrites it
             await self._closer.write(conn, prepared)
 
-    async def _transcript(self, agent: str, ident: object) -> list[TranscriptMessage]:
-        """The whole transcript, read in pages (no silent cap on its length)."""
+    async def _transcript(self, agent: str, ident: UUID) -> list[TranscriptMessage]:
+        """The whole transcript less deleted messages, read in pages (no silent cap)."""
         messages: list[TranscriptMessage] = []
         while True:
-            page = await self._db.fetch("episode_messages", agent, ident, len(messages),
+            start = messages[-1].seq + 1 if messages else 0
+            page = await self._db.fetch("episode_messages_live", agent, ident, start,
                                         TRANSCRIPT_PAGE)
             messages.extend(to_message(r) for r in page)
             if len(page) < TRANSCRIPT_PAGE:
                 return messages
+
+    async def _rolling_summary(self, agent: str, ident: UUID) -> str | None:
+        """Working memory's summary of the conversation, if it kept one (context for the
+        close call beside the transcript, which stays the source of truth)."""
+        if await self._db.fetchrow("conv_state_get", agent, ident) is None:
+            return None
+        summary = await current_summary(self._db, agent, ident)
+        return summary.text or None

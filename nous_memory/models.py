@@ -166,6 +166,11 @@ class EpisodeMessageRow(SQLModel, table=True):
     metadata_: dict[str, Any] = Field(
         default_factory=dict, sa_column=Column("metadata", JSONB, nullable=False))
     created_at: datetime = _time()
+    # working memory (issue 7): edits keep earlier versions, deletes are soft
+    edited_at: datetime | None = _time(default=None)
+    deleted_at: datetime | None = _time(default=None)
+    edits: list[dict[str, Any]] = Field(
+        default_factory=list, sa_column=Column(JSONB, nullable=False))
 
 
 class EpisodeChunkRow(SQLModel, table=True):
@@ -278,8 +283,72 @@ class LLMCallRow(SQLModel, table=True):
     created_at: datetime = _time()
 
 
+# ---------------------------------------------------------------- working memory (issue 7)
+
+
+class ConversationPolicyRow(SQLModel, table=True):
+    __tablename__ = "conversation_policies"
+    agent_id: str = _key()
+    policy: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSONB, nullable=False))
+    updated_at: datetime = _time()
+
+
+class ConversationStateRow(SQLModel, table=True):
+    __tablename__ = "conversation_state"
+    agent_id: str = _key()
+    episode_id: UUID = _key()
+    watermark_seq: int
+    watermark_hash: bytes | None = Field(default=None, sa_column=Column(LargeBinary))
+    summary_id: int | None = Field(default=None, sa_column=Column(BigInteger))
+    story_id: int | None = Field(default=None, sa_column=Column(BigInteger))
+    version: int = Field(sa_column=Column(BigInteger, nullable=False))
+    armed: bool
+    folded_message_count: int
+    chapter_messages: int
+    breaker_failures: int
+    breaker_open_until: datetime | None = _time(default=None)
+    invalidated_reason: str | None = None
+    updated_at: datetime = _time()
+
+
+class ConversationSummaryRow(SQLModel, table=True):
+    __tablename__ = "conversation_summaries"
+    agent_id: str = _key()
+    id: int = Field(sa_column=Column("id", BigInteger, Identity(always=True), primary_key=True))
+    episode_id: UUID
+    parent_id: int | None = Field(default=None, sa_column=Column(BigInteger))
+    level: str
+    op: str
+    depth: int
+    first_seq: int
+    last_seq: int
+    covered: int
+    content: str
+    chars: int
+    tokens: int
+    source: str
+    facets: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSONB, nullable=False))
+    status: str
+    notes: list[str] = _text_array()
+    created_at: datetime = _time()
+
+
+class ConversationAnalysisRow(SQLModel, table=True):
+    __tablename__ = "conversation_analyses"
+    agent_id: str = _key()
+    id: int = Field(sa_column=Column("id", BigInteger, Identity(always=True), primary_key=True))
+    episode_id: UUID
+    seq: int
+    content_hash: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    kind: str
+    content: str
+    created_at: datetime = _time()
+
+
 TABLE_MODELS: tuple[type[SQLModel], ...] = (
     SchemaVersionRow, StoreMetaRow, MemoryRow, DecisionRow, FactRow, EpisodeRow,
     ProcedureRow, CensorRow, EpisodeMessageRow, EpisodeChunkRow, WorkItemRow, MemoryEventRow,
     EpisodeExtractionRow, MemoryArchiveRow, ExtractionCacheRow, EmbeddingCacheRow, LLMCallRow,
+    ConversationPolicyRow, ConversationStateRow, ConversationSummaryRow,
+    ConversationAnalysisRow,
 )

@@ -17,6 +17,15 @@ import asyncpg
 
 from .chunks import TranscriptMessage
 from .config import Settings
+from .conversation import (
+    ConversationSummary,
+    MessageChange,
+    Policy,
+    Prompt,
+    SummarizeResult,
+    SummaryRecord,
+    WorkingMemory,
+)
 from .db import (
     QUERIES,
     Connection,
@@ -68,6 +77,9 @@ class MemoryStore:
         self.closer = EpisodeCloser(self.llm, CloseSettings(
             input_cap_tokens=settings.close_input_cap_tokens,
             chunk_tokens=settings.episode_chunk_tokens))
+        # working memory (issue 7); the lead wires context_provider to assemble_context
+        self.conversation = WorkingMemory(db, self.llm,
+                                          defaults_json=settings.conversation_policy_json)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -215,10 +227,57 @@ class MemoryStore:
         """A work-queue worker on this store (``await worker.run(stop_event)``)."""
         tasks = EpisodeTasks(self._db, self.episodes, self.closer,
                              idle_close_after_s=self.settings.episode_idle_close_s)
-        return Worker(self._db, {**tasks.handlers(), **self.learner.handlers()},
-                      idle_sweep=tasks.close_idle,
+        handlers = {**tasks.handlers(), **self.learner.handlers(),
+                    **self.conversation.handlers()}
+        return Worker(self._db, handlers, idle_sweep=tasks.close_idle,
                       worker_id=worker_id, lease_s=self.settings.worker_lease_s,
                       poll_s=poll_s)
+
+    # ------------------------------------------------------------------ working memory
+
+    async def build_prompt(self, agent_id: str, episode_id: UUID | str, /, system: str,
+                           budget_tokens: int, *, query: str | None = None,
+                           context_tokens: int | None = None, summarize: bool = True,
+                           policy: Mapping[str, Any] | None = None) -> Prompt:
+        """Chat messages for an open episode's next model call, never over budget: the
+        system prompt, the rolling summary, optional context and the newest messages."""
+        return await self.conversation.build_prompt(
+            agent_id, episode_id, system, budget_tokens, query=query,
+            context_tokens=context_tokens, summarize=summarize, overrides=policy)
+
+    async def summarize_conversation(self, agent_id: str, episode_id: UUID | str, /, *,
+                                     force: bool = False,
+                                     policy: Mapping[str, Any] | None = None
+                                     ) -> SummarizeResult:
+        """Fold the messages the policy says are due into the rolling summary."""
+        return await self.conversation.summarize(agent_id, episode_id, force=force,
+                                                 overrides=policy)
+
+    async def conversation_summary(self, agent_id: str, episode_id: UUID | str, /
+                                   ) -> ConversationSummary:
+        return await self.conversation.summary(agent_id, episode_id)
+
+    async def summary_history(self, agent_id: str, episode_id: UUID | str, /, *,
+                              limit: int = 100, offset: int = 0
+                              ) -> builtins.list[SummaryRecord]:
+        return await self.conversation.history(agent_id, episode_id, limit=limit,
+                                               offset=offset)
+
+    async def conversation_policy(self, agent_id: str, /) -> Policy:
+        return await self.conversation.policy(agent_id)
+
+    async def set_conversation_policy(self, agent_id: str, /, **knobs: Any) -> Policy:
+        return await self.conversation.set_policy(agent_id, knobs)
+
+    async def edit_message(self, agent_id: str, episode_id: UUID | str, seq: int, /,
+                           content: str) -> MessageChange:
+        """Change a message of an open episode (earlier versions are kept)."""
+        return await self.conversation.edit_message(agent_id, episode_id, seq, content)
+
+    async def delete_message(self, agent_id: str, episode_id: UUID | str, seq: int, /
+                             ) -> MessageChange:
+        """Soft-delete a message of an open episode (its text is kept)."""
+        return await self.conversation.delete_message(agent_id, episode_id, seq)
 
     # ------------------------------------------------------------------ facts
 

@@ -20,6 +20,7 @@ from . import errors
 from .auth import key_ring, require_key
 from .background import background_worker
 from .body import MAX_BODY_BYTES, BodySizeLimit
+from .conversation import router as conversation_router
 from .episodes import episode_request_schemas
 from .episodes import router as episodes_router
 from .facts import fact_request_schemas
@@ -45,6 +46,9 @@ TAGS = [
                                      "contradictions; read a fact's versions."},
     {"name": "episodes", "description": "Live conversations: start, append messages, close "
                                         "(summarised by the worker), read the transcript."},
+    {"name": "working memory", "description": "Rolling summaries of live conversations: "
+                                              "the prompt for the next call, the summary "
+                                              "and its chain, message edits."},
     {"name": "health", "description": "Liveness of the database and embedding model."},
 ]
 
@@ -100,4 +104,5 @@ def create_app(store: MemoryStore | None = None, *,
     app.include_router(router, dependencies=guard)
     app.include_router(episodes_router, dependencies=guard)
     app.include_router(facts_router, dependencies=guard)
+    app.include_router(conversation_router, dependencies=guard)
     return app

@@ -51,6 +51,7 @@ class _Call:
     agent_id: str
     purpose: str
     started: float
+    max_attempts: int = 1
     attempts: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -104,20 +105,27 @@ class LLMClient:
         await self.aclose()
 
     async def structured(self, *, agent_id: str, purpose: str, messages: list[Message],
-                         schema: type[T], max_tokens: int = 1024) -> LLMResult[T]:
+                         schema: type[T], max_tokens: int = 1024,
+                         max_attempts: int | None = None, repair: bool = True) -> LLMResult[T]:
         """Ask for a JSON object matching ``schema``; one repair round on invalid output.
 
+        ``max_attempts`` lowers the client's retry budget for this call (callers with a
+        cheap fallback retry less); ``repair=False`` raises on the first invalid reply.
         Raises LLMUnavailableError (transient trouble outlasted the retries),
         LLMRequestError (the endpoint refused the request) or LLMOutputError.
         """
         _check_arguments(agent_id, purpose, messages, max_tokens)
-        call = _Call(agent_id=agent_id, purpose=purpose, started=time.perf_counter())
+        call = _Call(agent_id=agent_id, purpose=purpose, started=time.perf_counter(),
+                     max_attempts=min(max_attempts or self._max_attempts, self._max_attempts))
         conversation = [dict(m) for m in messages]
         reply = await self._send(call, schema, conversation, max_tokens)
         try:
             value = validate(schema, reply)
         except InvalidOutput as first:
             await self._report(call, reply, CallOutcome.INVALID_OUTPUT, str(first))
+            if not repair:
+                raise LLMOutputError(f"{purpose}: {self._model} returned invalid "
+                                     f"{schema.__name__}: {short_error(str(first))}") from None
             conversation += [
                 {"role": "assistant", "content": reply.text or ""},
                 {"role": "user", "content": (
@@ -161,7 +169,7 @@ class LLMClient:
     async def _attempts(self, call: _Call, mode: Mode, sent: list[Message],
                         response_format: dict[str, Any], max_tokens: int) -> Reply:
         last: Failure | None = None
-        for attempt in range(1, self._max_attempts + 1):
+        for attempt in range(1, call.max_attempts + 1):
             call.attempts += 1
             created_at = datetime.now(UTC)
             started = time.perf_counter()
@@ -182,7 +190,7 @@ class LLMClient:
                 if not failure.retryable:
                     raise LLMRequestError(f"{call.purpose}: {failure.error}") from exc
                 last = failure
-                if attempt < self._max_attempts:
+                if attempt < call.max_attempts:
                     await self._sleep(self._backoff.delay(
                         attempt, retry_after=failure.retry_after, rng=self._rng))
                 continue
@@ -190,7 +198,7 @@ class LLMClient:
                               latency_ms=_ms_since(started), created_at=created_at)
         assert last is not None
         raise LLMUnavailableError(
-            f"{call.purpose}: {self._model} unavailable after {self._max_attempts} "
+            f"{call.purpose}: {self._model} unavailable after {call.max_attempts} "
             f"attempts; last: {last.error}")
 
     async def _report(self, call: _Call, reply: Reply, outcome: CallOutcome,

@@ -454,7 +454,13 @@ async def test_openapi_documents_paths_and_bodies(client: httpx.AsyncClient) -> 
                           "/agents/{agent_id}/episodes",
                           "/agents/{agent_id}/episodes/{episode_id}",
                           "/agents/{agent_id}/episodes/{episode_id}/messages",
-                          "/agents/{agent_id}/episodes/{episode_id}/close"}
+                          "/agents/{agent_id}/episodes/{episode_id}/close",
+                          # working memory (issue 7)
+                          "/agents/{agent_id}/episodes/{episode_id}/prompt",
+                          "/agents/{agent_id}/episodes/{episode_id}/summary",
+                          "/agents/{agent_id}/episodes/{episode_id}/summary/history",
+                          "/agents/{agent_id}/episodes/{episode_id}/messages/{seq}",
+                          "/agents/{agent_id}/conversation-policy"}
     assert set(paths["/agents/{agent_id}/memories/{memory_id}"]) == {"get", "patch", "delete"}
     assert set(paths["/agents/{agent_id}/memories"]) == {"get", "post"}
     create_body = paths["/agents/{agent_id}/memories"]["post"]["requestBody"]

@@ -171,3 +171,28 @@ async def test_append_rules(store: MemoryStore) -> None:
         await store.append("a", episode.id, [{"role": "user", "content": "late"}])
     with pytest.raises(NotFoundError):
         await store.close_episode("b", episode.id)
+
+
+async def test_close_reads_the_rolling_summary_and_skips_deleted_messages(
+        llm_store: MemoryStore, llm: ScriptedLLMServer) -> None:
+    """Working memory's summary goes to the close call as data beside the transcript (still
+    one call); a message deleted while the episode was open is not sent."""
+    episode = await llm_store.start_episode("wm", participants=["Oswin", "assistant"])
+    await llm_store.append("wm", episode.id, [
+        {"role": "user" if i % 2 == 0 else "assistant", "name": "Oswin" if i % 2 == 0 else None,
+         "content": f"Turn {i}: the lighthouse on Skellig counted {i * 7} gulls today."}
+        for i in range(16)])
+    await llm_store.delete_message("wm", episode.id, 15)
+    folded = await llm_store.summarize_conversation("wm", episode.id, force=True,
+                                                    policy={"mode": "rule"})
+    summary = (await llm_store.conversation_summary("wm", episode.id)).text
+    assert folded is not None and "Skellig" in summary
+    await llm_store.close_episode("wm", episode.id)
+    llm.reply_json(EXTRACTION)
+    assert await llm_store.worker().drain() == 2
+    (request,) = llm.requests
+    sent = request["messages"][-1]["content"]
+    head, transcript = sent.split("<transcript>")
+    assert head.startswith("<conversation-summary>") and "Skellig" in head
+    assert "105 gulls" not in transcript and "98 gulls" in transcript
+    assert (await llm_store.transcript("wm", episode.id))[15].content.endswith("105 gulls today.")

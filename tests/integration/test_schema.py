@@ -21,6 +21,7 @@ _SA_TO_PG = {
     "FLOAT": "float8", "DOUBLE PRECISION": "float8", "UUID": "uuid",
     "TIMESTAMP WITH TIME ZONE": "timestamptz", "TEXT[]": "_text", "JSONB": "jsonb",
     "VECTOR(384)": "vector", "TSVECTOR": "tsvector", "BYTEA": "bytea", "UUID[]": "_uuid",
+    "BOOLEAN": "bool",
 }
 
 

@@ -10,7 +10,8 @@ from nous_memory.db.queries import QUERIES, parse_queries
 
 TENANT_TABLES = ("memories", "decisions", "facts", "episodes", "procedures", "censors",
                  "episode_messages", "episode_chunks", "memory_events", "embedding_cache",
-                 "memory_records", "work_items", "llm_calls")
+                 "memory_records", "work_items", "llm_calls", "conversation_policies",
+                 "conversation_state", "conversation_summaries", "conversation_analyses")
 
 # The worker serves every agent's queue: these read across agents by design and
 # hand each row to code that is scoped to that row's agent.

@@ -1,0 +1,80 @@
+"""Edit and delete messages of an OPEN episode without losing the raw text.
+
+An edit keeps every earlier version in ``episode_messages.edits``; a delete is soft
+(``deleted_at``).  Either one at or behind the watermark invalidates the summary chain
+in the same transaction: the next pass rebuilds it from the raw messages.  Any change
+bumps the state's version, so a fold computed from the old text cannot land.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+from ..db import Database
+from ..episodes import MAX_MESSAGE_CHARS
+from ..errors import ConflictError, InvalidInputError, NotFoundError
+from ..tokens import count_tokens
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessageChange:
+    episode_id: UUID
+    seq: int
+    action: str  # edited | deleted
+    at: datetime
+    invalidated: bool  # the change was behind the watermark: the summary is rebuilt
+    versions: int = 1  # stored versions of the message (edits + the current one)
+
+
+def _check_seq(seq: object) -> int:
+    if isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq < 2**31:
+        raise InvalidInputError.single("seq", "must be an integer >= 0")
+    return seq
+
+
+def _check_content(content: object) -> str:
+    if not isinstance(content, str):
+        raise InvalidInputError.single("content", "must be a string")
+    if len(content) > MAX_MESSAGE_CHARS:
+        raise InvalidInputError.single("content", f"at most {MAX_MESSAGE_CHARS} characters")
+    if "\x00" in content:
+        raise InvalidInputError.single("content", "contains a NUL character")
+    return content
+
+
+async def change(db: Database, agent: str, episode: UUID, seq: object, *,
+                 content: object = None, delete: bool = False) -> MessageChange:
+    number = _check_seq(seq)
+    text = None if delete else _check_content(content)
+    tokens = count_tokens(text) if text is not None else 0
+    async with db.transaction() as conn:
+        row = await conn.fetchrow("episode_for_update", agent, episode)
+        if row is None:
+            raise NotFoundError("episode", episode)
+        if row["state"] != "open":
+            raise ConflictError(f"episode {episode} is {row['state']}; only messages of an "
+                                "open episode can be edited or deleted")
+        message = await conn.fetchrow("conv_message_for_update", agent, episode, number)
+        if message is None or message["deleted_at"] is not None:
+            raise NotFoundError("message", f"{episode}#{number}")
+        if delete:
+            at = await conn.fetchval("conv_message_delete", agent, episode, number)
+        else:
+            at = await conn.fetchval("conv_message_edit", agent, episode, number, text, tokens)
+        await conn.execute("conv_state_ensure", agent, episode)
+        state = await conn.fetchrow("conv_state_get", agent, episode)
+        assert state is not None
+        behind = number <= state["watermark_seq"]
+        if behind:
+            action = "deleted" if delete else "edited"
+            await conn.fetchval("conv_state_invalidate", agent, episode,
+                                f"message {number} {action} behind the watermark", None)
+            await conn.execute("conv_summaries_invalidate", agent, episode)
+        else:  # a fold in flight may hold the old text: make its compare-and-swap fail
+            await conn.execute("conv_state_touch", agent, episode)
+    return MessageChange(episode_id=episode, seq=number,
+                         action="deleted" if delete else "edited", at=at,
+                         invalidated=behind, versions=len(message["edits"] or []) + (
+                             1 if delete else 2))
