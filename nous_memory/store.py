@@ -9,7 +9,7 @@ import contextlib
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -36,6 +36,7 @@ from .fact_rules import Thresholds
 from .facts import FactHistory, FactLearner, LearnResult
 from .kinds import Kind, Status, parse_agent_id
 from .llm import LLMClient, PostgresCallRecorder, UsageRow, usage_by_agent
+from .maintenance import JobResult, Maintenance, MaintenancePolicy, RestoreResult
 from .memories import MemoryManager
 from .records import Memory, MemoryEvent, Page
 from .worker import Worker
@@ -66,6 +67,9 @@ class MemoryStore:
         self.closer = EpisodeCloser(db, self.memories, self.facts, self.llm, CloseSettings(
             input_cap_tokens=settings.close_input_cap_tokens,
             chunk_tokens=settings.episode_chunk_tokens))
+        # maintenance jobs (issue 6): the store-level bodies of the scheduled jobs
+        self.maintenance = Maintenance(db, self.memories, self.llm,
+                                       MaintenancePolicy.from_settings(settings))
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -213,9 +217,27 @@ class MemoryStore:
         """A work-queue worker on this store (``await worker.run(stop_event)``)."""
         tasks = EpisodeTasks(self._db, self.episodes, self.closer,
                              idle_close_after_s=self.settings.episode_idle_close_s)
-        return Worker(self._db, tasks.handlers(), idle_sweep=tasks.close_idle,
+        return Worker(self._db, {**tasks.handlers(), **self.maintenance.handlers()},
+                      idle_sweep=tasks.close_idle,
                       worker_id=worker_id, lease_s=self.settings.worker_lease_s,
                       poll_s=poll_s)
+
+    # ------------------------------------------------------------------ cold storage
+
+    async def restore(self, agent_id: str, memory_id: UUID | str, /, *,
+                      actor: str | None = None) -> RestoreResult:
+        """Bring a trimmed or archived episode's detail and transcript back from cold
+        storage, verified byte for byte; the maintenance jobs then leave it hot."""
+        return await self.maintenance.restore(agent_id, memory_id, actor=actor)
+
+    async def archive_episodes(self, agent_id: str, /, *,
+                               ended_before: datetime | None = None,
+                               now: datetime | None = None) -> JobResult:
+        """Archive one agent's closed episodes that ended before ``ended_before``
+        (default: all of them, whatever their age), exactly as the archive job does."""
+        moment = now or datetime.now(UTC)
+        return await self.maintenance.archive(now=moment, agent_id=agent_id,
+                                              ended_before=ended_before or moment)
 
     # ------------------------------------------------------------------ facts
 
