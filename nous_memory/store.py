@@ -37,6 +37,7 @@ from .facts import FactHistory, FactLearner, LearnResult
 from .kinds import Kind, Status, parse_agent_id
 from .llm import LLMClient, PostgresCallRecorder, UsageRow, usage_by_agent
 from .maintenance import JobResult, Maintenance, MaintenancePolicy, RestoreResult
+from .maintenance.runs import JobRuns
 from .memories import MemoryManager
 from .records import Memory, MemoryEvent, Page
 from .worker import Worker
@@ -70,6 +71,7 @@ class MemoryStore:
         # maintenance jobs (issue 6): the store-level bodies of the scheduled jobs
         self.maintenance = Maintenance(db, self.memories, self.llm,
                                        MaintenancePolicy.from_settings(settings))
+        self.job_runs = JobRuns(db)
 
     # ------------------------------------------------------------------ lifecycle
 

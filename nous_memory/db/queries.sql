@@ -909,3 +909,8 @@ UPDATE memories SET summary = $3, summary_source = $4, summary_tokens = $5, embe
                     embedding_model = $7, version = version + 1, updated_at = now()
 WHERE agent_id = $1 AND id = $2 AND summary = $8 AND status <> 'deleted'
 RETURNING version;
+
+-- name: job_run_by_id
+SELECT id, job, slot, trigger, started_at, finished_at, status, dry_run, counts, note,
+       error, runner
+FROM job_runs WHERE id = $1;
