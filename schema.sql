@@ -277,8 +277,11 @@ CREATE TABLE memory_events (
 CREATE INDEX memory_events_by_memory ON memory_events (agent_id, memory_id, id);
 
 -- Cold storage (trim and archive jobs).  Full episode detail is
--- left(hot detail, start_offset) || content; a transcript moved cold is one jsonb array of
--- its message rows.  expand() and restore read it; only retention or a purge deletes it.
+-- left(coalesce(hot detail, ''), start_offset) || content (trim keeps a hot prefix of
+-- start_offset characters; archive moves all of it, start_offset 0, hot detail NULL); a
+-- transcript moved cold is one jsonb array of its message rows (to_jsonb of each
+-- episode_messages row, in seq order).  expand() and restore read it; only retention or
+-- a purge deletes it.
 CREATE TABLE memory_archive (
     agent_id      text        NOT NULL,
     memory_id     uuid        NOT NULL,

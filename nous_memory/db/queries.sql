@@ -551,8 +551,8 @@ FROM batch;
 -- name: archive_episodes_batch
 -- cross-agent: the archive sweep ($6 narrows it to one agent).  The whole detail (a
 -- trimmed one reassembled from its hot prefix and cold tail) and the transcript move to
--- memory_archive; the hot detail becomes '' so that left(hot, 0) || content is the
--- original for every reader.  Summary, metadata, links, chunks and embeddings stay.
+-- memory_archive (start_offset 0); the hot detail becomes NULL, so readers take
+-- left(coalesce(hot, ''), start_offset) || content.  Summary, metadata, links, chunks and embeddings stay.
 -- $3 end cutoff, $4 batch size, $5 the job's clock.
 WITH batch AS (
     SELECT e.agent_id, e.memory_id, e.detail, e.storage
@@ -595,8 +595,7 @@ WITH batch AS (
     DELETE FROM episode_messages m USING batch b
     WHERE m.agent_id = b.agent_id AND m.episode_id = b.memory_id
 ), hot AS (
-    UPDATE episodes e SET storage = 'archived',
-           detail = CASE WHEN b.detail IS NULL THEN NULL ELSE '' END
+    UPDATE episodes e SET storage = 'archived', detail = NULL
     FROM batch b WHERE e.agent_id = b.agent_id AND e.memory_id = b.memory_id
 ), audit AS (
     INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,

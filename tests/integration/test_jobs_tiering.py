@@ -1,0 +1,148 @@
+"""Trim, archive, restore and retention on a real database, with crafted ages (the
+job's clock is injected: records ended N days before ``NOW``)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from uuid import UUID
+
+import pytest
+
+from nous_memory import MemoryStore
+from nous_memory.errors import ConflictError, NotFoundError
+
+from .jobs_helpers import NOW, long_text, old_episode, snapshot, sql
+
+AGENT = "jobs-agent"
+
+
+async def test_trim_moves_the_tail_losslessly_once(store: MemoryStore,
+                                                   database_url: str) -> None:
+    text = long_text(5_000, seed=1)
+    old = await old_episode(store, AGENT, ended_days_ago=40, detail=text)
+    short = await old_episode(store, AGENT, ended_days_ago=40, detail=long_text(1_999, 2))
+    recent = await old_episode(store, AGENT, ended_days_ago=10, detail=long_text(4_000, 3))
+    other = await old_episode(store, "other-agent", ended_days_ago=40,
+                              detail=long_text(3_000, 4))
+
+    result = await store.maintenance.trim(now=NOW)
+
+    assert result.counts["trimmed"] == 2
+    assert result.counts["trimmed_chars"] == 3_000 + 1_000
+    hot = await store.get(AGENT, old.id)
+    assert hot.detail.detail == text[:2_000]  # type: ignore[union-attr]
+    assert hot.detail.storage == "trimmed"  # type: ignore[union-attr]
+    rows = await sql(database_url, "SELECT e.agent_id, left(e.detail, a.start_offset) "
+                     "|| a.content AS whole, a.reason, a.start_offset FROM episodes e JOIN "
+                     "memory_archive a ON a.agent_id = e.agent_id AND a.memory_id = "
+                     "e.memory_id WHERE a.part = 'detail' ORDER BY e.agent_id")
+    assert [(r["agent_id"], r["reason"], r["start_offset"]) for r in rows] == [
+        (AGENT, "trim", 2_000), ("other-agent", "trim", 2_000)]
+    assert rows[0]["whole"] == text
+    for untouched in (short, recent):
+        assert (await store.get(AGENT, untouched.id)).detail.storage == "hot"  # type: ignore[union-attr]
+    events = [e.event for e in await store.history(AGENT, old.id)]
+    assert events == ["created", "trimmed"]
+    assert (await store.get("other-agent", other.id)).detail.storage == "trimmed"  # type: ignore[union-attr]
+
+    again = await store.maintenance.trim(now=NOW)
+    assert again.counts["trimmed"] == 0
+
+
+async def test_archive_then_restore_round_trips_byte_for_byte(store: MemoryStore,
+                                                             database_url: str) -> None:
+    detail = long_text(7_321, seed=5)
+    remembered = await old_episode(store, AGENT, ended_days_ago=120, detail=detail)
+    live = await store.start_episode(AGENT, title="Trip planning")
+    base = NOW - timedelta(days=100)
+    messages = [{"role": "user" if i % 2 == 0 else "assistant",
+                 "content": long_text(50 + 37 * i, seed=10 + i) + "\n\ttabs and\nnewlines",
+                 "created_at": (base + timedelta(minutes=i, microseconds=123457)).isoformat(),
+                 "metadata": {"source": f"turn-{i}", "score": 0.1 + i, "nested": {"ü": [i]}}}
+                for i in range(7)]
+    await store.append(AGENT, live.id, messages)
+    await store.close_episode(AGENT, live.id)
+    await store.worker().drain()
+    transcript_before = await store.transcript(AGENT, live.id)
+    chunks_before = await sql(database_url, "SELECT count(*) AS n FROM episode_chunks "
+                              "WHERE agent_id = $1 AND episode_id = $2", AGENT, live.id)
+    before = {m: await store.get(AGENT, m) for m in (remembered.id, live.id)}
+
+    trimmed = await store.maintenance.trim(now=NOW)
+    assert trimmed.counts["trimmed"] == 1  # the live one has no detail
+    archived = await store.maintenance.archive(now=NOW)
+    assert archived.counts["archived"] == 2
+    assert archived.counts["archived_messages"] == 7
+
+    cold = await store.get(AGENT, remembered.id)
+    assert cold.detail.detail is None and cold.detail.storage == "archived"  # type: ignore[union-attr]
+    assert cold.summary == before[remembered.id].summary
+    assert await store.transcript(AGENT, live.id) == []
+    chunks_after = await sql(database_url, "SELECT count(*) AS n FROM episode_chunks "
+                             "WHERE agent_id = $1 AND episode_id = $2", AGENT, live.id)
+    assert chunks_after[0]["n"] == chunks_before[0]["n"] > 0  # the search index stays
+    whole = await sql(database_url, "SELECT left(coalesce(e.detail, ''), a.start_offset) "
+                      "|| a.content AS d "
+                      "FROM episodes e JOIN memory_archive a ON a.agent_id = e.agent_id AND "
+                      "a.memory_id = e.memory_id AND a.part = 'detail' WHERE e.memory_id = $1",
+                      remembered.id)
+    assert whole[0]["d"] == detail
+
+    done = await store.restore(AGENT, remembered.id, actor="tester")
+    assert done.detail_chars == len(detail) and done.previous_storage == "archived"
+    back = await store.get(AGENT, remembered.id)
+    assert back.detail.detail == detail  # type: ignore[union-attr]
+    assert back.detail.storage == "restored"  # type: ignore[union-attr]
+    raw = await sql(database_url, "SELECT convert_to(detail, 'UTF8') AS b FROM episodes "
+                    "WHERE memory_id = $1", remembered.id)
+    assert raw[0]["b"] == detail.encode("utf-8")
+
+    restored_live = await store.restore(AGENT, live.id)
+    assert restored_live.messages == 7 and restored_live.detail_chars is None
+    assert await store.transcript(AGENT, live.id) == transcript_before
+    assert await sql(database_url, "SELECT 1 FROM memory_archive WHERE agent_id = $1",
+                     AGENT) == []
+    events = [e.event for e in await store.history(AGENT, remembered.id)]
+    assert events == ["created", "trimmed", "archived", "restored"]
+
+    # restored episodes stay hot: the jobs leave them alone from now on
+    assert (await store.maintenance.archive(now=NOW)).counts["archived"] == 0
+    with pytest.raises(ConflictError):
+        await store.restore(AGENT, remembered.id)
+    with pytest.raises(NotFoundError):
+        await store.restore("someone-else", remembered.id)
+    with pytest.raises(NotFoundError):
+        await store.restore(AGENT, UUID(int=7))
+
+
+async def test_archive_one_agent_regardless_of_age(store: MemoryStore) -> None:
+    mine = await old_episode(store, AGENT, ended_days_ago=0.01, detail="fresh")
+    theirs = await old_episode(store, "other-agent", ended_days_ago=500, detail="old")
+    result = await store.archive_episodes(AGENT, now=NOW)
+    assert result.counts["archived"] == 1
+    assert (await store.get(AGENT, mine.id)).detail.storage == "archived"  # type: ignore[union-attr]
+    assert (await store.get("other-agent", theirs.id)).detail.storage == "hot"  # type: ignore[union-attr]
+
+
+async def test_dry_runs_change_nothing_and_report_what_a_run_does(
+        store: MemoryStore, database_url: str) -> None:
+    for i in range(5):
+        await old_episode(store, AGENT, ended_days_ago=35 + 30 * i, detail=long_text(
+            2_500 + 100 * i, seed=20 + i))
+    await old_episode(store, AGENT, ended_days_ago=200, detail="tiny")
+    before = await snapshot(database_url)
+    dry_trim = await store.maintenance.trim(now=NOW, dry_run=True)
+    dry_archive = await store.maintenance.archive(now=NOW, dry_run=True)
+    assert await snapshot(database_url) == before
+    assert dry_trim.counts["trimmed"] == 5 and dry_archive.counts["archived"] == 4
+
+    real_trim = await store.maintenance.trim(now=NOW)
+    real_archive = await store.maintenance.archive(now=NOW)
+    assert real_trim.counts == dry_trim.counts
+    assert real_archive.counts == dry_archive.counts
+    assert await snapshot(database_url) != before
+
+
+async def test_a_trim_killed_after_a_batch_resumes(open_store_with: object,
+                                                   database_url: str) -> None:
+    pass
