@@ -738,7 +738,7 @@ WITH hit AS (
     SELECT m.agent_id, m.id, c.activation_count, c.false_positive_count
     FROM memories m JOIN censors c ON c.agent_id = m.agent_id AND c.memory_id = m.id
     WHERE m.kind = 'censor' AND m.status = 'active' AND c.activation_count >= $1
-      AND c.false_positive_count > $2 * c.activation_count
+      AND c.false_positive_count > $2::double precision * c.activation_count
     LIMIT $3 FOR UPDATE OF m SKIP LOCKED
 ), up AS (
     UPDATE memories m SET status = 'archived', version = m.version + 1, updated_at = $4

@@ -8,7 +8,7 @@ from uuid import UUID
 
 import pytest
 
-from nous_memory import MemoryStore
+from nous_memory import MemoryStore, SentenceTransformerEmbedder
 from nous_memory.errors import ConflictError, NotFoundError
 
 from .jobs_helpers import NOW, long_text, old_episode, snapshot, sql
@@ -143,6 +143,55 @@ async def test_dry_runs_change_nothing_and_report_what_a_run_does(
     assert await snapshot(database_url) != before
 
 
-async def test_a_trim_killed_after_a_batch_resumes(open_store_with: object,
-                                                   database_url: str) -> None:
-    pass
+class Killed(Exception):
+    """Stands in for a kill between two batches (see also the SIGKILL test)."""
+
+
+async def test_a_trim_killed_after_a_batch_resumes(database_url: str,
+                                                   embedder: SentenceTransformerEmbedder
+                                                   ) -> None:
+    async with MemoryStore.open(database_url=database_url, embedder=embedder,
+                                job_batch_size=2) as small:
+        texts = {}
+        for i in range(5):
+            episode = await old_episode(small, AGENT, ended_days_ago=45,
+                                        detail=long_text(2_600 + i, seed=40 + i))
+            texts[episode.id] = episode.detail.detail  # type: ignore[union-attr]
+
+        async def kill_after_first(step: str, n: int) -> None:
+            raise Killed(f"{step}: {n}")
+
+        with pytest.raises(Killed):
+            await small.maintenance.trim(now=NOW, on_batch=kill_after_first)
+        storages = [(await small.get(AGENT, i)).detail.storage for i in texts]  # type: ignore[union-attr]
+        assert sorted(storages) == ["hot"] * 3 + ["trimmed"] * 2  # batch 1 committed
+
+        resumed = await small.maintenance.trim(now=NOW)
+        assert resumed.counts["trimmed"] == 3
+        rows = await sql(database_url, "SELECT e.memory_id, left(e.detail, a.start_offset) "
+                         "|| a.content AS whole FROM episodes e JOIN memory_archive a ON "
+                         "a.agent_id = e.agent_id AND a.memory_id = e.memory_id")
+        assert {r["memory_id"]: r["whole"] for r in rows} == texts
+
+
+async def test_retention_is_off_by_default_and_deletes_old_cold_parts(
+        store: MemoryStore, database_url: str, embedder: SentenceTransformerEmbedder) -> None:
+    kept = await old_episode(store, AGENT, ended_days_ago=400, detail=long_text(3_000, 50))
+    # archived 300 days before NOW, and one archived at NOW
+    assert (await store.maintenance.archive(now=NOW - timedelta(days=300))).counts[
+        "archived"] == 1
+    fresh = await old_episode(store, AGENT, ended_days_ago=100, detail=long_text(2_500, 51))
+    assert (await store.maintenance.archive(now=NOW)).counts["archived"] == 1
+
+    off = await store.maintenance.retention(now=NOW)
+    assert off.skipped and "off" in (off.note or "")
+    async with MemoryStore.open(database_url=database_url, embedder=embedder,
+                                retention_days=200) as retaining:
+        dry = await retaining.maintenance.retention(now=NOW, dry_run=True)
+        assert dry.counts == {"cold_parts_deleted": 1}
+        done = await retaining.maintenance.retention(now=NOW)
+        assert done.counts == {"cold_parts_deleted": 1}
+        gone = await retaining.get(AGENT, kept.id)
+        assert gone.detail.storage == "expired"  # type: ignore[union-attr]
+        assert [e.event for e in await retaining.history(AGENT, kept.id)][-1] == "expired"
+        assert (await retaining.get(AGENT, fresh.id)).detail.storage == "archived"  # type: ignore[union-attr]
