@@ -48,7 +48,7 @@ async def snapshot(dsn: str) -> dict[str, list[tuple[Any, ...]]]:
         out: dict[str, list[tuple[Any, ...]]] = {}
         for table in SNAPSHOT_TABLES:
             rows = await conn.fetch(f"SELECT * FROM {table}")  # test-only, fixed names
-            out[table] = sorted((tuple(str(v) for v in r.values()) for r in rows))
+            out[table] = sorted(tuple(str(v) for v in r.values()) for r in rows)
         return out
     finally:
         await conn.close()

@@ -4,6 +4,7 @@ schedulers on one database, catch-up, the cluster lock, failures and a SIGKILLed
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import signal
 import sys
@@ -24,6 +25,7 @@ from .jobs_helpers import NOW, long_text, old_episode, sql
 
 AGENT = "sched-agent"
 EPOCH = datetime(2020, 1, 1, tzinfo=UTC)
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def every_second() -> IntervalTrigger:
@@ -51,8 +53,7 @@ async def test_two_schedulers_fire_each_job_once_per_slot(
     for job in ("lifecycle", "housekeeping"):
         slots = sorted(slot for (name, slot) in ok if name == job)
         assert len(slots) >= 3, runs  # the scheduler really fired, every second
-        assert all(b - a == timedelta(seconds=1) for a, b in zip(slots, slots[1:],
-                                                                  strict=False))
+        assert all(b - a == timedelta(seconds=1) for a, b in itertools.pairwise(slots))
     assert {r["status"] for r in runs} == {"ok", "skipped"}  # the second one skipped
     assert {r["runner"] for r in runs if r["status"] == "ok"} <= {"runner-0", "runner-1"}
     assert all(r["note"] for r in runs if r["status"] == "skipped")
@@ -149,7 +150,7 @@ async def test_a_sigkilled_run_resumes_and_frees_the_lock(store: MemoryStore,
         details[episode.id] = episode.detail.detail  # type: ignore[union-attr]
     script = tmp_path / "killed_run.py"
     script.write_text(KILLED_RUN)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+    env = {**os.environ, "PYTHONPATH": str(ROOT),
            "HF_HUB_OFFLINE": "1"}
     child = await asyncio.create_subprocess_exec(
         sys.executable, str(script), database_url, NOW.isoformat(), env=env,
