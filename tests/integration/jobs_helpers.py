@@ -30,7 +30,8 @@ def long_text(chars: int, seed: int) -> str:
         word = rng.choice(_WORDS)
         words.append(word)
         size += len(word) + 1
-    return " ".join(words)[:chars]
+    text = " ".join(words)[:chars]
+    return text[:-1] + "x" if text.endswith(" ") else text  # stored text is stripped
 
 
 async def old_episode(store: MemoryStore, agent: str, *, ended_days_ago: float, detail: str,
