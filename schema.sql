@@ -291,9 +291,9 @@ CREATE TABLE memory_archive (
     messages      jsonb       CHECK (messages IS NULL OR jsonb_typeof(messages) = 'array'),
     reason        text        NOT NULL CHECK (reason IN ('trim', 'archive')),
     archived_at   timestamptz NOT NULL DEFAULT now(),
-    -- sha256 of the whole original (full detail text, or the transcript's jsonb text):
-    -- restore verifies it before it writes anything back
-    sha256        bytea       CHECK (sha256 IS NULL OR length(sha256) = 32),
+    -- hashtextextended(original, 0) of the whole original (the full detail, or the
+    -- transcript's jsonb text): a fast 64-bit checksum restore verifies before it commits
+    checksum      bigint,
     PRIMARY KEY (agent_id, memory_id, part),
     CHECK ((part = 'detail') = (content IS NOT NULL)),
     CHECK ((part = 'transcript') = (messages IS NOT NULL))

@@ -63,12 +63,12 @@ async def _housekeeping(s: MemoryStore, now: datetime, dry: bool, hook: BatchHoo
 
 
 JOBS: dict[str, Job] = {job.name: job for job in (
-    Job(name="trim", body=_trim,
-        description="episodes ended > trim_after_days: detail beyond trim_keep_chars to "
-                    "cold storage; short summaries and unextracted facts queued"),
     Job(name="archive", body=_archive,
         description="episodes ended > archive_after_days: detail and transcript to cold "
                     "storage (summary, links and search index stay)"),
+    Job(name="trim", body=_trim,
+        description="episodes ended > trim_after_days: detail beyond trim_keep_chars to "
+                    "cold storage; short summaries and unextracted facts queued"),
     Job(name="compress", body=_compress,
         description="procedures with > compress_over_notes notes consolidated by the LLM "
                     "to <= compress_to_notes (skipped without an LLM)"),

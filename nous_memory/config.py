@@ -74,8 +74,9 @@ class Settings:
     job_batch_size: int = 2_000
     jobs_timezone: str = "UTC"
     job_misfire_grace_s: int = 3_600
-    job_trim_cron: str = "0 2 * * *"
-    job_archive_cron: str = "30 2 * * *"
+    # archive before trim: trim then only handles what archive leaves hot
+    job_archive_cron: str = "0 2 * * *"
+    job_trim_cron: str = "30 2 * * *"
     job_compress_cron: str = "0 3 * * *"
     job_lifecycle_cron: str = "30 3 * * *"
     job_retention_cron: str = "0 4 * * *"

@@ -231,7 +231,7 @@ class MemoryArchiveRow(SQLModel, table=True):
     messages: list[Any] | None = Field(default=None, sa_column=Column(JSONB))
     reason: str
     archived_at: datetime = _time()
-    sha256: bytes | None = Field(default=None, sa_column=Column(LargeBinary))
+    checksum: int | None = Field(default=None, sa_column=Column(BigInteger))
 
 
 class ExtractionCacheRow(SQLModel, table=True):

@@ -454,149 +454,164 @@ ORDER BY purpose, model;
 -- and a rerun after a kill continues where the work stopped.  Where a sweep takes an
 -- agent filter, NULL means every agent.  Every row they write keeps its own agent_id.
 
+-- name: batch_work_mem
+-- A batch keeps up to a few thousand details in its CTEs: in memory, not spilled.
+SET LOCAL work_mem = '64MB';
+
+-- name: episode_key_range
+-- cross-agent: the next $3 episode keys after ($1, $2) in primary-key order: how many
+-- and the last one.  A batch is the key range up to it, so every batch reads exactly
+-- that many rows through the index, whatever share of them the job changes.
+SELECT count(*)::int AS n,
+       (array_agg(agent_id ORDER BY agent_id DESC, memory_id DESC))[1] AS last_agent,
+       (array_agg(memory_id ORDER BY agent_id DESC, memory_id DESC))[1] AS last_id
+FROM (SELECT agent_id, memory_id FROM episodes
+      WHERE (agent_id, memory_id) > ($1::text, $2::uuid)
+      ORDER BY agent_id, memory_id LIMIT $3) AS k;
+
+-- name: episode_key_range_agent
+-- The same within one agent (archive_episodes of a single agent).
+SELECT count(*)::int AS n,
+       (array_agg(agent_id ORDER BY memory_id DESC))[1] AS last_agent,
+       (array_agg(memory_id ORDER BY memory_id DESC))[1] AS last_id
+FROM (SELECT agent_id, memory_id FROM episodes
+      WHERE agent_id = $1 AND memory_id > $2::uuid
+      ORDER BY memory_id LIMIT $3) AS k;
+
 -- name: trim_episodes_batch
--- cross-agent: the trim sweep.  Detail beyond $4 characters moves to memory_archive
--- (hot keeps left(detail, $4), so hot prefix || cold content is the original); $3 the
--- end cutoff, $5 batch size, $6 the job's clock, $7 an optional agent.  octet_length
--- reads the stored size without detoasting, so short details cost nothing.
+-- cross-agent: one trim batch, the episodes with keys in (($1, $2), ($3, $4)] (every
+-- table is bounded by that range, so each step is an index range scan).  Closed episodes
+-- that ended before $5: detail beyond $6 characters moves to memory_archive (the hot row
+-- keeps left(detail, $6)); a summary shorter than $8 characters gets one
+-- summary_regenerate work item (once: an item it ever had, unless failed, counts); with
+-- $9, episodes whose facts were never extracted get an episode_upgrade item.  $7 is the
+-- job's clock.  octet_length reads the stored size without detoasting; the inner query
+-- detoasts each detail once (`|| ''`, OFFSET 0 keeps it from being inlined) and the
+-- batch keeps only what the steps below need.
 WITH batch AS (
-    SELECT e.agent_id, e.memory_id, e.detail
-    FROM episodes e
-    WHERE (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
-      AND ($7::text IS NULL OR e.agent_id = $7)
-      AND e.state = 'closed' AND e.storage = 'hot' AND e.ended_at < $3
-      AND octet_length(e.detail) > $4 AND length(e.detail) > $4
-    ORDER BY e.agent_id, e.memory_id
-    LIMIT $5
-    FOR UPDATE OF e
+    SELECT agent_id, memory_id, left(d, $6) AS head, right(d, -$6) AS tail,
+           length(d) AS chars, hashtextextended(d, 0) AS checksum
+    FROM (SELECT e.agent_id, e.memory_id, e.detail || '' AS d
+          FROM episodes e
+          WHERE (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
+            AND (e.agent_id, e.memory_id) <= ($3::text, $4::uuid)
+            AND e.state = 'closed' AND e.storage = 'hot' AND e.ended_at < $5
+            AND octet_length(e.detail) > $6 AND length(e.detail) > $6
+          OFFSET 0
+          FOR UPDATE OF e) AS locked
 ), cold AS (
     INSERT INTO memory_archive (agent_id, memory_id, part, start_offset, content, reason,
-                                archived_at, sha256)
-    SELECT agent_id, memory_id, 'detail', $4, substr(detail, $4 + 1), 'trim', $6,
-           sha256(convert_to(detail, 'UTF8'))
+                                archived_at, checksum)
+    SELECT agent_id, memory_id, 'detail', $6, tail, 'trim', $7, checksum
     FROM batch
 ), hot AS (
-    UPDATE episodes e SET detail = left(b.detail, $4), storage = 'trimmed'
-    FROM batch b WHERE e.agent_id = b.agent_id AND e.memory_id = b.memory_id
+    UPDATE episodes e SET detail = b.head, storage = 'trimmed'
+    FROM batch b
+    WHERE (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
+      AND (e.agent_id, e.memory_id) <= ($3::text, $4::uuid)
+      AND e.agent_id = b.agent_id AND e.memory_id = b.memory_id
 ), audit AS (
     INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
                                created_at)
     SELECT agent_id, memory_id, 'trimmed',
-           jsonb_build_object('storage', 'hot', 'detail_chars', length(detail)),
-           jsonb_build_object('storage', 'trimmed', 'hot_chars', $4,
-                              'cold_chars', length(detail) - $4),
-           'job:trim', $6
+           jsonb_build_object('storage', 'hot', 'detail_chars', chars),
+           jsonb_build_object('storage', 'trimmed', 'hot_chars', $6,
+                              'cold_chars', chars - $6),
+           'job:trim', $7
     FROM batch
-)
-SELECT count(*)::int AS n,
-       (array_agg(agent_id ORDER BY agent_id DESC, memory_id DESC))[1] AS last_agent,
-       (array_agg(memory_id ORDER BY agent_id DESC, memory_id DESC))[1] AS last_id,
-       coalesce(sum(length(detail) - $4), 0)::bigint AS chars
-FROM batch;
-
--- name: trim_queue_short_summaries
--- cross-agent: episodes past the trim age whose summary is shorter than $4 characters
--- get one summary_regenerate work item, once (an item it ever had, open or done, counts).
-WITH batch AS (
-    SELECT e.agent_id, e.memory_id
+), candidates AS (
+    SELECT e.agent_id, e.memory_id, e.facts_state, e.storage, length(m.summary) AS chars
     FROM episodes e JOIN memories m ON m.agent_id = e.agent_id AND m.id = e.memory_id
     WHERE (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
-      AND ($6::text IS NULL OR e.agent_id = $6)
-      AND e.state = 'closed' AND e.ended_at < $3 AND m.status = 'active'
-      AND length(m.summary) < $4
+      AND (e.agent_id, e.memory_id) <= ($3::text, $4::uuid)
+      AND (m.agent_id, m.id) > ($1::text, $2::uuid)
+      AND (m.agent_id, m.id) <= ($3::text, $4::uuid)
+      AND e.state = 'closed' AND e.ended_at < $5 AND m.status = 'active'
+), short AS (
+    SELECT c.agent_id, c.memory_id FROM candidates c
+    WHERE c.chars < $8
       AND NOT EXISTS (SELECT 1 FROM work_items w
-                      WHERE w.agent_id = e.agent_id AND w.memory_id = e.memory_id
+                      WHERE w.agent_id = c.agent_id AND w.memory_id = c.memory_id
                         AND w.task = 'summary_regenerate' AND w.state <> 'failed')
-    ORDER BY e.agent_id, e.memory_id
-    LIMIT $5
+), unextracted AS (
+    SELECT c.agent_id, c.memory_id FROM candidates c
+    WHERE $9::boolean AND c.facts_state = 'not_extracted'
+      AND c.storage IN ('hot', 'trimmed', 'restored')
+      AND NOT EXISTS (SELECT 1 FROM work_items w
+                      WHERE w.agent_id = c.agent_id AND w.memory_id = c.memory_id
+                        AND w.task = 'episode_upgrade' AND w.state <> 'failed')
 ), queued AS (
     INSERT INTO work_items (agent_id, task, memory_id, run_after, payload)
-    SELECT agent_id, 'summary_regenerate', memory_id, now(), '{"reason": "short summary"}'
-    FROM batch
+    SELECT agent_id, 'summary_regenerate', memory_id, now(),
+           '{"reason": "short summary"}'::jsonb
+    FROM short
+    UNION ALL
+    SELECT agent_id, 'episode_upgrade', memory_id, now(), '{}'::jsonb FROM unextracted
     ON CONFLICT (agent_id, task, memory_id, dedup_key) WHERE state IN ('pending', 'running')
     DO NOTHING
 )
-SELECT count(*)::int AS n,
-       (array_agg(agent_id ORDER BY agent_id DESC, memory_id DESC))[1] AS last_agent,
-       (array_agg(memory_id ORDER BY agent_id DESC, memory_id DESC))[1] AS last_id
-FROM batch;
-
--- name: trim_queue_extractions
--- cross-agent: closed episodes past the trim age whose facts were never extracted (no
--- LLM at close, or it failed) get an episode_upgrade work item, once while it is open
--- or done; a failed one is queued again on a later night.
-WITH batch AS (
-    SELECT e.agent_id, e.memory_id
-    FROM episodes e JOIN memories m ON m.agent_id = e.agent_id AND m.id = e.memory_id
-    WHERE (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
-      AND ($5::text IS NULL OR e.agent_id = $5)
-      AND e.state = 'closed' AND e.facts_state = 'not_extracted' AND e.ended_at < $3
-      AND e.storage IN ('hot', 'trimmed', 'restored') AND m.status = 'active'
-      AND NOT EXISTS (SELECT 1 FROM work_items w
-                      WHERE w.agent_id = e.agent_id AND w.memory_id = e.memory_id
-                        AND w.task = 'episode_upgrade' AND w.state <> 'failed')
-    ORDER BY e.agent_id, e.memory_id
-    LIMIT $4
-), queued AS (
-    INSERT INTO work_items (agent_id, task, memory_id, run_after)
-    SELECT agent_id, 'episode_upgrade', memory_id, now() FROM batch
-    ON CONFLICT (agent_id, task, memory_id, dedup_key) WHERE state IN ('pending', 'running')
-    DO NOTHING
-)
-SELECT count(*)::int AS n,
-       (array_agg(agent_id ORDER BY agent_id DESC, memory_id DESC))[1] AS last_agent,
-       (array_agg(memory_id ORDER BY agent_id DESC, memory_id DESC))[1] AS last_id
-FROM batch;
+SELECT (SELECT count(*) FROM batch)::int AS n,
+       (SELECT coalesce(sum(chars - $6), 0) FROM batch)::bigint AS trimmed_chars,
+       (SELECT count(*) FROM short)::int AS summaries_queued,
+       (SELECT count(*) FROM unextracted)::int AS extractions_queued;
 
 -- name: archive_episodes_batch
--- cross-agent: the archive sweep ($6 narrows it to one agent).  The whole detail (a
+-- cross-agent: one archive batch over the key range (($1, $2), ($3, $4)] (see
+-- trim_episodes_batch).  Closed episodes that ended before $5: the whole detail (a
 -- trimmed one reassembled from its hot prefix and cold tail) and the transcript move to
 -- memory_archive (start_offset 0); the hot detail becomes NULL, so readers take
--- left(coalesce(hot, ''), start_offset) || content.  Summary, metadata, links, chunks and embeddings stay.
--- $3 end cutoff, $4 batch size, $5 the job's clock.
+-- left(coalesce(hot, ''), start_offset) || content.  Summary, metadata, links, chunks
+-- and embeddings stay.  $6 is the job's clock.
 WITH batch AS (
-    SELECT e.agent_id, e.memory_id, e.detail, e.storage
+    SELECT e.agent_id, e.memory_id, e.detail || '' AS detail, e.storage
     FROM episodes e
     WHERE (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
-      AND ($6::text IS NULL OR e.agent_id = $6)
-      AND e.state = 'closed' AND e.storage IN ('hot', 'trimmed') AND e.ended_at < $3
-    ORDER BY e.agent_id, e.memory_id
-    LIMIT $4
+      AND (e.agent_id, e.memory_id) <= ($3::text, $4::uuid)
+      AND e.state = 'closed' AND e.storage IN ('hot', 'trimmed') AND e.ended_at < $5
     FOR UPDATE OF e
 ), whole AS (
     SELECT b.agent_id, b.memory_id,
            CASE WHEN a.memory_id IS NULL THEN b.detail
                 ELSE left(b.detail, a.start_offset) || a.content END AS detail
     FROM batch b
-    LEFT JOIN memory_archive a ON a.agent_id = b.agent_id AND a.memory_id = b.memory_id
-                              AND a.part = 'detail'
+    LEFT JOIN memory_archive a
+           ON a.agent_id = b.agent_id AND a.memory_id = b.memory_id AND a.part = 'detail'
+          AND (a.agent_id, a.memory_id) > ($1::text, $2::uuid)
+          AND (a.agent_id, a.memory_id) <= ($3::text, $4::uuid)
     WHERE b.detail IS NOT NULL
 ), cold_detail AS (
     INSERT INTO memory_archive (agent_id, memory_id, part, start_offset, content, reason,
-                                archived_at, sha256)
-    SELECT agent_id, memory_id, 'detail', 0, detail, 'archive', $5,
-           sha256(convert_to(detail, 'UTF8'))
+                                archived_at, checksum)
+    SELECT agent_id, memory_id, 'detail', 0, detail, 'archive', $6,
+           hashtextextended(detail, 0)
     FROM whole
     ON CONFLICT (agent_id, memory_id, part) DO UPDATE SET
         start_offset = 0, content = EXCLUDED.content, reason = 'archive',
-        archived_at = EXCLUDED.archived_at, sha256 = EXCLUDED.sha256
+        archived_at = EXCLUDED.archived_at, checksum = EXCLUDED.checksum
 ), transcript AS (
     SELECT m.agent_id, m.episode_id, jsonb_agg(to_jsonb(m) ORDER BY m.seq) AS messages
     FROM episode_messages m
     JOIN batch b ON m.agent_id = b.agent_id AND m.episode_id = b.memory_id
+    WHERE (m.agent_id, m.episode_id) > ($1::text, $2::uuid)
+      AND (m.agent_id, m.episode_id) <= ($3::text, $4::uuid)
     GROUP BY m.agent_id, m.episode_id
 ), cold_transcript AS (
     INSERT INTO memory_archive (agent_id, memory_id, part, messages, reason, archived_at,
-                                sha256)
-    SELECT agent_id, episode_id, 'transcript', messages, 'archive', $5,
-           sha256(convert_to(messages::text, 'UTF8'))
+                                checksum)
+    SELECT agent_id, episode_id, 'transcript', messages, 'archive', $6,
+           hashtextextended(messages::text, 0)
     FROM transcript
 ), gone AS (
     DELETE FROM episode_messages m USING batch b
-    WHERE m.agent_id = b.agent_id AND m.episode_id = b.memory_id
+    WHERE (m.agent_id, m.episode_id) > ($1::text, $2::uuid)
+      AND (m.agent_id, m.episode_id) <= ($3::text, $4::uuid)
+      AND m.agent_id = b.agent_id AND m.episode_id = b.memory_id
 ), hot AS (
     UPDATE episodes e SET storage = 'archived', detail = NULL
-    FROM batch b WHERE e.agent_id = b.agent_id AND e.memory_id = b.memory_id
+    FROM batch b
+    WHERE (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
+      AND (e.agent_id, e.memory_id) <= ($3::text, $4::uuid)
+      AND e.agent_id = b.agent_id AND e.memory_id = b.memory_id
 ), audit AS (
     INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
                                created_at)
@@ -605,18 +620,15 @@ WITH batch AS (
            jsonb_build_object('storage', 'archived',
                               'detail_chars', coalesce(length(w.detail), 0),
                               'messages', coalesce(jsonb_array_length(t.messages), 0)),
-           'job:archive', $5
+           'job:archive', $6
     FROM batch b
     LEFT JOIN whole w ON w.agent_id = b.agent_id AND w.memory_id = b.memory_id
     LEFT JOIN transcript t ON t.agent_id = b.agent_id AND t.episode_id = b.memory_id
 )
-SELECT count(*)::int AS n,
-       (array_agg(agent_id ORDER BY agent_id DESC, memory_id DESC))[1] AS last_agent,
-       (array_agg(memory_id ORDER BY agent_id DESC, memory_id DESC))[1] AS last_id,
-       (SELECT count(*) FROM transcript)::int AS transcripts,
+SELECT (SELECT count(*) FROM batch)::int AS n,
+       (SELECT count(*) FROM transcript)::int AS archived_transcripts,
        (SELECT coalesce(sum(jsonb_array_length(messages)), 0) FROM transcript)::bigint
-           AS messages
-FROM batch;
+           AS archived_messages;
 
 -- name: episode_storage_for_update
 SELECT e.storage, e.detail FROM episodes e
@@ -628,13 +640,13 @@ SELECT part, start_offset, reason, archived_at, length(content) AS chars,
 FROM memory_archive WHERE agent_id = $1 AND memory_id = $2 ORDER BY part;
 
 -- name: restore_detail
--- Reassembles the detail; returns whether it matches the sha256 taken when it left.
+-- Reassembles the detail; returns whether it matches the checksum taken when it left.
 UPDATE episodes e SET detail = left(coalesce(e.detail, ''), a.start_offset) || a.content
 FROM memory_archive a
 WHERE e.agent_id = $1 AND e.memory_id = $2
   AND a.agent_id = $1 AND a.memory_id = $2 AND a.part = 'detail'
 RETURNING length(e.detail) AS chars,
-          a.sha256 IS NULL OR a.sha256 = sha256(convert_to(e.detail, 'UTF8')) AS verified;
+          a.checksum IS NULL OR a.checksum = hashtextextended(e.detail, 0) AS verified;
 
 -- name: restore_transcript
 INSERT INTO episode_messages
@@ -646,9 +658,9 @@ WHERE a.agent_id = $1 AND a.memory_id = $2 AND a.part = 'transcript'
 -- name: transcript_digest
 -- The same digest the archive took: the transcript's rows as one jsonb array.
 SELECT count(*)::int AS n,
-       sha256(convert_to(jsonb_agg(to_jsonb(m) ORDER BY m.seq)::text, 'UTF8')) AS sha256,
-       (SELECT a.sha256 FROM memory_archive a WHERE a.agent_id = $1 AND a.memory_id = $2
-          AND a.part = 'transcript') AS archived_sha256
+       hashtextextended(jsonb_agg(to_jsonb(m) ORDER BY m.seq)::text, 0) AS checksum,
+       (SELECT a.checksum FROM memory_archive a WHERE a.agent_id = $1 AND a.memory_id = $2
+          AND a.part = 'transcript') AS archived_checksum
 FROM episode_messages m WHERE m.agent_id = $1 AND m.episode_id = $2;
 
 -- name: restore_finish

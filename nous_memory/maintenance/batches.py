@@ -19,7 +19,6 @@ from uuid import UUID
 from ..db import Connection, Database
 
 FIRST_KEY: tuple[str, UUID] = ("", UUID(int=0))  # agent_id is never '' (CHECK)
-_CURSOR_COLUMNS = frozenset({"n", "last_agent", "last_id"})
 
 # called after every committed batch with (step, rows in it); progress, and a test's
 # way to kill a run between batches
@@ -72,22 +71,36 @@ class Sweeps:
     def add(self, name: str, value: int) -> None:
         self.counts[name] = self.counts.get(name, 0) + int(value)
 
-    async def keyed(self, step: str, query: str, *args: Any, batch: int) -> int:
-        """Key-ordered batches: ``query`` takes the cursor as $1, $2 and returns ``n``,
-        ``last_agent``, ``last_id`` and optional sums (added to the counts as
-        ``step_column``).  Ends on a short batch."""
-        cursor = FIRST_KEY
+    async def ranged(self, step: str, query: str, *args: Any, batch: int,
+                     agent: str | None = None) -> int:
+        """Episodes in key-range batches of ``batch`` rows (of one ``agent``, or all):
+        ``query`` takes the range as $1-$4 (lower exclusive, upper inclusive), then
+        ``args``, and returns ``n`` (counted as ``step``) and other counts by name."""
+        lower: tuple[str, UUID] = (agent, FIRST_KEY[1]) if agent else FIRST_KEY
         total = 0
         while True:
             async with self.transaction() as conn:
-                row = await conn.fetchrow(query, cursor[0], cursor[1], *args)
+                await conn.execute("batch_work_mem")
+                if agent is None:
+                    bound = await conn.fetchrow("episode_key_range", *lower, batch)
+                else:
+                    bound = await conn.fetchrow("episode_key_range_agent", agent, lower[1],
+                                                batch)
+                assert bound is not None
+                if bound["n"] == 0:
+                    return total
+                row = await conn.fetchrow(query, *lower, bound["last_agent"],
+                                          bound["last_id"], *args)
             assert row is not None
             total += int(row["n"])
-            self._add_row(step, row)
-            await self._batch_done(step, row["n"])
-            if row["n"] < batch:
+            self.add(step, row["n"])
+            for column, value in row.items():
+                if column != "n" and value is not None:
+                    self.add(column, value)
+            await self._batch_done(step, int(row["n"]))
+            if bound["n"] < batch:
                 return total
-            cursor = (row["last_agent"], row["last_id"])
+            lower = (bound["last_agent"], bound["last_id"])
 
     async def drain(self, step: str, query: str, *args: Any, batch: int) -> int:
         """Batches of a query whose rows stop matching once handled (deletes, state
@@ -107,7 +120,7 @@ class Sweeps:
     def _add_row(self, step: str, row: Any) -> None:
         self.add(step, row["n"])
         for column, value in row.items():
-            if column not in _CURSOR_COLUMNS and value is not None:
+            if column != "n" and value is not None:
                 self.add(f"{step}_{column}", value)
 
     async def _batch_done(self, step: str, n: int) -> None:

@@ -32,10 +32,10 @@ async def test_jobs_list_run_history_and_restore(database_url: str, store: Memor
     code, out, err = await run_main(capsys, *base, "jobs", "list", "--json")
     assert code == 0, err
     listed = {j["name"]: j for j in json.loads(out)}
-    assert list(listed) == ["trim", "archive", "compress", "lifecycle", "retention",
+    assert list(listed) == ["archive", "trim", "compress", "lifecycle", "retention",
                             "housekeeping"]
     assert listed["retention"]["schedule"] == "off" and listed["retention"]["next_run"] is None
-    assert listed["trim"]["schedule"] == "0 2 * * *" and listed["trim"]["last_run"] is None
+    assert listed["trim"]["schedule"] == "30 2 * * *" and listed["trim"]["last_run"] is None
 
     before = await snapshot(database_url)
     code, out, err = await run_main(capsys, *base, "jobs", "run", "trim", "--dry-run")

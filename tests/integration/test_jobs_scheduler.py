@@ -65,12 +65,12 @@ async def test_catch_up_runs_a_missed_slot_once(store: MemoryStore, database_url
     assert set(scheduler.triggers) == set(JOBS) - {"retention"}  # retention is off
     ran = await scheduler.catch_up()
     # compress has no LLM here: it runs, is skipped (and says so) and is not in the list
-    assert ran == ["trim", "archive", "lifecycle", "housekeeping"]
+    assert ran == ["archive", "trim", "lifecycle", "housekeeping"]
     assert await scheduler.catch_up() == []
     clock[0] = NOW + timedelta(hours=1)  # housekeeping is hourly
     assert await scheduler.catch_up() == ["housekeeping"]
     clock[0] = NOW + timedelta(days=1)
-    assert await scheduler.catch_up() == ["trim", "archive", "lifecycle", "housekeeping"]
+    assert await scheduler.catch_up() == ["archive", "trim", "lifecycle", "housekeeping"]
     statuses = await sql(database_url, "SELECT status, count(*) AS n FROM job_runs "
                          "GROUP BY status ORDER BY status")
     assert {r["status"]: r["n"] for r in statuses} == {"ok": 9, "skipped": 4}
@@ -78,7 +78,7 @@ async def test_catch_up_runs_a_missed_slot_once(store: MemoryStore, database_url
 
 def test_slots_follow_the_cron_expression() -> None:
     trigger = cron_trigger("trim", "0 2 * * *", "UTC")
-    assert slot_for(trigger, NOW) == NOW.replace(hour=2, minute=0)
+    assert slot_for(trigger, NOW) == NOW.replace(hour=2, minute=0)  # NOW is 12:00
     assert slot_for(trigger, NOW.replace(hour=1)) == NOW.replace(hour=2) - timedelta(days=1)
     with pytest.raises(ConfigurationError, match="NOUS_MEMORY_JOB_TRIM_CRON"):
         cron_trigger("trim", "every night", "UTC")
