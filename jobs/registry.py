@@ -12,15 +12,20 @@ from nous_memory.config import Settings
 from nous_memory.errors import NotFoundError
 from nous_memory.maintenance import BatchHook, JobResult
 
-Body = Callable[[MemoryStore, datetime, bool, BatchHook | None], Awaitable[JobResult]]
 OFF = "off"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Job:
+    """A job is its name: its body is the store's ``maintenance.<name>`` method."""
+
     name: str
     description: str
-    body: Body
+
+    async def body(self, store: MemoryStore, now: datetime, dry_run: bool,
+                   on_batch: BatchHook | None) -> JobResult:
+        method: Callable[..., Awaitable[JobResult]] = getattr(store.maintenance, self.name)
+        return await method(now=now, dry_run=dry_run, on_batch=on_batch)
 
     def cron(self, settings: Settings) -> str | None:
         """The schedule (``NOUS_MEMORY_JOB_<NAME>_CRON``), or None when switched off."""
@@ -32,52 +37,22 @@ class Job:
         return expression
 
 
-async def _trim(s: MemoryStore, now: datetime, dry: bool, hook: BatchHook | None
-                ) -> JobResult:
-    return await s.maintenance.trim(now=now, dry_run=dry, on_batch=hook)
-
-
-async def _archive(s: MemoryStore, now: datetime, dry: bool, hook: BatchHook | None
-                   ) -> JobResult:
-    return await s.maintenance.archive(now=now, dry_run=dry, on_batch=hook)
-
-
-async def _compress(s: MemoryStore, now: datetime, dry: bool, hook: BatchHook | None
-                    ) -> JobResult:
-    return await s.maintenance.compress(now=now, dry_run=dry, on_batch=hook)
-
-
-async def _lifecycle(s: MemoryStore, now: datetime, dry: bool, hook: BatchHook | None
-                     ) -> JobResult:
-    return await s.maintenance.lifecycle(now=now, dry_run=dry, on_batch=hook)
-
-
-async def _retention(s: MemoryStore, now: datetime, dry: bool, hook: BatchHook | None
-                     ) -> JobResult:
-    return await s.maintenance.retention(now=now, dry_run=dry, on_batch=hook)
-
-
-async def _housekeeping(s: MemoryStore, now: datetime, dry: bool, hook: BatchHook | None
-                        ) -> JobResult:
-    return await s.maintenance.housekeeping(now=now, dry_run=dry, on_batch=hook)
-
-
 JOBS: dict[str, Job] = {job.name: job for job in (
-    Job(name="archive", body=_archive,
+    Job(name="archive",
         description="episodes ended > archive_after_days: detail and transcript to cold "
                     "storage (summary, links and search index stay)"),
-    Job(name="trim", body=_trim,
+    Job(name="trim",
         description="episodes ended > trim_after_days: detail beyond trim_keep_chars to "
                     "cold storage; short summaries and unextracted facts queued"),
-    Job(name="compress", body=_compress,
+    Job(name="compress",
         description="procedures with > compress_over_notes notes consolidated by the LLM "
                     "to <= compress_to_notes (skipped without an LLM)"),
-    Job(name="lifecycle", body=_lifecycle,
+    Job(name="lifecycle",
         description="promote facts confirmed often, flag failing procedures, retire noisy "
                     "censors"),
-    Job(name="retention", body=_retention,
+    Job(name="retention",
         description="delete cold storage older than retention_days (off unless set)"),
-    Job(name="housekeeping", body=_housekeeping,
+    Job(name="housekeeping",
         description="expire extraction cache, requeue stuck work items, re-embed rows of "
                     "another embedding model"),
 )}

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime
 from typing import Any
-from uuid import UUID
 
 from pgvector import Vector as PgVector
 
@@ -46,40 +45,35 @@ class Housekeeping:
         return JobResult(counts=counts, dry_run=dry_run)
 
     async def _reembed_memories(self, model: str, on_batch: BatchHook | None) -> int:
-        size = self._policy.batch_size
-        cursor: tuple[str, UUID] = FIRST_KEY
-        total = 0
-        while True:
-            rows = await self._db.fetch("stale_embeddings_batch", *cursor, model, size)
-            if rows:
-                vectors = await self._embed(rows, "summary")
-                n = await self._db.fetchval(
-                    "reembed_write", [r["agent_id"] for r in rows], [r["id"] for r in rows],
-                    [r["version"] for r in rows], vectors, model)
-                total += n
-                if on_batch is not None:
-                    await on_batch("memories_reembedded", n)
-                cursor = (rows[-1]["agent_id"], rows[-1]["id"])
-            if len(rows) < size:
-                return total
+        return await self._reembed("memories_reembedded", "stale_embeddings_batch",
+                                   "reembed_write", ("agent_id", "id", "version"), "summary",
+                                   (*FIRST_KEY,), model, on_batch)
 
     async def _reembed_chunks(self, model: str, on_batch: BatchHook | None) -> int:
+        return await self._reembed("chunks_reembedded", "stale_chunk_embeddings_batch",
+                                   "reembed_chunks_write", ("agent_id", "episode_id",
+                                                            "chunk_no"), "content",
+                                   (*FIRST_KEY, -1), model, on_batch)
+
+    async def _reembed(self, step: str, select: str, write: str, keys: tuple[str, ...],
+                       text: str, cursor: tuple[Any, ...], model: str,
+                       on_batch: BatchHook | None) -> int:
+        """Batches in key order.  ``select`` takes the cursor (its length says how many
+        of ``keys`` make the sort key), the model and the batch size; the texts are
+        embedded outside any transaction; ``write`` takes one array per key column, the
+        vectors and the model, and skips rows changed meanwhile."""
         size = self._policy.batch_size
-        cursor: tuple[str, UUID, int] = (*FIRST_KEY, -1)
         total = 0
         while True:
-            rows = await self._db.fetch("stale_chunk_embeddings_batch", *cursor, model, size)
+            rows = await self._db.fetch(select, *cursor, model, size)
             if rows:
-                vectors = await self._embed(rows, "content")
-                n = await self._db.fetchval(
-                    "reembed_chunks_write", [r["agent_id"] for r in rows],
-                    [r["episode_id"] for r in rows], [r["chunk_no"] for r in rows], vectors,
-                    model)
+                vectors = await self._embed(rows, text)
+                n = await self._db.fetchval(write, *([r[k] for r in rows] for k in keys),
+                                            vectors, model)
                 total += n
                 if on_batch is not None:
-                    await on_batch("chunks_reembedded", n)
-                last = rows[-1]
-                cursor = (last["agent_id"], last["episode_id"], last["chunk_no"])
+                    await on_batch(step, n)
+                cursor = tuple(rows[-1][k] for k in keys[:len(cursor)])
             if len(rows) < size:
                 return total
 

@@ -9,19 +9,21 @@ from ..config import Settings
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MaintenancePolicy:
-    trim_after_days: int = 30
-    trim_keep_chars: int = 2_000
-    short_summary_chars: int = 50
-    archive_after_days: int = 90
-    retention_days: int | None = None
-    compress_over_notes: int = 10
-    compress_to_notes: int = 5
-    promote_confirmations: int = 3
-    flag_min_uses: int = 5
-    flag_effectiveness_below: float = 0.4
-    retire_min_activations: int = 5
-    retire_false_positive_share: float = 0.5
-    batch_size: int = 2_000
+    """The defaults (and their validation) live in Settings; this is the jobs' view."""
+
+    trim_after_days: int
+    trim_keep_chars: int
+    short_summary_chars: int
+    archive_after_days: int
+    retention_days: int | None
+    compress_over_notes: int
+    compress_to_notes: int
+    promote_confirmations: int
+    flag_min_uses: int
+    flag_effectiveness_below: float
+    retire_min_activations: int
+    retire_false_positive_share: float
+    batch_size: int
 
     @classmethod
     def from_settings(cls, s: Settings) -> MaintenancePolicy:
