@@ -51,6 +51,8 @@ class JobRunner:
         async with runs.lock(name) as got:
             if not got:
                 return await skip("another runner holds this job's lock")
+            if await runs.abandon_dead(name):
+                _log.warning("job %s: an earlier run had died; this one continues it", name)
             if slot is not None and not dry_run and await runs.slot_done(name, slot):
                 return await skip(f"already done for {slot.isoformat()}")
             run_id = await runs.start(name, slot=slot, trigger=trigger, dry_run=dry_run,

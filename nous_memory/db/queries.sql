@@ -884,6 +884,14 @@ INSERT INTO job_runs (job, slot, trigger, dry_run, runner, started_at)
 VALUES ($1, $2, $3, $4, $5, $6)
 RETURNING id;
 
+-- name: job_runs_abandon
+-- Called while holding the job's lock: no run of it can be alive, so a 'running' row is
+-- a run whose process died (its committed batches stay; this run continues them).
+UPDATE job_runs SET status = 'failed', finished_at = greatest(clock_timestamp(), started_at),
+       error = 'the runner stopped before the run finished (killed?)'
+WHERE job = $1 AND status = 'running'
+RETURNING id;
+
 -- name: job_run_finish
 UPDATE job_runs SET status = $2, counts = $3, note = $4, error = $5,
                     finished_at = greatest(clock_timestamp(), started_at)

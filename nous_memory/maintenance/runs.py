@@ -67,6 +67,11 @@ class JobRuns:
                 if got:
                     await conn.fetchval("job_unlock", job)
 
+    async def abandon_dead(self, job: str) -> int:
+        """Mark runs of ``job`` left 'running' by a dead runner as failed (call it while
+        holding the job's lock); returns how many."""
+        return len(await self._db.fetch("job_runs_abandon", job))
+
     async def slot_done(self, job: str, slot: datetime) -> bool:
         return bool(await self._db.fetchval("job_slot_done", job, slot))
 

@@ -174,6 +174,9 @@ async def test_a_sigkilled_run_resumes_and_frees_the_lock(store: MemoryStore,
 
     resumed = await JobRunner(store, clock=lambda: NOW).run("archive")  # the lock is free
     assert resumed.status == "ok" and resumed.counts["archived"] == 3
+    runs = await sql(database_url, "SELECT status, error FROM job_runs ORDER BY id")
+    assert [r["status"] for r in runs] == ["failed", "ok"]
+    assert "stopped before the run finished" in runs[0]["error"]
     for ident, text in details.items():
         whole = await sql(database_url, "SELECT a.content FROM memory_archive a WHERE "
                           "a.memory_id = $1 AND a.part = 'detail' AND a.start_offset = 0",
