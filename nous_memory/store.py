@@ -29,6 +29,7 @@ from .db import (
 from .db.errors import translated
 from .embeddings import Embedder, embedder_from_settings
 from .episode_close import CloseSettings, EpisodeCloser
+from .episode_learn import EpisodeLearner
 from .episode_tasks import EpisodeTasks
 from .episodes import AppendResult, EpisodeManager, MessageIn
 from .errors import DatabaseError, DatabaseUnavailableError
@@ -65,7 +66,8 @@ class MemoryStore:
             confirm=settings.fact_confirm_threshold, rule=settings.fact_rule_threshold,
             candidate=settings.fact_candidate_threshold), self.llm)
         self.episodes = EpisodeManager(db, self.memories)
-        self.closer = EpisodeCloser(db, self.memories, self.facts, self.llm, CloseSettings(
+        self.learner = EpisodeLearner(db, self.memories, self.facts)
+        self.closer = EpisodeCloser(self.llm, CloseSettings(
             input_cap_tokens=settings.close_input_cap_tokens,
             chunk_tokens=settings.episode_chunk_tokens))
         # maintenance jobs (issue 6): the store-level bodies of the scheduled jobs
@@ -219,7 +221,8 @@ class MemoryStore:
         """A work-queue worker on this store (``await worker.run(stop_event)``)."""
         tasks = EpisodeTasks(self._db, self.episodes, self.closer,
                              idle_close_after_s=self.settings.episode_idle_close_s)
-        return Worker(self._db, {**tasks.handlers(), **self.maintenance.handlers()},
+        return Worker(self._db, {**tasks.handlers(), **self.learner.handlers(),
+                                 **self.maintenance.handlers()},
                       idle_sweep=tasks.close_idle,
                       worker_id=worker_id, lease_s=self.settings.worker_lease_s,
                       poll_s=poll_s)
