@@ -100,6 +100,11 @@ CREATE TABLE episodes (
         CHECK (facts_state IN ('not_applicable', 'pending', 'extracted', 'not_extracted')),
     message_count integer     NOT NULL DEFAULT 0 CHECK (message_count >= 0),
     last_message_at timestamptz,
+    -- where the detail and transcript live (maintenance jobs): all hot; detail beyond the
+    -- hot prefix in memory_archive (trimmed); detail and transcript there (archived); back
+    -- by request (restored, kept hot); cold detail deleted by the retention policy (expired)
+    storage       text        NOT NULL DEFAULT 'hot'
+        CHECK (storage IN ('hot', 'trimmed', 'archived', 'restored', 'expired')),
     PRIMARY KEY (agent_id, memory_id),
     FOREIGN KEY (agent_id, memory_id, kind)
         REFERENCES memories (agent_id, id, kind) ON DELETE CASCADE,
@@ -254,6 +259,8 @@ CREATE TABLE work_items (
 CREATE UNIQUE INDEX work_items_one_open ON work_items (agent_id, task, memory_id, dedup_key)
     WHERE state IN ('pending', 'running');
 CREATE INDEX work_items_ready ON work_items (run_after) WHERE state IN ('pending', 'running');
+-- the work a memory has had (maintenance jobs queue an item once, not every night)
+CREATE INDEX work_items_by_memory ON work_items (agent_id, memory_id, task);
 
 -- Audit history of every change.  No foreign key: the trail outlives a purge.
 CREATE TABLE memory_events (
@@ -262,7 +269,9 @@ CREATE TABLE memory_events (
     memory_id   uuid        NOT NULL,
     event       text        NOT NULL CHECK (event IN (
         'created', 'confirmed', 'updated', 'superseded', 'trimmed',
-        'archived', 'restored', 'deleted', 'purged')),
+        'archived', 'restored', 'deleted', 'purged',
+        -- maintenance jobs: lifecycle rules, procedure compression, retention
+        'promoted', 'flagged', 'retired', 'compressed', 'expired')),
     old_values  jsonb,
     new_values  jsonb,
     actor       text,
@@ -287,8 +296,11 @@ CREATE TABLE episode_extractions (
 );
 
 -- Cold storage (trim and archive jobs).  Full episode detail is
--- left(hot detail, start_offset) || content; a transcript moved cold is one jsonb array of
--- its message rows.  expand() and restore read it; only retention or a purge deletes it.
+-- left(coalesce(hot detail, ''), start_offset) || content (trim keeps a hot prefix of
+-- start_offset characters; archive moves all of it, start_offset 0, hot detail NULL); a
+-- transcript moved cold is one jsonb array of its message rows (to_jsonb of each
+-- episode_messages row, in seq order).  expand() and restore read it; only retention or
+-- a purge deletes it.
 CREATE TABLE memory_archive (
     agent_id      text        NOT NULL,
     memory_id     uuid        NOT NULL,
@@ -298,6 +310,9 @@ CREATE TABLE memory_archive (
     messages      jsonb       CHECK (messages IS NULL OR jsonb_typeof(messages) = 'array'),
     reason        text        NOT NULL CHECK (reason IN ('trim', 'archive')),
     archived_at   timestamptz NOT NULL DEFAULT now(),
+    -- hashtextextended(original, 0) of the whole original (the full detail, or the
+    -- transcript's jsonb text): a fast 64-bit checksum restore verifies before it commits
+    checksum      bigint,
     PRIMARY KEY (agent_id, memory_id, part),
     CHECK ((part = 'detail') = (content IS NOT NULL)),
     CHECK ((part = 'transcript') = (messages IS NOT NULL))
@@ -317,6 +332,8 @@ CREATE TABLE extraction_cache (
     PRIMARY KEY (agent_id, memory_id, query_sha256, max_tokens)
 );
 
+CREATE INDEX memory_archive_age ON memory_archive (archived_at);
+
 CREATE INDEX extraction_cache_expiry ON extraction_cache (expires_at);
 
 -- Embeddings by (agent, model, sha256 of text), so a repeated text is embedded once.
@@ -328,6 +345,30 @@ CREATE TABLE embedding_cache (
     created_at   timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (agent_id, model, text_sha256)
 );
+
+-- One row per maintenance job run (jobs/): cluster-wide, not tenant data.  `slot` is
+-- the schedule's fire time the run belongs to: at most one ok scheduled run per slot.
+-- A run killed mid-way stays 'running' with no finished_at.
+CREATE TABLE job_runs (
+    id           bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    job          text        NOT NULL CHECK (job ~ '^[a-z][a-z_]{0,62}$'),
+    slot         timestamptz,
+    trigger      text        NOT NULL CHECK (trigger IN ('schedule', 'catch_up', 'manual')),
+    started_at   timestamptz NOT NULL DEFAULT clock_timestamp(),
+    finished_at  timestamptz,
+    status       text        NOT NULL DEFAULT 'running'
+        CHECK (status IN ('running', 'ok', 'failed', 'skipped')),
+    dry_run      boolean     NOT NULL DEFAULT false,
+    counts       jsonb       NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(counts) = 'object'),
+    note         text,
+    error        text,
+    runner       text        NOT NULL,
+    CHECK ((status = 'running') = (finished_at IS NULL))
+);
+
+CREATE INDEX job_runs_by_job ON job_runs (job, started_at DESC);
+CREATE UNIQUE INDEX job_runs_one_ok_per_slot ON job_runs (job, slot)
+    WHERE status = 'ok' AND NOT dry_run AND slot IS NOT NULL;
 
 -- Every memory with its kind's detail as one JSON object (the read model of get/list).
 CREATE VIEW memory_records AS

@@ -1,5 +1,14 @@
-"""Scheduled maintenance for nous-memory (APScheduler), reserved for the nightly jobs.
+"""Scheduled maintenance for nous-memory: APScheduler wiring around thin jobs.
 
-No job ships yet: trim, archive and procedure compression arrive with their issue. The
-design keeps jobs thin: each will call a store method that works in set-based SQL.
+Each job calls one store-level method (``nous_memory.maintenance``) that works in
+set-based SQL batches.  This package decides when (cron triggers, catch-up after
+downtime), makes sure only one runner in the cluster does a job at a time (a
+PostgreSQL advisory lock) and records every run in ``job_runs``.
 """
+
+from .registry import JOBS, Job, job_named
+from .runner import Clock, JobRunner, utc_now
+from .scheduler import JobScheduler, slot_for
+
+__all__ = ["JOBS", "Clock", "Job", "JobRunner", "JobScheduler", "job_named", "slot_for",
+           "utc_now"]

@@ -134,6 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_fact_commands(commands, agent)
     from .cli_episodes import add_episode_commands
     add_episode_commands(commands, agent, json_flag)
+    # maintenance jobs (issue 6): scheduler, jobs list|run|history, memories restore
+    from jobs.cli import add_job_commands
+    add_job_commands(commands, agent, json_flag)
 
     serve = commands.add_parser("serve", help="run the REST API")
     serve.add_argument("--host", help="interface to bind (default: settings api_host)")
@@ -142,6 +145,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="do not process the work queue in the server (run "
                             "'nous-memory worker' instead; default: "
                             "$NOUS_MEMORY_RUN_WORKER_IN_SERVE, true)")
+    serve.add_argument("--scheduler", action="store_true", default=None,
+                       help="also run the maintenance scheduler in the server (default: "
+                            "$NOUS_MEMORY_RUN_SCHEDULER_IN_SERVE, false; or run "
+                            "'nous-memory scheduler')")
     return parser
 
 
@@ -303,7 +310,8 @@ async def _serve(args: argparse.Namespace) -> None:
         raise NousMemoryError(f"the REST API is not available: {exc}") from exc
     import uvicorn
 
-    app = create_app(settings=settings, run_worker=False if args.no_worker else None)
+    app = create_app(settings=settings, run_worker=False if args.no_worker else None,
+                     run_scheduler=args.scheduler)
     config = uvicorn.Config(app,
                             host=args.host or settings.api_host,
                             port=args.port if args.port is not None else settings.api_port)

@@ -60,6 +60,31 @@ class Settings:
     # working memory (issue 7): default summary-policy knobs as a JSON object, e.g.
     # '{"window_tokens": 16384, "mode": "rule"}' (per agent and per call they can change)
     conversation_policy_json: str | None = None
+    # maintenance jobs (jobs/, nous_memory/maintenance/): schedules are 5-field cron
+    # expressions in jobs_timezone; "off" disables a job's schedule (`jobs run` still works)
+    trim_after_days: int = 30
+    trim_keep_chars: int = 2_000
+    short_summary_chars: int = 50
+    archive_after_days: int = 90
+    retention_days: int | None = None  # off unless set: cold detail is kept forever
+    compress_over_notes: int = 10
+    compress_to_notes: int = 5
+    promote_confirmations: int = 3
+    flag_min_uses: int = 5
+    flag_effectiveness_below: float = 0.4
+    retire_min_activations: int = 5
+    retire_false_positive_share: float = 0.5
+    job_batch_size: int = 2_000
+    jobs_timezone: str = "UTC"
+    job_misfire_grace_s: int = 3_600
+    # archive before trim: trim then only handles what archive leaves hot
+    job_archive_cron: str = "0 2 * * *"
+    job_trim_cron: str = "30 2 * * *"
+    job_compress_cron: str = "0 3 * * *"
+    job_lifecycle_cron: str = "30 3 * * *"
+    job_retention_cron: str = "0 4 * * *"
+    job_housekeeping_cron: str = "15 * * * *"
+    run_scheduler_in_serve: bool = False
 
     api_host: str = "127.0.0.1"
     api_port: int = 8765
@@ -92,6 +117,22 @@ class Settings:
                 raise ConfigurationError(f"{name} must be >= 1")
         if self.llm_max_attempts < 1 or self.llm_timeout_s < 1:
             raise ConfigurationError("llm_max_attempts and llm_timeout_s must be >= 1")
+        for name in ("trim_after_days", "trim_keep_chars", "archive_after_days",
+                     "compress_over_notes", "compress_to_notes", "promote_confirmations",
+                     "flag_min_uses", "retire_min_activations", "job_batch_size",
+                     "job_misfire_grace_s"):
+            if getattr(self, name) < 1:
+                raise ConfigurationError(f"{name} must be >= 1")
+        if self.retention_days is not None and self.retention_days < 1:
+            raise ConfigurationError("retention_days must be >= 1 (or unset: off)")
+        if self.compress_to_notes >= self.compress_over_notes:
+            raise ConfigurationError("compress_to_notes must be below compress_over_notes")
+        if not (0 <= self.flag_effectiveness_below <= 1
+                and 0 <= self.retire_false_positive_share <= 1):
+            raise ConfigurationError(
+                "flag_effectiveness_below and retire_false_positive_share must be in [0, 1]")
+        if self.short_summary_chars < 0:
+            raise ConfigurationError("short_summary_chars must be >= 0")
         if not self.database_name.replace("_", "").isalnum():
             raise ConfigurationError("database_name may hold letters, digits and '_' only")
 

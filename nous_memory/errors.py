@@ -77,6 +77,10 @@ class ServerError(NousMemoryError):
     """Something outside the caller's request went wrong."""
 
 
+class JobFailedError(ServerError):
+    """A maintenance job run ended in failure (its committed batches stay done)."""
+
+
 class DatabaseError(ServerError):
     """An unexpected error from PostgreSQL (translated from the driver)."""
 

@@ -79,6 +79,16 @@ class FactsState(StrEnum):
     NOT_EXTRACTED = "not_extracted"  # no LLM, or it failed: a later upgrade may retry
 
 
+class EpisodeStorage(StrEnum):
+    """Where an episode's detail and transcript live (the maintenance jobs move them)."""
+
+    HOT = "hot"
+    TRIMMED = "trimmed"  # detail beyond the hot prefix is in cold storage
+    ARCHIVED = "archived"  # detail and transcript are in cold storage
+    RESTORED = "restored"  # brought back on request; the jobs leave it hot
+    EXPIRED = "expired"  # the retention policy deleted its cold detail
+
+
 class SummarySource(StrEnum):
     TEMPLATE = "template"
     GIVEN = "given"
@@ -193,6 +203,7 @@ class EpisodeDetail(_Detail):
     facts_state: FactsState = FactsState.NOT_APPLICABLE
     message_count: Count = 0
     last_message_at: Timestamp | None = None
+    storage: EpisodeStorage = EpisodeStorage.HOT  # kept by the maintenance jobs
 
     @model_validator(mode="after")
     def _ends_after_start(self) -> EpisodeDetail:
@@ -264,7 +275,8 @@ COMMON_FIELDS = frozenset(CommonFields.model_fields)
 MANAGED_FIELDS: dict[Kind, frozenset[str]] = {
     Kind.FACT: frozenset({"confirmation_count", "last_confirmed_at", "supersedes_id",
                           "superseded_by_id", "conflicts_with"}),
-    Kind.EPISODE: frozenset({"state", "facts_state", "message_count", "last_message_at"}),
+    Kind.EPISODE: frozenset({"state", "facts_state", "message_count", "last_message_at",
+                             "storage"}),
 }
 
 

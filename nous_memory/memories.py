@@ -32,6 +32,7 @@ from .kinds import (
     MAX_BATCH_ITEMS,
     MAX_PAGE_SIZE,
     EpisodeDetail,
+    EpisodeStorage,
     FactDetail,
     Kind,
     NewMemory,
@@ -256,6 +257,7 @@ class MemoryManager:
             changed = sorted(k for k in new if new[k] != old.get(k))
             if not changed:
                 return current
+            _refuse_cold_detail_edit(current, changed)
             embedded = None
             if updated.summary != current.summary:
                 embedded = await self._embed(agent, [updated.summary])
@@ -392,6 +394,16 @@ def _apply_changes(current: Memory, changes: Mapping[str, Any]) -> Memory:
         "summary": summary, "summary_source": source,
         "summary_tokens": count_tokens(summary) if summary != current.summary
         else current.summary_tokens})
+
+
+def _refuse_cold_detail_edit(memory: Memory, changed: list[str]) -> None:
+    """An episode whose detail is partly or wholly in cold storage is reassembled from its
+    hot prefix and the cold part: editing the hot part would corrupt it."""
+    storage = getattr(memory.detail, "storage", None)
+    if ("detail" in changed and storage is not None
+            and storage not in (EpisodeStorage.HOT, EpisodeStorage.RESTORED)):
+        raise ConflictError(f"episode {memory.id} has its detail in cold storage "
+                            f"({storage.value}); restore it before editing the detail")
 
 
 def _audit_values(memory: Memory) -> dict[str, Any]:

@@ -124,6 +124,7 @@ class EpisodeRow(SQLModel, table=True):
     facts_state: str
     message_count: int
     last_message_at: datetime | None = _time(default=None)
+    storage: str
 
 
 class ProcedureRow(SQLModel, table=True):
@@ -244,6 +245,7 @@ class MemoryArchiveRow(SQLModel, table=True):
     messages: list[Any] | None = Field(default=None, sa_column=Column(JSONB))
     reason: str
     archived_at: datetime = _time()
+    checksum: int | None = Field(default=None, sa_column=Column(BigInteger))
 
 
 class ExtractionCacheRow(SQLModel, table=True):
@@ -345,10 +347,27 @@ class ConversationAnalysisRow(SQLModel, table=True):
     created_at: datetime = _time()
 
 
+class JobRunRow(SQLModel, table=True):
+    __tablename__ = "job_runs"
+    id: int = Field(sa_column=Column("id", BigInteger, Identity(always=True), primary_key=True))
+    job: str
+    slot: datetime | None = _time(default=None)
+    trigger: str
+    started_at: datetime = _time()
+    finished_at: datetime | None = _time(default=None)
+    status: str
+    dry_run: bool
+    counts: dict[str, Any] = Field(sa_column=Column(JSONB, nullable=False))
+    note: str | None = None
+    error: str | None = None
+    runner: str
+
+
 TABLE_MODELS: tuple[type[SQLModel], ...] = (
     SchemaVersionRow, StoreMetaRow, MemoryRow, DecisionRow, FactRow, EpisodeRow,
     ProcedureRow, CensorRow, EpisodeMessageRow, EpisodeChunkRow, WorkItemRow, MemoryEventRow,
     EpisodeExtractionRow, MemoryArchiveRow, ExtractionCacheRow, EmbeddingCacheRow, LLMCallRow,
     ConversationPolicyRow, ConversationStateRow, ConversationSummaryRow,
     ConversationAnalysisRow,
+    JobRunRow,
 )

@@ -9,7 +9,7 @@ import contextlib
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -46,6 +46,8 @@ from .fact_rules import Thresholds
 from .facts import FactHistory, FactLearner, LearnResult
 from .kinds import Kind, Status, parse_agent_id
 from .llm import LLMClient, PostgresCallRecorder, UsageRow, usage_by_agent
+from .maintenance import JobResult, Maintenance, MaintenancePolicy, RestoreResult
+from .maintenance.runs import JobRuns
 from .memories import MemoryManager
 from .records import Memory, MemoryEvent, Page
 from .worker import Worker
@@ -80,6 +82,10 @@ class MemoryStore:
         # working memory (issue 7); the lead wires context_provider to assemble_context
         self.conversation = WorkingMemory(db, self.llm,
                                           defaults_json=settings.conversation_policy_json)
+        # maintenance jobs (issue 6): the store-level bodies of the scheduled jobs
+        self.maintenance = Maintenance(db, self.memories, self.llm,
+                                       MaintenancePolicy.from_settings(settings))
+        self.job_runs = JobRuns(db)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -228,7 +234,7 @@ class MemoryStore:
         tasks = EpisodeTasks(self._db, self.episodes, self.closer,
                              idle_close_after_s=self.settings.episode_idle_close_s)
         handlers = {**tasks.handlers(), **self.learner.handlers(),
-                    **self.conversation.handlers()}
+                    **self.conversation.handlers(), **self.maintenance.handlers()}
         return Worker(self._db, handlers, idle_sweep=tasks.close_idle,
                       worker_id=worker_id, lease_s=self.settings.worker_lease_s,
                       poll_s=poll_s)
@@ -278,6 +284,23 @@ class MemoryStore:
                              ) -> MessageChange:
         """Soft-delete a message of an open episode (its text is kept)."""
         return await self.conversation.delete_message(agent_id, episode_id, seq)
+
+    # ------------------------------------------------------------------ cold storage
+
+    async def restore(self, agent_id: str, memory_id: UUID | str, /, *,
+                      actor: str | None = None) -> RestoreResult:
+        """Bring a trimmed or archived episode's detail and transcript back from cold
+        storage, verified byte for byte; the maintenance jobs then leave it hot."""
+        return await self.maintenance.restore(agent_id, memory_id, actor=actor)
+
+    async def archive_episodes(self, agent_id: str, /, *,
+                               ended_before: datetime | None = None,
+                               now: datetime | None = None) -> JobResult:
+        """Archive one agent's closed episodes that ended before ``ended_before``
+        (default: all of them, whatever their age), exactly as the archive job does."""
+        moment = now or datetime.now(UTC)
+        return await self.maintenance.archive(now=moment, agent_id=agent_id,
+                                              ended_before=ended_before or moment)
 
     # ------------------------------------------------------------------ facts
 

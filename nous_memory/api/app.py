@@ -18,13 +18,14 @@ from ..config import Settings
 from ..store import MemoryStore
 from . import errors
 from .auth import key_ring, require_key
-from .background import background_worker
+from .background import background_scheduler, background_worker
 from .body import MAX_BODY_BYTES, BodySizeLimit
 from .conversation import router as conversation_router
 from .episodes import episode_request_schemas
 from .episodes import router as episodes_router
 from .facts import fact_request_schemas
 from .facts import router as facts_router
+from .maintenance import router as maintenance_router
 from .routes import health_router, router
 from .schemas import request_schemas
 
@@ -68,11 +69,13 @@ class NousMemoryAPI(FastAPI):
 
 
 def create_app(store: MemoryStore | None = None, *,
-               settings: Settings | None = None, run_worker: bool | None = None) -> FastAPI:
+               settings: Settings | None = None, run_worker: bool | None = None,
+               run_scheduler: bool | None = None) -> FastAPI:
     """Build the REST service around ``store``, or around one opened at startup.
 
     ``run_worker``: run the work-queue worker in the app while it is up; by default only
     when the app opens its own store and ``settings.run_worker_in_serve`` is set.
+    ``run_scheduler``: likewise the maintenance scheduler (``settings.run_scheduler_in_serve``).
     """
     if settings is None:
         settings = store.settings if store is not None else Settings.from_env()
@@ -81,12 +84,15 @@ def create_app(store: MemoryStore | None = None, *,
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if store is not None:
-            async with background_worker(store, enabled=run_worker is True):
+            async with background_worker(store, enabled=run_worker is True), \
+                    background_scheduler(store, enabled=run_scheduler is True):
                 yield  # the caller opened the store and will close it
             return
         worker = settings.run_worker_in_serve if run_worker is None else run_worker
+        scheduler = settings.run_scheduler_in_serve if run_scheduler is None else run_scheduler
         async with MemoryStore.open(settings=settings) as opened, \
-                background_worker(opened, enabled=worker):
+                background_worker(opened, enabled=worker), \
+                background_scheduler(opened, enabled=scheduler):
             app.state.store = opened
             try:
                 yield
@@ -105,4 +111,5 @@ def create_app(store: MemoryStore | None = None, *,
     app.include_router(episodes_router, dependencies=guard)
     app.include_router(facts_router, dependencies=guard)
     app.include_router(conversation_router, dependencies=guard)
+    app.include_router(maintenance_router, dependencies=guard)
     return app

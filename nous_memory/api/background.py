@@ -47,3 +47,21 @@ async def background_worker(store: MemoryStore, *, enabled: bool, poll_s: float 
             log.error("work-queue worker %s failed", worker.worker_id,
                       exc_info=task.exception())
         log.info("work-queue worker %s stopped", worker.worker_id)
+
+
+@contextlib.asynccontextmanager
+async def background_scheduler(store: MemoryStore, *, enabled: bool) -> AsyncIterator[None]:
+    """Run the maintenance scheduler (``jobs``) while the block runs (nothing if not
+    ``enabled``); runs in progress at shutdown get its grace time, then are cancelled
+    (safe: their committed batches stay and the next run continues)."""
+    if not enabled:
+        yield
+        return
+    from jobs import JobScheduler  # the jobs package sits above the library
+
+    scheduler = JobScheduler(store)
+    await scheduler.start()
+    try:
+        yield
+    finally:
+        await scheduler.stop()

@@ -78,6 +78,19 @@ class Database:
             async with self._pool.acquire() as conn, conn.transaction():
                 yield Connection(conn, self._queries)
 
+    @asynccontextmanager
+    async def rehearsal(self) -> AsyncIterator[Connection]:
+        """A transaction that is always rolled back: a dry run does the real work in it,
+        so what it reports is exactly what a real run would change."""
+        with translated():
+            async with self._pool.acquire() as conn:
+                tx = conn.transaction()
+                await tx.start()
+                try:
+                    yield Connection(conn, self._queries)
+                finally:
+                    await tx.rollback()
+
     async def fetch(self, name: str, *args: Any) -> list[asyncpg.Record]:
         async with self.acquire() as conn:
             return await conn.fetch(name, *args)

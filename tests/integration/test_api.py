@@ -448,6 +448,7 @@ async def test_openapi_documents_paths_and_bodies(client: httpx.AsyncClient) -> 
                           "/agents/{agent_id}/memories/batch",
                           "/agents/{agent_id}/memories/{memory_id}",
                           "/agents/{agent_id}/memories/{memory_id}/history",
+                          "/agents/{agent_id}/memories/{memory_id}/restore",
                           "/agents/{agent_id}/facts/learn",
                           "/agents/{agent_id}/facts/{fact_id}/history",
                           "/agents/{agent_id}/episodes/{episode_id}/facts",

@@ -52,3 +52,4 @@ async def test_readme_python_examples_run(database_url: str) -> None:
         body = textwrap.indent(fragment, " " * 8)
         outputs.append(await _run(WRAPPER.format(body=body), database_url))
     assert outputs[0][0].startswith("superseded [UUID(")
+    assert ["archived", "archived 4199"] in outputs  # Maintenance jobs: archive, restore

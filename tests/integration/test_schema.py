@@ -18,10 +18,9 @@ from nous_memory.testing import FakeEmbedder
 
 _SA_TO_PG = {
     "VARCHAR": "text", "TEXT": "text", "INTEGER": "int4", "BIGINT": "int8",
-    "FLOAT": "float8", "DOUBLE PRECISION": "float8", "UUID": "uuid",
+    "FLOAT": "float8", "DOUBLE PRECISION": "float8", "UUID": "uuid", "BOOLEAN": "bool",
     "TIMESTAMP WITH TIME ZONE": "timestamptz", "TEXT[]": "_text", "JSONB": "jsonb",
     "VECTOR(384)": "vector", "TSVECTOR": "tsvector", "BYTEA": "bytea", "UUID[]": "_uuid",
-    "BOOLEAN": "bool",
 }
 
 

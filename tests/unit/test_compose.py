@@ -167,6 +167,20 @@ def check_console_scripts(compose: Compose) -> None:
         assert program in scripts, f"{name} runs {program!r}, not in [project.scripts]"
 
 
+def check_scheduler_service(compose: Compose) -> None:
+    """The scheduler is a normal service: a plain `docker compose up` starts it, it runs
+    a command the CLI has, on the api's database, once that database is healthy."""
+    svc = service(compose, "scheduler")
+    assert not svc.get("profiles"), f"scheduler is opt-in (profiles {svc.get('profiles')})"
+    words = command_words(svc)
+    assert words[:2] == ["nous-memory", "scheduler"], f"scheduler runs {words}"
+    from nous_memory.cli import build_parser
+    commands = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert words[1] in commands, f"the CLI has no {words[1]!r} command"
+    check_database_url(compose, "scheduler")
+    check_depends_on_db_healthy(compose, "scheduler")
+
+
 def check_torch_before_project(dockerfile: str) -> None:
     runs = "\n".join(i for i in dockerfile_instructions(dockerfile) if i.upper().startswith("RUN "))
     pin = re.escape(TORCH_PIN)
@@ -190,25 +204,13 @@ COMPOSE_CHECKS: list[Callable[[Compose], None]] = [
     check_api_port,
     check_api_command,
     check_console_scripts,
+    check_scheduler_service,
 ]
 
 
 @pytest.mark.parametrize("check", COMPOSE_CHECKS, ids=lambda c: c.__name__)
 def test_compose(check: Callable[[Compose], None]) -> None:
     check(load_compose())
-
-
-def test_scheduler_shares_database_and_waits_for_it() -> None:
-    compose = load_compose()
-    check_database_url(compose, "scheduler")
-    check_depends_on_db_healthy(compose, "scheduler")
-    assert command_words(service(compose, "scheduler"))[:2] == ["nous-memory", "scheduler"]
-    scripts = tomllib.loads(PYPROJECT.read_text())["project"]["scripts"]
-    assert "nous-memory" in scripts
-    from nous_memory.cli import build_parser
-    if "scheduler" not in build_parser()._subparsers._group_actions[0].choices:  # type: ignore[union-attr]
-        # not released yet: a plain `docker compose up` must not start it
-        assert service(compose, "scheduler").get("profiles") == ["scheduler"]
 
 
 def test_dockerfile_installs_cpu_torch_before_project() -> None:
@@ -243,6 +245,7 @@ def _set(path: str, value: Any) -> Callable[[Compose], None]:
 
 _DB = "services.db"
 _API = "services.api"
+_SCHED = "services.scheduler"
 
 BROKEN: list[tuple[str, Callable[[Compose], None], Callable[[Compose], None]]] = [
     ("postgres image", _set(f"{_DB}.image", "postgres:17"), check_db_image),
@@ -270,6 +273,12 @@ BROKEN: list[tuple[str, Callable[[Compose], None], Callable[[Compose], None]]] =
      check_api_command),
     ("unknown script", _set(f"{_API}.command", "nous-mem serve --host 0.0.0.0 --port 8765"),
      check_console_scripts),
+    ("scheduler opt-in", _set(f"{_SCHED}.profiles", ["scheduler"]), check_scheduler_service),
+    ("scheduler runs serve", _set(f"{_SCHED}.command", ["nous-memory", "serve"]),
+     check_scheduler_service),
+    ("scheduler without database", _set(f"{_SCHED}.environment", {}),
+     check_scheduler_service),
+    ("scheduler not waiting", _set(f"{_SCHED}.depends_on", ["db"]), check_scheduler_service),
 ]
 
 

@@ -2,7 +2,8 @@
 --
 -- Work items: any task name (the worker dispatches on it), a dedup key and a payload.
 -- New tables: episode_extractions (the close's extraction, learned by a follow-up item),
--- memory_archive (cold storage), extraction_cache (tier-2 extractions).
+-- memory_archive (cold storage), extraction_cache (tier-2 extractions), job_runs
+-- (maintenance jobs).  Episodes say where their detail lives (storage); more audit events.
 -- Working memory: message edits and deletes keep the raw text; the conversation tables.
 
 ALTER TABLE work_items DROP CONSTRAINT work_items_task_check;
@@ -14,6 +15,23 @@ ALTER TABLE work_items ADD COLUMN payload jsonb NOT NULL DEFAULT '{}'
 DROP INDEX work_items_one_open;
 CREATE UNIQUE INDEX work_items_one_open ON work_items (agent_id, task, memory_id, dedup_key)
     WHERE state IN ('pending', 'running');
+CREATE INDEX work_items_by_memory ON work_items (agent_id, memory_id, task);
+
+ALTER TABLE episodes ADD COLUMN storage text NOT NULL DEFAULT 'hot'
+    CHECK (storage IN ('hot', 'trimmed', 'archived', 'restored', 'expired'));
+
+ALTER TABLE memory_events DROP CONSTRAINT memory_events_event_check;
+ALTER TABLE memory_events ADD CONSTRAINT memory_events_event_check
+    CHECK (event IN (
+        'created', 'confirmed', 'updated', 'superseded', 'trimmed',
+        'archived', 'restored', 'deleted', 'purged',
+        -- maintenance jobs: lifecycle rules, procedure compression, retention
+        'promoted', 'flagged', 'retired', 'compressed', 'expired'));
+
+ALTER TABLE episode_messages ADD COLUMN edited_at timestamptz;
+ALTER TABLE episode_messages ADD COLUMN deleted_at timestamptz;
+ALTER TABLE episode_messages ADD COLUMN edits jsonb NOT NULL DEFAULT '[]'
+    CHECK (jsonb_typeof(edits) = 'array');
 
 -- The close's LLM extraction, kept as returned (cleaned).  Its facts and decisions are
 -- learned by a follow-up work item (embeddings and dedup stay off the close path);
@@ -30,8 +48,11 @@ CREATE TABLE episode_extractions (
 );
 
 -- Cold storage (trim and archive jobs).  Full episode detail is
--- left(hot detail, start_offset) || content; a transcript moved cold is one jsonb array of
--- its message rows.  expand() and restore read it; only retention or a purge deletes it.
+-- left(coalesce(hot detail, ''), start_offset) || content (trim keeps a hot prefix of
+-- start_offset characters; archive moves all of it, start_offset 0, hot detail NULL); a
+-- transcript moved cold is one jsonb array of its message rows (to_jsonb of each
+-- episode_messages row, in seq order).  expand() and restore read it; only retention or
+-- a purge deletes it.
 CREATE TABLE memory_archive (
     agent_id      text        NOT NULL,
     memory_id     uuid        NOT NULL,
@@ -41,6 +62,9 @@ CREATE TABLE memory_archive (
     messages      jsonb       CHECK (messages IS NULL OR jsonb_typeof(messages) = 'array'),
     reason        text        NOT NULL CHECK (reason IN ('trim', 'archive')),
     archived_at   timestamptz NOT NULL DEFAULT now(),
+    -- hashtextextended(original, 0) of the whole original (the full detail, or the
+    -- transcript's jsonb text): a fast 64-bit checksum restore verifies before it commits
+    checksum      bigint,
     PRIMARY KEY (agent_id, memory_id, part),
     CHECK ((part = 'detail') = (content IS NOT NULL)),
     CHECK ((part = 'transcript') = (messages IS NOT NULL))
@@ -60,12 +84,33 @@ CREATE TABLE extraction_cache (
     PRIMARY KEY (agent_id, memory_id, query_sha256, max_tokens)
 );
 
+CREATE INDEX memory_archive_age ON memory_archive (archived_at);
+
 CREATE INDEX extraction_cache_expiry ON extraction_cache (expires_at);
 
-ALTER TABLE episode_messages ADD COLUMN edited_at timestamptz;
-ALTER TABLE episode_messages ADD COLUMN deleted_at timestamptz;
-ALTER TABLE episode_messages ADD COLUMN edits jsonb NOT NULL DEFAULT '[]'
-    CHECK (jsonb_typeof(edits) = 'array');
+-- One row per maintenance job run (jobs/): cluster-wide, not tenant data.  `slot` is
+-- the schedule's fire time the run belongs to: at most one ok scheduled run per slot.
+-- A run killed mid-way stays 'running' with no finished_at.
+CREATE TABLE job_runs (
+    id           bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    job          text        NOT NULL CHECK (job ~ '^[a-z][a-z_]{0,62}$'),
+    slot         timestamptz,
+    trigger      text        NOT NULL CHECK (trigger IN ('schedule', 'catch_up', 'manual')),
+    started_at   timestamptz NOT NULL DEFAULT clock_timestamp(),
+    finished_at  timestamptz,
+    status       text        NOT NULL DEFAULT 'running'
+        CHECK (status IN ('running', 'ok', 'failed', 'skipped')),
+    dry_run      boolean     NOT NULL DEFAULT false,
+    counts       jsonb       NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(counts) = 'object'),
+    note         text,
+    error        text,
+    runner       text        NOT NULL,
+    CHECK ((status = 'running') = (finished_at IS NULL))
+);
+
+CREATE INDEX job_runs_by_job ON job_runs (job, started_at DESC);
+CREATE UNIQUE INDEX job_runs_one_ok_per_slot ON job_runs (job, slot)
+    WHERE status = 'ok' AND NOT dry_run AND slot IS NOT NULL;
 
 -- ---------------------------------------------------------------- working memory (issue 7)
 

@@ -1,0 +1,152 @@
+"""The APScheduler (3.x) wiring: one ``AsyncIOScheduler`` with a cron trigger per job.
+
+Every job is added with ``coalesce`` (a backlog of missed fire times runs once),
+``max_instances=1`` and a misfire grace time.  A run belongs to a *slot*, the latest
+fire time of its trigger at or before its start: all schedulers compute the same slot,
+so with several of them on one database each slot is done once (the cluster lock
+serialises them, the slot check makes the later ones skip).  At start, a job whose
+current slot has no successful run (the scheduler was down at its fire time) runs once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.cron import CronTrigger
+
+from nous_memory import MemoryStore
+from nous_memory.errors import ConfigurationError
+
+from .registry import JOBS
+from .runner import Clock, JobRunner, utc_now
+
+_log = logging.getLogger("jobs")
+
+STOP_GRACE_S = 30.0
+_MAX_STEPS = 100_000
+
+
+def period_of(trigger: Any, now: datetime) -> timedelta:
+    """The gap between two consecutive fire times after ``now``."""
+    first = trigger.get_next_fire_time(None, now)
+    second = trigger.get_next_fire_time(first, first) if first else None
+    if first is None or second is None:
+        raise ConfigurationError("a job trigger must fire repeatedly")
+    gap: timedelta = second - first
+    return gap
+
+
+def slot_for(trigger: Any, now: datetime) -> datetime | None:
+    """The latest fire time of ``trigger`` at or before ``now`` (None if there is none)."""
+    period = period_of(trigger, now)
+    fire = trigger.get_next_fire_time(None, now - 2 * period)
+    slot: datetime | None = None
+    for _ in range(_MAX_STEPS):
+        if fire is None or fire > now:
+            return slot
+        slot = fire
+        fire = trigger.get_next_fire_time(fire, fire)
+    return slot
+
+
+def cron_trigger(name: str, expression: str, timezone: str) -> CronTrigger:
+    try:
+        return CronTrigger.from_crontab(expression, timezone=timezone)
+    except (ValueError, LookupError) as exc:
+        raise ConfigurationError(
+            f"NOUS_MEMORY_JOB_{name.upper()}_CRON={expression!r} is not a valid 5-field cron "
+            f"expression in {timezone!r}: {exc}") from None
+
+
+class JobScheduler:
+    """``await scheduler.start()`` ... ``await scheduler.stop()``; or ``run(stop_event)``.
+
+    ``triggers`` replaces the configured cron triggers (any APScheduler trigger, e.g. a
+    short interval in a test); jobs missing from it are not scheduled then.
+    """
+
+    def __init__(self, store: MemoryStore, *, clock: Clock = utc_now,
+                 triggers: Mapping[str, Any] | None = None, runner_id: str | None = None,
+                 catch_up: bool = True) -> None:
+        settings = store.settings
+        self._store = store
+        self.runner = JobRunner(store, clock=clock, runner_id=runner_id)
+        self._clock = clock
+        self._catch_up = catch_up
+        if triggers is None:
+            triggers = {}
+            for name, job in JOBS.items():
+                expression = job.cron(settings)
+                if expression is not None:
+                    triggers[name] = cron_trigger(name, expression, settings.jobs_timezone)
+        self.triggers = dict(triggers)
+        self._grace_s = settings.job_misfire_grace_s
+        self._scheduler = AsyncIOScheduler(timezone=settings.jobs_timezone)
+        self._running: set[asyncio.Task[Any]] = set()
+
+    async def start(self) -> None:
+        for name, trigger in self.triggers.items():
+            self._scheduler.add_job(self._fire, trigger=trigger, args=[name], id=name,
+                                    name=name, coalesce=True, max_instances=1,
+                                    misfire_grace_time=self._grace_s, replace_existing=True)
+        self._scheduler.start()
+        if self._catch_up:
+            self._track(asyncio.create_task(self.catch_up(), name="jobs catch-up"))
+        _log.info("scheduler %s started: %s", self.runner.runner_id,
+                  ", ".join(f"{n} ({t})" for n, t in self.triggers.items()) or "no jobs")
+
+    async def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+        """Stop firing; wait for runs in progress (cancel after ``grace_s``: safe, a
+        cancelled run's committed batches stay and the next run continues)."""
+        if self._scheduler.running:
+            self._scheduler.shutdown(wait=False)
+        if self._running:
+            _, pending = await asyncio.wait(set(self._running), timeout=grace_s)
+            for task in pending:
+                task.cancel()
+            for task in pending:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await self.start()
+        try:
+            await stop.wait()
+        finally:
+            await self.stop()
+
+    def next_runs(self) -> dict[str, datetime | None]:
+        return {job.id: job.next_run_time for job in self._scheduler.get_jobs()}
+
+    async def catch_up(self) -> list[str]:
+        """Run once each job whose current slot has no successful run; returns them."""
+        ran: list[str] = []
+        for name, trigger in self.triggers.items():
+            slot = slot_for(trigger, self._clock())
+            if slot is None or await self._store.job_runs.slot_done(name, slot):
+                continue
+            run = await self.runner.run(name, trigger="catch_up", slot=slot)
+            if run.status != "skipped":
+                ran.append(name)
+        return ran
+
+    async def _fire(self, name: str) -> None:
+        """What APScheduler calls at a fire time."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._track(task)
+        try:
+            slot = slot_for(self.triggers[name], self._clock())
+            await self.runner.run(name, trigger="schedule", slot=slot)
+        except Exception:  # one failing job never stops the scheduler
+            _log.exception("scheduled run of %s failed", name)
+
+    def _track(self, task: asyncio.Task[Any]) -> None:
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)

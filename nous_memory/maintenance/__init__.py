@@ -1,0 +1,77 @@
+"""Store-level maintenance: the work behind the scheduled jobs (``jobs/``).
+
+Everything here is set-based SQL in bounded batches, resumable after a kill, with an
+injectable ``now`` and a dry run that reports without changing anything.  ``jobs/``
+only decides when to call it, holds the cluster lock and records each run.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from uuid import UUID
+
+from ..db import Database
+from ..llm import LLMClient
+from ..memories import MemoryManager
+from ..work import TaskHandler
+from .batches import BatchHook, JobResult
+from .compression import Compression
+from .housekeeping import Housekeeping
+from .lifecycle import CORE_TAG, REVIEW_TAG, run_lifecycle
+from .policy import MaintenancePolicy
+from .resummarize import Resummarizer
+from .tiering import RestoreResult, Tiering
+
+__all__ = ["CORE_TAG", "REVIEW_TAG", "BatchHook", "JobResult", "Maintenance",
+           "MaintenancePolicy", "RestoreResult"]
+
+
+class Maintenance:
+    """One object per store; each method is one job's body."""
+
+    def __init__(self, db: Database, memories: MemoryManager, llm: LLMClient | None,
+                 policy: MaintenancePolicy) -> None:
+        self._db = db
+        self.policy = policy
+        self.llm_configured = llm is not None
+        self._tiering = Tiering(db, policy, llm_configured=llm is not None)
+        self._compression = Compression(db, llm, policy)
+        self._housekeeping = Housekeeping(db, memories, policy)
+        self._resummarizer = Resummarizer(db, memories, llm)
+
+    def handlers(self) -> dict[str, TaskHandler]:
+        """Work-queue tasks the jobs queue (``summary_regenerate``)."""
+        return self._resummarizer.handlers()
+
+    async def trim(self, *, now: datetime, dry_run: bool = False,
+                   agent_id: str | None = None, on_batch: BatchHook | None = None
+                   ) -> JobResult:
+        return await self._tiering.trim(now=now, dry_run=dry_run, agent_id=agent_id,
+                                        on_batch=on_batch)
+
+    async def archive(self, *, now: datetime, dry_run: bool = False,
+                      agent_id: str | None = None, ended_before: datetime | None = None,
+                      on_batch: BatchHook | None = None) -> JobResult:
+        return await self._tiering.archive(now=now, dry_run=dry_run, agent_id=agent_id,
+                                           ended_before=ended_before, on_batch=on_batch)
+
+    async def restore(self, agent_id: str, memory_id: UUID | str, *,
+                      actor: str | None = None) -> RestoreResult:
+        return await self._tiering.restore(agent_id, memory_id, actor=actor)
+
+    async def retention(self, *, now: datetime, dry_run: bool = False,
+                        on_batch: BatchHook | None = None) -> JobResult:
+        return await self._tiering.retention(now=now, dry_run=dry_run, on_batch=on_batch)
+
+    async def lifecycle(self, *, now: datetime, dry_run: bool = False,
+                        on_batch: BatchHook | None = None) -> JobResult:
+        return await run_lifecycle(self._db, self.policy, now=now, dry_run=dry_run,
+                                   on_batch=on_batch)
+
+    async def compress(self, *, now: datetime, dry_run: bool = False,
+                       on_batch: BatchHook | None = None) -> JobResult:
+        return await self._compression.run(now=now, dry_run=dry_run, on_batch=on_batch)
+
+    async def housekeeping(self, *, now: datetime, dry_run: bool = False,
+                           on_batch: BatchHook | None = None) -> JobResult:
+        return await self._housekeeping.run(now=now, dry_run=dry_run, on_batch=on_batch)
