@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from uuid import UUID
 
+from .. import blocks
 from ..db import Database
 from ..llm import LLMClient, LLMError
 from ..tokens import count_tokens
@@ -202,6 +203,7 @@ class Summarizer:
         pairs = pair_index(messages)
         latest = await latest_analyses(self._db, agent, episode, [m.seq for m in fold])
         texts: dict[int, str] = {}
+        passed: set[int] = set()  # injected blocks only: nothing to fold, and no gap
         failures: dict[int, str] = {}
         new_rows: list[tuple[int, bytes, str, str]] = []
         for i, message in enumerate(fold):
@@ -209,6 +211,8 @@ class Summarizer:
             known = latest.get(message.seq)
             if known is not None and known.content_hash == digest:
                 texts[message.seq] = known.content
+                if known.kind == "injected":
+                    passed.add(message.seq)
                 continue
             try:
                 kind, text = rules.analyze(message, call_for(messages, i, pairs))
@@ -217,11 +221,13 @@ class Summarizer:
                 continue
             new_rows.append((message.seq, digest, kind, text))
             texts[message.seq] = text
+            if kind == "injected":
+                passed.add(message.seq)
         await insert_analyses(self._db, agent, episode, new_rows)
         cut, gap = len(fold), None
         for i, message in enumerate(fold):
             found = texts.get(message.seq)
-            if found is None or not found.strip():
+            if (found is None or not found.strip()) and message.seq not in passed:
                 reason = failures.get(message.seq) or (
                     "analysis missing" if found is None
                     else "empty analysis: the message has no text and no tool call")
@@ -277,7 +283,8 @@ class Summarizer:
                    *, op: Op, depth: int) -> _Step:
         analyses = [a for _, a in delta]
         facets = merge(old_facets, rule_facets([(m.speaker, rules.extract(
-            " ".join(m.content.split()), 2000)) for m, _ in delta if m.role != "tool"]))
+            " ".join(blocks.strip(m.content).split()), 2000)) for m, _ in delta
+            if m.role != "tool"]))
         return _Step(delta=delta, text=rules.append(old, analyses), facets=facets,
                      source="rule", op=op, depth=depth)
 

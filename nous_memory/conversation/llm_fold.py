@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from .. import blocks
 from ..llm import LLMClient
 from ..tokens import count_tokens
+from . import rules
 from .facets import Facets, clean
 from .pairs import ConvMessage, safe_cut
 from .policy import Policy
@@ -93,7 +94,8 @@ def fold_input(policy: Policy, summary: str, bridge: ConvMessage | None,
     system = FOLD_INSTRUCTIONS.format(target=policy.target_text())
     head = f"<summary>{_escape(summary)}</summary>\n"
     if bridge is not None:
-        head += f"<bridge>{_escape(_render(bridge, ''))[:2000]}</bridge>\n"
+        # rendered (and escaped) once; a long bridge goes as its rule analysis, never empty
+        head += f"<bridge>{_render(bridge, rules.analyze(bridge, None)[1])}</bridge>\n"
     cap = policy.summarizer_window_tokens - policy.summarizer_output_tokens
     used_tokens = count_tokens(system) + count_tokens(head) + 16
     parts: list[str] = []

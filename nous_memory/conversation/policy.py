@@ -93,6 +93,8 @@ def resolve(*layers: Mapping[str, Any] | None) -> Policy:
     values: dict[str, Any] = {}
     problems: list[FieldProblem] = []
     for layer in layers:
+        if layer is not None and not isinstance(layer, Mapping):
+            raise InvalidInputError.single("policy", "must be an object of knobs")
         for key, value in (layer or {}).items():
             if key not in KNOBS:
                 problems.append(FieldProblem(f"policy.{key}", "unknown knob"))
@@ -128,6 +130,8 @@ def _check(key: str, value: Any) -> Any:
             field, "must be tokens or words")
     if isinstance(value, bool) or not isinstance(value, int | float):
         return FieldProblem(field, "must be a number")
+    if isinstance(value, float) and not math.isfinite(value):
+        return FieldProblem(field, "must be a finite number")
     if key in _INT_MIN:
         if value != int(value):
             return FieldProblem(field, "must be a whole number")

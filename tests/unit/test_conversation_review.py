@@ -1,0 +1,71 @@
+"""Review of working memory (issue 7): defects found in review, each pinned by a test."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from nous_memory import blocks
+from nous_memory.conversation import rules
+from nous_memory.conversation.llm_fold import fold_input
+from nous_memory.conversation.pairs import ConvMessage, pair_index, safe_cut
+from nous_memory.conversation.policy import resolve
+from nous_memory.conversation.prompt import _tail
+from nous_memory.errors import InvalidInputError
+
+
+def msg(seq: int, role: str = "user", content: str = "hello there", **extra: object
+        ) -> ConvMessage:
+    return ConvMessage(seq=seq, role=role, content=content, tokens=3, **extra)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan])
+@pytest.mark.parametrize("knob", ["target", "summary_max_chars", "protect_tail"])
+def test_non_finite_knobs_are_refused_with_their_field(knob: str, value: float) -> None:
+    with pytest.raises(InvalidInputError) as bad:
+        resolve({knob: value})
+    assert [p.field for p in bad.value.problems] == [f"policy.{knob}"]
+
+
+def test_a_policy_layer_that_is_not_an_object_is_refused() -> None:
+    with pytest.raises(InvalidInputError) as bad:
+        resolve(["mode", "rule"])  # type: ignore[list-item]
+    assert [p.field for p in bad.value.problems] == ["policy"]
+
+
+def test_malformed_tool_call_metadata_is_ignored_not_fatal() -> None:
+    odd = [msg(0), msg(1, "assistant", "x", metadata={"tool_calls": 5}),
+           msg(2, "assistant", "y", metadata={"tool_calls": "abc"}),
+           msg(3, "assistant", "z", metadata={"tool_calls": {"id": "a"}})]
+    assert pair_index(odd) == {} and safe_cut(odd, 4) == 4
+    assert rules.analyze(odd[1], None) == ("message", "assistant: x")
+
+
+def test_the_cut_never_ends_on_a_call_still_waiting_for_its_result() -> None:
+    waiting = [msg(0), msg(1, "assistant", "", metadata={"tool_calls": [
+        {"id": "c1", "function": {"name": "bash", "arguments": "{}"}}]})]
+    assert safe_cut(waiting, 2) == 1  # its result arrives later: it stays unfolded
+
+
+def test_a_prompt_tail_never_starts_with_a_result_whose_call_is_not_in_it() -> None:
+    tail = [msg(5, "tool", "a.txt", tool_call_id="c1"), msg(6, "user", "and then?")]
+    chosen, _, spent = _tail(tail, 10_000)
+    assert [m["role"] for m in chosen] == ["user"] and spent > 0
+
+
+def test_the_bridge_is_delimited_once_and_never_empty() -> None:
+    policy = resolve({})
+    long = "Ana booked the Lisbon flight for 9 May. " * 200  # far over the raw-message limit
+    bridge = ConvMessage(seq=3, role="user", name="Ana", content=long, tokens=2000)
+    request = fold_input(policy, "old", bridge, [(msg(4), "user: hello there")])
+    body = request.messages[1]["content"]
+    assert '<bridge><message seq="3" role="user" name="Ana">' in body
+    inner = body.split("<bridge>", 1)[1].split("</bridge>", 1)[0]
+    assert "Lisbon" in inner and "&lt;message" not in inner
+
+
+def test_an_injected_block_alone_is_not_an_empty_message() -> None:
+    stored = msg(0, "system", blocks.wrap("Summary of the conversation so far", "summary"))
+    kind, text = rules.analyze(stored, None)
+    assert kind == "injected" and text == ""
