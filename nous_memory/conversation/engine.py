@@ -19,6 +19,7 @@ from . import breaker, llm_fold, rules
 from .facets import Facets, merge, rule_facets
 from .pairs import ConvMessage, call_for, content_hash, pair_index, safe_cut
 from .policy import Policy, should_summarize
+from .prompt import chat_message, message_tokens
 from .storage import (
     NewRecord,
     Op,
@@ -37,6 +38,7 @@ from .storage import (
 )
 
 MAX_REBUILD_STEPS = 200
+INVALIDATE_TRIES = 3
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,6 +94,11 @@ class _LostRace(Exception):
     pass
 
 
+def chat_overhead(messages: list[ConvMessage]) -> int:
+    """Tokens a prompt spends on the messages beyond their content (role, name, ids)."""
+    return sum(message_tokens(chat_message(m), m.tokens) - m.tokens for m in messages)
+
+
 def summary_text(story: SummaryRecord | None, chapter: SummaryRecord | None) -> str:
     return "\n\n".join(r.content for r in (story, chapter) if r is not None and r.content)
 
@@ -102,25 +109,36 @@ class Summarizer:
         self._llm = llm
 
     async def run(self, agent: str, episode: UUID, policy: Policy, *,
-                  force: bool = False) -> SummarizeResult:
-        return (await self.run_with_view(agent, episode, policy, force=force))[0]
+                  force: bool = False, extra_tokens: int = 0) -> SummarizeResult:
+        return (await self.run_with_view(agent, episode, policy, force=force,
+                                         extra_tokens=extra_tokens))[0]
 
     async def run_with_view(self, agent: str, episode: UUID, policy: Policy, *,
-                            force: bool = False, llm_inline: bool = True
-                            ) -> tuple[SummarizeResult, View | None]:
+                            force: bool = False, llm_inline: bool = True,
+                            extra_tokens: int = 0) -> tuple[SummarizeResult, View | None]:
         """The pass, and the conversation as it left it when that is still current
         (nothing written since it was read), so a prompt needs no second read.
 
         ``llm_inline=False`` (the prompt path): a due fold that would call the LLM is not
         run here but reported as ``deferred`` for the worker; in an emergency it is
         folded now by rules instead (cheap, and it keeps what would be dropped).
+        ``extra_tokens``: what else the window holds (the prompt's system message); the
+        chat overhead of each unfolded message is counted here too.
         """
         await episode_state(self._db, agent, episode)
         state = await load_state(self._db, agent, episode)
         invalidated = await self._watermark_problem(agent, episode, state)
-        if invalidated:
-            await invalidate(self._db, agent, episode, invalidated, state.version)
+        for attempt in range(INVALIDATE_TRIES):
+            if not invalidated:
+                break
+            # conditional on the version read, unconditional on the last try: a change
+            # that lands in between must not make the reset (and the rebuild) be skipped
+            version = state.version if attempt < INVALIDATE_TRIES - 1 else None
+            done = await invalidate(self._db, agent, episode, invalidated, version)
             state = await load_state(self._db, agent, episode)
+            if done:
+                break
+            invalidated = await self._watermark_problem(agent, episode, state)
         rebuilding = state.invalidated_reason is not None
         invalidated = invalidated or state.invalidated_reason
         reasons: list[str] = []
@@ -136,7 +154,7 @@ class Summarizer:
             decision = should_summarize(
                 policy, messages, summary_tokens=count_tokens(summary_text(story, head)),
                 since_last_fold=last_seq + 1 - state.folded_message_count, armed=state.armed,
-                force=force or rebuilding)
+                force=force or rebuilding, extra_tokens=extra_tokens + chat_overhead(messages))
             reasons.extend(r for r in decision.reasons if r not in reasons)
             if not decision.summarize:
                 if decision.armed != state.armed:
