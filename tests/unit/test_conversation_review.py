@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
+from typing import Literal, cast
+from uuid import uuid4
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nous_memory import blocks
 from nous_memory.conversation import rules
+from nous_memory.conversation.engine import Summarizer
+from nous_memory.conversation.facets import Facets
 from nous_memory.conversation.llm_fold import fold_input
 from nous_memory.conversation.pairs import ConvMessage, pair_index, safe_cut
 from nous_memory.conversation.policy import resolve
 from nous_memory.conversation.prompt import _tail
+from nous_memory.conversation.storage import State, SummaryRecord
+from nous_memory.db import Database
 from nous_memory.errors import InvalidInputError
 
 
@@ -69,3 +78,38 @@ def test_an_injected_block_alone_is_not_an_empty_message() -> None:
     stored = msg(0, "system", blocks.wrap("Summary of the conversation so far", "summary"))
     kind, text = rules.analyze(stored, None)
     assert kind == "injected" and text == ""
+
+
+@settings(max_examples=80, deadline=None)
+@given(old=st.text(max_size=4000), story=st.text(max_size=3000),
+       contents=st.lists(st.text(min_size=1, max_size=900), min_size=1, max_size=20),
+       max_chars=st.integers(min_value=-50, max_value=6000),
+       target=st.integers(min_value=-50, max_value=9000),
+       window=st.integers(min_value=256, max_value=40_000),
+       chapter=st.integers(min_value=0, max_value=30), depth=st.integers(0, 5))
+def test_the_engine_fold_never_exceeds_max(old: str, story: str, contents: list[str],
+                                          max_chars: int, target: int, window: int,
+                                          chapter: int, depth: int) -> None:
+    """The property the issue asks for, on the engine's own fold (rule mode: the path
+    every LLM failure ends on), not on a re-implementation of its size check."""
+    policy = resolve({"mode": "rule", "summary_max_chars": max_chars, "target_chars": target,
+                      "window_tokens": window, "chapter_messages": chapter})
+    head = record(old, depth, "chapter")
+    state = State(watermark_seq=0, watermark_hash=b"\0" * 32, summary_id=1, story_id=2,
+                  version=1, armed=False, folded_message_count=1, chapter_messages=chapter // 2,
+                  breaker_failures=0, breaker_open_until=None, invalidated_reason=None)
+    delta = [(m, rules.analyze(m, None)[1] or "-") for m in
+             (msg(i + 1, "user" if i % 2 else "assistant", c) for i, c in enumerate(contents))]
+    summarizer = Summarizer(cast(Database, None), None)
+    step = asyncio.run(summarizer._fold("agent", uuid4(), policy, state, head,
+                                        record(story, 0, "story"), delta))
+    assert len(step.text) <= policy.max_chars
+    if step.story is not None:
+        assert len(step.story[0]) <= policy.story_chars
+
+
+def record(content: str, depth: int, level: Literal["chapter", "story"]) -> SummaryRecord:
+    return SummaryRecord(id=1 if level == "chapter" else 2, parent_id=None, level=level,
+                         op="fold", depth=depth, first_seq=0, last_seq=0, covered=1,
+                         content=content, chars=len(content), tokens=0, source="rule",
+                         facets=Facets(), status="current")
