@@ -112,6 +112,11 @@ def resolve(*layers: Mapping[str, Any] | None) -> Policy:
     limit = max(MIN_CHARS, policy.summary_max_chars)
     policy = dataclasses.replace(policy, summary_max_chars=limit,
                                  target_chars=min(max(MIN_CHARS, policy.target_chars), limit))
+    if policy.summarizer_output_tokens * 2 > policy.summarizer_window_tokens:
+        raise InvalidInputError.single(
+            "policy.summarizer_output_tokens", "must be at most half of "
+            f"summarizer_window_tokens ({policy.summarizer_window_tokens}), so that the "
+            "summarising call has room for its input")
     if not 0 < policy.reset_token_ratio <= policy.trigger_token_ratio <= policy.emergency_ratio:
         raise InvalidInputError.single(
             "policy.reset_token_ratio", "needs 0 < reset_token_ratio <= trigger_token_ratio "

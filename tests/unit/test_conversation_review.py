@@ -22,6 +22,7 @@ from nous_memory.conversation.prompt import _tail
 from nous_memory.conversation.storage import State, SummaryRecord
 from nous_memory.db import Database
 from nous_memory.errors import InvalidInputError
+from nous_memory.tokens import count_tokens
 
 
 def msg(seq: int, role: str = "user", content: str = "hello there", **extra: object
@@ -113,3 +114,20 @@ def record(content: str, depth: int, level: Literal["chapter", "story"]) -> Summ
                          op="fold", depth=depth, first_seq=0, last_seq=0, covered=1,
                          content=content, chars=len(content), tokens=0, source="rule",
                          facets=Facets(), status="current")
+
+
+def test_a_long_summary_cannot_crowd_every_message_out_of_the_summariser() -> None:
+    policy = resolve({"window_tokens": 100_000, "summarizer_window_tokens": 1024,
+                      "summarizer_output_tokens": 256})
+    old = " ".join(f"Entity{i} moved to city {i}." for i in range(700))  # ~4000 tokens
+    delta = [(msg(i, content=f"Ana decided on plan {i}."), f"user: plan {i}") for i in range(3)]
+    request = fold_input(policy, old, None, delta)
+    sent = sum(count_tokens(m["content"]) for m in request.messages)
+    assert request.used == 3 and sent <= 1024 - 256
+    assert "Entity699" in request.messages[1]["content"]  # the newest end is kept
+
+
+def test_the_summariser_output_must_leave_room_for_input() -> None:
+    with pytest.raises(InvalidInputError) as bad:
+        resolve({"summarizer_window_tokens": 1024, "summarizer_output_tokens": 1024})
+    assert [p.field for p in bad.value.problems] == ["policy.summarizer_output_tokens"]
