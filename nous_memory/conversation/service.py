@@ -170,9 +170,15 @@ class WorkingMemory:
             raise InvalidInputError.single("context_tokens", "must be an integer >= 0")
         policy = await self.policy(agent, overrides)
         result = view = None
-        # the system message shares the window: the triggers count it (and so does the
-        # worker a fold is left to), else a prompt could drop messages nobody folded
+        # The system message shares the window, and a budget below the model's window
+        # shrinks it: the triggers count both (so does the worker a fold is left to),
+        # else a prompt could drop messages nobody folded.
         extra = prompt_tokens([{"role": "system", "content": system}] if system else [])
+        if extra > budget_tokens:  # refused before anything is folded or written
+            raise InvalidInputError.single(
+                "budget_tokens", f"{budget_tokens} is less than the system prompt alone "
+                                 f"needs ({extra} tokens)")
+        extra += max(0, policy.window_tokens - budget_tokens)
         if summarize:
             result, view = await self._summarizer.run_with_view(
                 agent, episode, policy, llm_inline=not self.background_llm,

@@ -14,6 +14,7 @@ from nous_memory import MemoryStore, blocks
 from nous_memory.conversation.engine import Summarizer
 from nous_memory.conversation.pairs import content_hash
 from nous_memory.conversation.prompt import prompt_tokens
+from nous_memory.errors import InvalidInputError
 
 AGENT = "wm-review"
 RULE = {"mode": "rule", "protect_tail": 2}
@@ -129,3 +130,28 @@ async def test_rest_refuses_non_finite_knobs_and_a_non_text_query(
     bad = await client.post(f"/agents/{AGENT}/episodes/{episode}/prompt",
                             json={"system": "x", "budget_tokens": 100, "query": 5})
     assert bad.status_code == 422 and bad.json()["detail"][0]["field"] == "query"
+
+
+async def test_a_budget_below_the_window_is_what_the_triggers_guard(
+        store: MemoryStore) -> None:
+    """The policy's window is the model's (8192 by default); a prompt built for a smaller
+    budget must fold before it would have to drop messages nobody summarised."""
+    episode = await episode_with(store, turns(24, words=45))  # ~1300 tokens of messages
+    policy = {"mode": "rule", "trigger_messages": 0, "trigger_words": 0, "protect_tail": 2}
+    prompt = await store.build_prompt(AGENT, episode, "Be brief.", 1000, policy=policy)
+    assert prompt.summarized is not None and prompt.summarized.folded > 0, prompt.summarized
+    assert prompt.dropped_messages == 0 and prompt.tokens <= 1000
+
+
+async def test_a_budget_too_small_for_the_system_prompt_writes_nothing(
+        store: MemoryStore) -> None:
+    episode = await episode_with(store, turns(12))
+    try:
+        await store.build_prompt(AGENT, episode, "word " * 50, 20,
+                                 policy={"mode": "rule", "trigger_messages": 4,
+                                         "min_messages": 1})
+    except InvalidInputError as exc:
+        assert exc.problems[0].field == "budget_tokens"
+    else:
+        raise AssertionError("a 20-token budget cannot hold a 50-word system prompt")
+    assert await store.summary_history(AGENT, episode) == []  # refused before any fold
