@@ -11,6 +11,7 @@ import asyncpg
 import httpx
 
 from nous_memory import MemoryStore, blocks
+from nous_memory.cli import main
 from nous_memory.conversation.engine import Summarizer
 from nous_memory.conversation.pairs import content_hash
 from nous_memory.conversation.prompt import prompt_tokens
@@ -155,3 +156,14 @@ async def test_a_budget_too_small_for_the_system_prompt_writes_nothing(
     else:
         raise AssertionError("a 20-token budget cannot hold a 50-word system prompt")
     assert await store.summary_history(AGENT, episode) == []  # refused before any fold
+
+
+async def test_cli_refuses_force_without_run(store: MemoryStore, database_url: str,
+                                             capsys: Any) -> None:
+    episode = await episode_with(store, turns(12))
+    capsys.readouterr()
+    code = await asyncio.to_thread(main, ["--database-url", database_url, "episodes",
+                                          "summary", episode, "--agent", AGENT, "--force"])
+    out, err = capsys.readouterr()
+    assert code != 0 and "force" in err and "--run" in err, (out, err)
+    assert await store.summary_history(AGENT, episode) == []
