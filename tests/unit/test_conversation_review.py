@@ -16,7 +16,7 @@ from nous_memory.conversation import rules
 from nous_memory.conversation.engine import Summarizer
 from nous_memory.conversation.facets import Facets
 from nous_memory.conversation.llm_fold import fold_input
-from nous_memory.conversation.pairs import ConvMessage, pair_index, safe_cut
+from nous_memory.conversation.pairs import ConvMessage, call_for, pair_index, safe_cut
 from nous_memory.conversation.policy import resolve
 from nous_memory.conversation.prompt import _tail
 from nous_memory.conversation.storage import State, SummaryRecord
@@ -131,3 +131,13 @@ def test_the_summariser_output_must_leave_room_for_input() -> None:
     with pytest.raises(InvalidInputError) as bad:
         resolve({"summarizer_window_tokens": 1024, "summarizer_output_tokens": 1024})
     assert [p.field for p in bad.value.problems] == ["policy.summarizer_output_tokens"]
+
+
+def test_shell_summary_reads_no_exit_code_or_error_from_ordinary_words() -> None:
+    call_msg = ConvMessage(seq=0, role="assistant", content="", metadata={"tool_calls": [
+        {"id": "s", "function": {"name": "bash", "arguments": '{"command": "make"}'}}]})
+    output = "copied src 12 files\nbuild finished: 0 errors, 0 warnings\n3 tests failed"
+    result = msg(1, "tool", output, tool_call_id="s")
+    kind, text = rules.analyze(result, call_for([call_msg, result], 1))
+    assert kind == "shell" and "exit ?" in text, text
+    assert "first error: 3 tests failed" in text, text
