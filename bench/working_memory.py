@@ -26,6 +26,9 @@ Lines (``name: value``, headline last):
   conversation (``facets.entities_in``) found as words in what the final prompt shows the
   model after the system prompt (summary block incl. its facets line + tail), rule mode;
   entity_retention_prose: the same without the facets;
+- dropped_unfolded_messages_max: the most unfolded messages any prompt of either mode
+  left out to stay in budget (in neither the summary nor the prompt at that turn), so
+  that the budget line below cannot be met by silently dropping history;
 - max_prompt_tokens_over_budget: the largest (prompt tokens - budget) over every prompt of
   both modes, recounted exactly from the messages; it must be 0.
 """
@@ -118,6 +121,7 @@ class Tally:
     folds: int = 0
     overhead_ms: list[float] = field(default_factory=list)
     over_budget: int = 0
+    dropped_max: int = 0
     retention: list[float] = field(default_factory=list)
     retention_prose: list[float] = field(default_factory=list)
 
@@ -148,6 +152,7 @@ async def replay(store: MemoryStore, agent: str, turns: list[dict[str, Any]], wi
         recount = prompt_tokens(prompt.messages)
         assert recount == prompt.tokens, (recount, prompt.tokens)
         tally.over_budget = max(tally.over_budget, recount - window)
+        tally.dropped_max = max(tally.dropped_max, prompt.dropped_messages)
     assert prompt is not None
     entities = {e for t in turns for e in entities_in(t["content"])}
     shown = "\n".join(m["content"] for m in prompt.messages[1:])
@@ -221,6 +226,7 @@ async def run(data: Path, window: int, limit: int | None, max_turns: int | None)
     print(f"summarize_calls_per_100_msgs: {100 * rule.folds / max(rule.messages, 1):.2f}")
     print(f"overhead_ms_per_turn_p50: {pct(rule.overhead_ms, 50):.2f}")
     print(f"entity_retention: {statistics.fmean(rule.retention):.3f}")
+    print(f"dropped_unfolded_messages_max: {max(rule.dropped_max, llm.dropped_max)}")
     print(f"max_prompt_tokens_over_budget: {max(rule.over_budget, llm.over_budget, 0)}")
 
 

@@ -69,6 +69,8 @@ async def _prompt(store: MemoryStore, args: argparse.Namespace) -> Output:
 async def _summary(store: MemoryStore, args: argparse.Namespace) -> Output:
     data: dict[str, object] = {}
     lines: list[str] = []
+    if args.force and not args.run:  # else it would be ignored without a word
+        raise InvalidInputError.single("force", "only with --run (fold now)")
     if args.run:
         result = await store.summarize_conversation(args.agent, args.episode_id,
                                                     force=args.force, policy=_policy(args))

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from uuid import UUID
 
+from .. import blocks
 from ..db import Database
 from ..llm import LLMClient, LLMError
 from ..tokens import count_tokens
@@ -18,6 +19,7 @@ from . import breaker, llm_fold, rules
 from .facets import Facets, merge, rule_facets
 from .pairs import ConvMessage, call_for, content_hash, pair_index, safe_cut
 from .policy import Policy, should_summarize
+from .prompt import chat_message, message_tokens
 from .storage import (
     NewRecord,
     Op,
@@ -36,6 +38,7 @@ from .storage import (
 )
 
 MAX_REBUILD_STEPS = 200
+INVALIDATE_TRIES = 3
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,6 +94,11 @@ class _LostRace(Exception):
     pass
 
 
+def chat_overhead(messages: list[ConvMessage]) -> int:
+    """Tokens a prompt spends on the messages beyond their content (role, name, ids)."""
+    return sum(message_tokens(chat_message(m), m.tokens) - m.tokens for m in messages)
+
+
 def summary_text(story: SummaryRecord | None, chapter: SummaryRecord | None) -> str:
     return "\n\n".join(r.content for r in (story, chapter) if r is not None and r.content)
 
@@ -101,25 +109,36 @@ class Summarizer:
         self._llm = llm
 
     async def run(self, agent: str, episode: UUID, policy: Policy, *,
-                  force: bool = False) -> SummarizeResult:
-        return (await self.run_with_view(agent, episode, policy, force=force))[0]
+                  force: bool = False, extra_tokens: int = 0) -> SummarizeResult:
+        return (await self.run_with_view(agent, episode, policy, force=force,
+                                         extra_tokens=extra_tokens))[0]
 
     async def run_with_view(self, agent: str, episode: UUID, policy: Policy, *,
-                            force: bool = False, llm_inline: bool = True
-                            ) -> tuple[SummarizeResult, View | None]:
+                            force: bool = False, llm_inline: bool = True,
+                            extra_tokens: int = 0) -> tuple[SummarizeResult, View | None]:
         """The pass, and the conversation as it left it when that is still current
         (nothing written since it was read), so a prompt needs no second read.
 
         ``llm_inline=False`` (the prompt path): a due fold that would call the LLM is not
         run here but reported as ``deferred`` for the worker; in an emergency it is
         folded now by rules instead (cheap, and it keeps what would be dropped).
+        ``extra_tokens``: what else the window holds (the prompt's system message); the
+        chat overhead of each unfolded message is counted here too.
         """
         await episode_state(self._db, agent, episode)
         state = await load_state(self._db, agent, episode)
         invalidated = await self._watermark_problem(agent, episode, state)
-        if invalidated:
-            await invalidate(self._db, agent, episode, invalidated, state.version)
+        for attempt in range(INVALIDATE_TRIES):
+            if not invalidated:
+                break
+            # conditional on the version read, unconditional on the last try: a change
+            # that lands in between must not make the reset (and the rebuild) be skipped
+            version = state.version if attempt < INVALIDATE_TRIES - 1 else None
+            done = await invalidate(self._db, agent, episode, invalidated, version)
             state = await load_state(self._db, agent, episode)
+            if done:
+                break
+            invalidated = await self._watermark_problem(agent, episode, state)
         rebuilding = state.invalidated_reason is not None
         invalidated = invalidated or state.invalidated_reason
         reasons: list[str] = []
@@ -135,7 +154,7 @@ class Summarizer:
             decision = should_summarize(
                 policy, messages, summary_tokens=count_tokens(summary_text(story, head)),
                 since_last_fold=last_seq + 1 - state.folded_message_count, armed=state.armed,
-                force=force or rebuilding)
+                force=force or rebuilding, extra_tokens=extra_tokens + chat_overhead(messages))
             reasons.extend(r for r in decision.reasons if r not in reasons)
             if not decision.summarize:
                 if decision.armed != state.armed:
@@ -202,6 +221,7 @@ class Summarizer:
         pairs = pair_index(messages)
         latest = await latest_analyses(self._db, agent, episode, [m.seq for m in fold])
         texts: dict[int, str] = {}
+        passed: set[int] = set()  # injected blocks only: nothing to fold, and no gap
         failures: dict[int, str] = {}
         new_rows: list[tuple[int, bytes, str, str]] = []
         for i, message in enumerate(fold):
@@ -209,6 +229,8 @@ class Summarizer:
             known = latest.get(message.seq)
             if known is not None and known.content_hash == digest:
                 texts[message.seq] = known.content
+                if known.kind == "injected":
+                    passed.add(message.seq)
                 continue
             try:
                 kind, text = rules.analyze(message, call_for(messages, i, pairs))
@@ -217,11 +239,13 @@ class Summarizer:
                 continue
             new_rows.append((message.seq, digest, kind, text))
             texts[message.seq] = text
+            if kind == "injected":
+                passed.add(message.seq)
         await insert_analyses(self._db, agent, episode, new_rows)
         cut, gap = len(fold), None
         for i, message in enumerate(fold):
             found = texts.get(message.seq)
-            if found is None or not found.strip():
+            if (found is None or not found.strip()) and message.seq not in passed:
                 reason = failures.get(message.seq) or (
                     "analysis missing" if found is None
                     else "empty analysis: the message has no text and no tool call")
@@ -277,7 +301,8 @@ class Summarizer:
                    *, op: Op, depth: int) -> _Step:
         analyses = [a for _, a in delta]
         facets = merge(old_facets, rule_facets([(m.speaker, rules.extract(
-            " ".join(m.content.split()), 2000)) for m, _ in delta if m.role != "tool"]))
+            " ".join(blocks.strip(m.content).split()), 2000)) for m, _ in delta
+            if m.role != "tool"]))
         return _Step(delta=delta, text=rules.append(old, analyses), facets=facets,
                      source="rule", op=op, depth=depth)
 

@@ -13,9 +13,11 @@ from pydantic import BaseModel
 from .. import blocks
 from ..llm import LLMClient
 from ..tokens import count_tokens
+from . import rules
 from .facets import Facets, clean
 from .pairs import ConvMessage, safe_cut
 from .policy import Policy
+from .prompt import fit
 
 RAW_MESSAGE_TOKENS = 400  # longer messages go to the model as their rule analysis
 TRANSPORT_ATTEMPTS = 2  # the first try and one retry with backoff
@@ -91,10 +93,14 @@ def fold_input(policy: Policy, summary: str, bridge: ConvMessage | None,
                delta: Sequence[tuple[ConvMessage, str]]) -> FoldInput:
     """The fold request, holding as many delta messages as fit the summariser's window."""
     system = FOLD_INSTRUCTIONS.format(target=policy.target_text())
-    head = f"<summary>{_escape(summary)}</summary>\n"
-    if bridge is not None:
-        head += f"<bridge>{_escape(_render(bridge, ''))[:2000]}</bridge>\n"
     cap = policy.summarizer_window_tokens - policy.summarizer_output_tokens
+    # the old summary gets at most half of the input, its newest end kept: else a long
+    # summary (a large window's share) leaves no room for a single message
+    half = (cap - count_tokens(system) - 32) // 2
+    head = f"<summary>{fit(_escape(summary), max(half, 0), 'tail')}</summary>\n"
+    if bridge is not None:
+        # rendered (and escaped) once; a long bridge goes as its rule analysis, never empty
+        head += f"<bridge>{_render(bridge, rules.analyze(bridge, None)[1])}</bridge>\n"
     used_tokens = count_tokens(system) + count_tokens(head) + 16
     parts: list[str] = []
     for message, analysis in delta:

@@ -64,6 +64,10 @@ async def change(db: Database, agent: str, episode: UUID, seq: object, *,
         else:
             at = await conn.fetchval("conv_message_edit", agent, episode, number, text, tokens)
         await conn.execute("conv_state_ensure", agent, episode)
+        # Touch first: a fold in flight may hold the old text, so its compare-and-swap must
+        # fail; and the row lock this takes means a fold that landed just before is seen
+        # below (reading the watermark first could miss it and leave the old text folded).
+        await conn.execute("conv_state_touch", agent, episode)
         state = await conn.fetchrow("conv_state_get", agent, episode)
         assert state is not None
         behind = number <= state["watermark_seq"]
@@ -72,8 +76,6 @@ async def change(db: Database, agent: str, episode: UUID, seq: object, *,
             await conn.fetchval("conv_state_invalidate", agent, episode,
                                 f"message {number} {action} behind the watermark", None)
             await conn.execute("conv_summaries_invalidate", agent, episode)
-        else:  # a fold in flight may hold the old text: make its compare-and-swap fail
-            await conn.execute("conv_state_touch", agent, episode)
     return MessageChange(episode_id=episode, seq=number,
                          action="deleted" if delete else "edited", at=at,
                          invalidated=behind, versions=len(message["edits"] or []) + (

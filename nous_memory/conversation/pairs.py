@@ -74,7 +74,9 @@ def tool_calls(message: ConvMessage) -> list[ToolCall]:
     if message.role != "assistant":
         return []
     calls: list[ToolCall] = []
-    for raw in message.metadata.get("tool_calls") or []:
+    declared = message.metadata.get("tool_calls")
+    # metadata is stored as the client gave it: anything but a list declares no calls
+    for raw in declared if isinstance(declared, list | tuple) else ():
         if isinstance(raw, Mapping):
             inner = raw.get("function")
             fn: Mapping[str, Any] = inner if isinstance(inner, Mapping) else raw
@@ -131,11 +133,15 @@ def call_for(messages: Sequence[ConvMessage], index: int,
 
 def safe_cut(messages: Sequence[ConvMessage], cut: int,
              pairs: Mapping[int, int] | None = None) -> int:
-    """The largest cut <= ``cut`` (fold ``messages[:cut]``) splitting no call from a result."""
+    """The largest cut <= ``cut`` (fold ``messages[:cut]``) splitting no call from a result.
+
+    A cut never ends on a message that makes tool calls either: a result that has not
+    arrived yet would otherwise start the unfolded part without its call."""
     pairs = pair_index(messages) if pairs is None else pairs
     cut = max(0, min(cut, len(messages)))
     while cut > 0:
-        if not any(owner < cut <= result for result, owner in pairs.items()):
+        if not tool_calls(messages[cut - 1]) and not any(
+                owner < cut <= result for result, owner in pairs.items()):
             return cut
         cut -= 1
     return 0

@@ -93,6 +93,8 @@ def resolve(*layers: Mapping[str, Any] | None) -> Policy:
     values: dict[str, Any] = {}
     problems: list[FieldProblem] = []
     for layer in layers:
+        if layer is not None and not isinstance(layer, Mapping):
+            raise InvalidInputError.single("policy", "must be an object of knobs")
         for key, value in (layer or {}).items():
             if key not in KNOBS:
                 problems.append(FieldProblem(f"policy.{key}", "unknown knob"))
@@ -110,6 +112,11 @@ def resolve(*layers: Mapping[str, Any] | None) -> Policy:
     limit = max(MIN_CHARS, policy.summary_max_chars)
     policy = dataclasses.replace(policy, summary_max_chars=limit,
                                  target_chars=min(max(MIN_CHARS, policy.target_chars), limit))
+    if policy.summarizer_output_tokens * 2 > policy.summarizer_window_tokens:
+        raise InvalidInputError.single(
+            "policy.summarizer_output_tokens", "must be at most half of "
+            f"summarizer_window_tokens ({policy.summarizer_window_tokens}), so that the "
+            "summarising call has room for its input")
     if not 0 < policy.reset_token_ratio <= policy.trigger_token_ratio <= policy.emergency_ratio:
         raise InvalidInputError.single(
             "policy.reset_token_ratio", "needs 0 < reset_token_ratio <= trigger_token_ratio "
@@ -128,6 +135,8 @@ def _check(key: str, value: Any) -> Any:
             field, "must be tokens or words")
     if isinstance(value, bool) or not isinstance(value, int | float):
         return FieldProblem(field, "must be a number")
+    if isinstance(value, float) and not math.isfinite(value):
+        return FieldProblem(field, "must be a finite number")
     if key in _INT_MIN:
         if value != int(value):
             return FieldProblem(field, "must be a whole number")

@@ -215,7 +215,8 @@ def _tail(tail: Sequence[ConvMessage], room: int) -> tuple[list[ChatMessage], bo
             break
         picked[i] = (message, cost)
         room -= cost
-    order = sorted(picked)
-    while order and order[0] in pairs and pairs[order[0]] not in picked:
-        del picked[order.pop(0)]  # an orphaned result: its call did not fit
+    order: list[int] = []
+    for i in sorted(picked):  # an orphaned result (its call did not fit, or was folded) goes
+        if tail[i].role != "tool" or pairs.get(i) in order:
+            order.append(i)
     return [picked[i][0] for i in order], truncated, sum(picked[i][1] for i in order)

@@ -19,7 +19,9 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
 def analyze(message: ConvMessage, call: ToolCall | None) -> tuple[str, str]:
-    """(kind, text) for one message; an empty text means there is nothing to analyse."""
+    """(kind, text) for one message.  An empty text is a gap (kind ``empty``) unless the
+    message held nothing but blocks the store injected (kind ``injected``): those are
+    already summarised, so the watermark passes them."""
     if message.role == "tool":
         return summarize_tool(message, call)
     text = " ".join(blocks.strip(message.content).split())
@@ -29,8 +31,8 @@ def analyze(message: ConvMessage, call: ToolCall | None) -> tuple[str, str]:
         lead = f"{message.speaker}: {extract(text, MESSAGE_CHARS // 2)} " if text else (
             f"{message.speaker}: ")
         return "tool_call", f"{lead}[calls {names}]"
-    if not text:
-        return "empty", ""
+    if not text:  # only blocks the store injected (a client stored its prompt back)
+        return ("injected" if message.content.strip() else "empty"), ""
     return "message", f"{message.speaker}: {extract(text, MESSAGE_CHARS)}"
 
 

@@ -21,7 +21,7 @@ from .engine import Summarizer, SummarizeResult, View, summary_text
 from .facets import Facets, merge
 from .pairs import ConvMessage
 from .policy import KNOBS, Policy, resolve
-from .prompt import ContextProvider, assemble, summary_parts
+from .prompt import ContextProvider, assemble, prompt_tokens, summary_parts
 
 MAX_HISTORY_PAGE = 500
 SUMMARIZE_TASK = "conversation_summarize"
@@ -163,17 +163,29 @@ class WorkingMemory:
         if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or not (
                 1 <= budget_tokens <= 10_000_000):
             raise InvalidInputError.single("budget_tokens", "must be an integer >= 1")
+        if query is not None and (not isinstance(query, str) or "\x00" in query):
+            raise InvalidInputError.single("query", "must be a string without NUL")
         if context_tokens is not None and (isinstance(context_tokens, bool) or not isinstance(
                 context_tokens, int) or context_tokens < 0):
             raise InvalidInputError.single("context_tokens", "must be an integer >= 0")
         policy = await self.policy(agent, overrides)
         result = view = None
+        # The system message shares the window, and a budget below the model's window
+        # shrinks it: the triggers count both (so does the worker a fold is left to),
+        # else a prompt could drop messages nobody folded.
+        extra = prompt_tokens([{"role": "system", "content": system}] if system else [])
+        if extra > budget_tokens:  # refused before anything is folded or written
+            raise InvalidInputError.single(
+                "budget_tokens", f"{budget_tokens} is less than the system prompt alone "
+                                 f"needs ({extra} tokens)")
+        extra += max(0, policy.window_tokens - budget_tokens)
         if summarize:
             result, view = await self._summarizer.run_with_view(
-                agent, episode, policy, llm_inline=not self.background_llm)
+                agent, episode, policy, llm_inline=not self.background_llm,
+                extra_tokens=extra)
             if result.deferred:
                 await enqueue(self._db, agent, SUMMARIZE_TASK, episode,
-                              payload={"policy": dict(overrides or {})})
+                              payload={"policy": dict(overrides or {}), "extra_tokens": extra})
         else:
             await storage.episode_state(self._db, agent, episode)
         if view is None:  # something was written (or nothing read yet): read it now
@@ -202,10 +214,14 @@ class WorkingMemory:
     async def _summarize_task(self, ctx: WorkContext) -> None:
         item = ctx.item
         overrides = item.payload.get("policy")
+        extra = item.payload.get("extra_tokens")
         try:
             policy = await self.policy(item.agent_id, overrides if isinstance(
                 overrides, Mapping) else None)
-            await self._summarizer.run(item.agent_id, item.memory_id, policy)
+            await self._summarizer.run(
+                item.agent_id, item.memory_id, policy,
+                extra_tokens=extra if isinstance(extra, int) and not isinstance(
+                    extra, bool) and extra >= 0 else 0)
         except (NotFoundError, InvalidInputError):
             pass  # the episode is gone, or the stored knobs changed under the item
         await ctx.skip()  # the fold wrote its own result (compare-and-swap): item done

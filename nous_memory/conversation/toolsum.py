@@ -32,8 +32,10 @@ _EXPORTS = re.compile(
     r"type)\s+|(?:async\s+)?def\s+|class\s+|(?:pub\s+)?fn\s+|func\s+|interface\s+)"
     r"([A-Za-z_][A-Za-z0-9_]*)", re.M)
 _ERROR = re.compile(r"error|exception|traceback|failed|fatal|denied|not found|panic", re.I)
-_EXIT = re.compile(r"(?:exit(?:ed)?(?: with)?(?: code| status)?|return code|rc)\s*[:=]?\s*(-?\d+)",
-                   re.I)
+# "0 errors, 0 warnings" reports success: a count of zero is not an error line
+_NO_ERROR = re.compile(r"\b(?:0|no) (?:errors?|failures?|failed)\b", re.I)
+_EXIT = re.compile(r"\b(?:exit(?:ed)?(?: with)?(?: code| status)?|return code|rc)\s*[:=]?\s*"
+                   r"(-?\d+)", re.I)
 _MATCH = re.compile(r"^([^\s:][^:\n]*?):(\d+)[:-]", re.M)
 _PATHLIKE = re.compile(r"(?:[\w.-]+/)*[\w.-]+\.[A-Za-z0-9]{1,8}\b")
 
@@ -86,7 +88,8 @@ def summarize_tool(message: ConvMessage, call: ToolCall | None) -> tuple[str, st
             found = _EXIT.search(output)
             code = found.group(1) if found else "?"
         text = f"ran `{_short(str(command), 80)}`: exit {code}, {len(lines)} output lines"
-        error = next((line for line in lines if _ERROR.search(line)), None)
+        error = next((line for line in lines
+                      if _ERROR.search(_NO_ERROR.sub("", line))), None)
         if error:
             text += f"; first error: {_short(error, 120)}"
     elif kind == "search":
