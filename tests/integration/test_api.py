@@ -454,7 +454,8 @@ async def test_openapi_documents_paths_and_bodies(client: httpx.AsyncClient) -> 
                           "/agents/{agent_id}/episodes",
                           "/agents/{agent_id}/episodes/{episode_id}",
                           "/agents/{agent_id}/episodes/{episode_id}/messages",
-                          "/agents/{agent_id}/episodes/{episode_id}/close"}
+                          "/agents/{agent_id}/episodes/{episode_id}/close",
+                          "/agents/{agent_id}/recall"}
     assert set(paths["/agents/{agent_id}/memories/{memory_id}"]) == {"get", "patch", "delete"}
     assert set(paths["/agents/{agent_id}/memories"]) == {"get", "post"}
     create_body = paths["/agents/{agent_id}/memories"]["post"]["requestBody"]

@@ -42,6 +42,13 @@ async def test_rest_recall_answers_with_typed_scores(client: httpx.AsyncClient,
                                    "final"}
     assert 0 < item["scores"]["cosine"] <= 1
 
+    spec = (await client.get("/openapi.json")).json()
+    body_schema = spec["paths"]["/agents/{agent_id}/recall"]["post"]["requestBody"]
+    assert body_schema["content"]["application/json"]["schema"]["$ref"].endswith(
+        "/RecallRequest")
+    assert set(spec["components"]["schemas"]["RecallRequest"]["properties"]) == {
+        "query", "kinds", "k", "include_superseded"}
+
 
 @pytest.mark.parametrize(("body", "field"), [
     ({"query": ""}, "query"), ({"query": "  "}, "query"), ({}, "query"),
