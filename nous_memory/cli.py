@@ -137,6 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     # maintenance jobs (issue 6): scheduler, jobs list|run|history, memories restore
     from jobs.cli import add_job_commands
     add_job_commands(commands, agent, json_flag)
+    from .cli_recall import add_recall_command
+    add_recall_command(commands, agent)
 
     serve = commands.add_parser("serve", help="run the REST API")
     serve.add_argument("--host", help="interface to bind (default: settings api_host)")

@@ -244,7 +244,8 @@ class EpisodeCloser:
         decisions, so a close costs its LLM call plus one short transaction."""
         fresh = [m for m in messages if m.seq > chunked_upto]
         chunks = chunk_messages(fresh, max_tokens=self._settings.chunk_tokens,
-                                first_chunk_no=next_chunk)
+                                first_chunk_no=next_chunk,
+                                before=[m for m in messages if m.seq <= chunked_upto])
         extraction: EpisodeExtraction | None = None
         failure: str | None = None
         if use_llm and self._llm is not None and any(blocks.strip(m.content) for m in messages):
@@ -270,7 +271,8 @@ class EpisodeCloser:
             await conn.execute(
                 "insert_chunks", agent, ident, [None] * len(close.chunks), None,
                 [{"chunk_no": c.chunk_no, "first_seq": c.first_seq, "last_seq": c.last_seq,
-                  "content": c.content, "tokens": c.tokens, "speakers": c.speakers,
+                  "content": c.content, "context": c.context, "tokens": c.tokens,
+                  "speakers": c.speakers,
                   "started_at": c.started_at.isoformat() if c.started_at else None,
                   "ended_at": c.ended_at.isoformat() if c.ended_at else None,
                   "message_metadata": c.message_metadata, "ord": i}

@@ -16,6 +16,7 @@ from uuid import UUID
 
 from pgvector import Vector as PgVector
 
+from .chunks import index_text
 from .db import Database
 from .episode_close import INSTRUCTIONS, EpisodeExtraction
 from .errors import InvalidInputError
@@ -41,7 +42,8 @@ class EpisodeLearner:
         chunks = await self._db.fetch("chunks_unembedded", agent, ident)
         summary = await self._db.fetchval("memory_unembedded_summary", agent, ident)
         raw = await self._db.fetchval("episode_extraction_pending", agent, ident)
-        texts = [c["content"] for c in chunks] + ([summary] if summary is not None else [])
+        texts = [index_text(c["content"], c["context"]) for c in chunks] + (
+            [summary] if summary is not None else [])
         vectors = await self._memories.embed_texts(agent, texts)
         extraction = EpisodeExtraction.model_validate(raw) if raw is not None else None
         facts: list[PreparedWrite] = []

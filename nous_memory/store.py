@@ -49,6 +49,7 @@ from .llm import LLMClient, PostgresCallRecorder, UsageRow, usage_by_agent
 from .maintenance import JobResult, Maintenance, MaintenancePolicy, RestoreResult
 from .maintenance.runs import JobRuns
 from .memories import MemoryManager
+from .recall import Recaller, RecallResult
 from .records import Memory, MemoryEvent, Page
 from .worker import Worker
 
@@ -86,6 +87,7 @@ class MemoryStore:
         self.maintenance = Maintenance(db, self.memories, self.llm,
                                        MaintenancePolicy.from_settings(settings))
         self.job_runs = JobRuns(db)
+        self.recaller = Recaller(db, self.memories)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -301,6 +303,17 @@ class MemoryStore:
         moment = now or datetime.now(UTC)
         return await self.maintenance.archive(now=moment, agent_id=agent_id,
                                               ended_before=ended_before or moment)
+    # ------------------------------------------------------------------ recall (issue 5a)
+
+    async def recall(self, agent_id: str, query: str, /, *,
+                     kinds: Sequence[Kind | str] | None = None, k: int = 10,
+                     include_superseded: bool = False,
+                     query_embedding: Sequence[float] | None = None) -> RecallResult:
+        """Ranked memories and verbatim episode chunks for ``query`` (hybrid, one SQL
+        statement); ``query_embedding`` skips embedding the query."""
+        return await self.recaller.recall(agent_id, query, kinds=kinds, k=k,
+                                          include_superseded=include_superseded,
+                                          query_embedding=query_embedding)
 
     # ------------------------------------------------------------------ facts
 

@@ -26,6 +26,8 @@ from .episodes import router as episodes_router
 from .facts import fact_request_schemas
 from .facts import router as facts_router
 from .maintenance import router as maintenance_router
+from .recall import recall_request_schemas
+from .recall import router as recall_router
 from .routes import health_router, router
 from .schemas import request_schemas
 
@@ -50,6 +52,8 @@ TAGS = [
     {"name": "working memory", "description": "Rolling summaries of live conversations: "
                                               "the prompt for the next call, the summary "
                                               "and its chain, message edits."},
+    {"name": "recall", "description": "Hybrid recall of memories and verbatim episode "
+                                      "excerpts, with typed scores."},
     {"name": "health", "description": "Liveness of the database and embedding model."},
 ]
 
@@ -62,7 +66,8 @@ class NousMemoryAPI(FastAPI):
             schema = super().openapi()
             components = schema.setdefault("components", {}).setdefault("schemas", {})
             for name, body in {**request_schemas(), **fact_request_schemas(),
-                               **episode_request_schemas()}.items():
+                               **episode_request_schemas(),
+                               **recall_request_schemas()}.items():
                 components.setdefault(name, body)
         assert self.openapi_schema is not None
         return self.openapi_schema
@@ -112,4 +117,5 @@ def create_app(store: MemoryStore | None = None, *,
     app.include_router(facts_router, dependencies=guard)
     app.include_router(conversation_router, dependencies=guard)
     app.include_router(maintenance_router, dependencies=guard)
+    app.include_router(recall_router, dependencies=guard)
     return app

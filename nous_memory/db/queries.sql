@@ -352,12 +352,13 @@ FROM episode_chunks WHERE agent_id = $1 AND episode_id = $2;
 -- Idempotent: a retried close writes the same chunk numbers again and keeps the first.
 INSERT INTO episode_chunks (agent_id, episode_id, chunk_no, first_seq, last_seq, content,
                             tokens, speakers, started_at, ended_at, message_metadata,
-                            embedding, embedding_model)
+                            embedding, embedding_model, context)
 SELECT $1, $2, r.chunk_no, r.first_seq, r.last_seq, r.content, r.tokens, r.speakers,
-       r.started_at, r.ended_at, r.message_metadata, ($3::vector[])[r.ord], $4
+       r.started_at, r.ended_at, r.message_metadata, ($3::vector[])[r.ord], $4,
+       COALESCE(r.context, '')
 FROM jsonb_to_recordset($5::jsonb) AS r(chunk_no integer, first_seq integer, last_seq integer,
      content text, tokens integer, speakers text[], started_at timestamptz,
-     ended_at timestamptz, message_metadata jsonb, ord integer)
+     ended_at timestamptz, message_metadata jsonb, ord integer, context text)
 ON CONFLICT (agent_id, episode_id, chunk_no) DO NOTHING;
 
 -- name: episode_chunks
@@ -395,7 +396,8 @@ WHERE agent_id = $1 AND episode_id = $2 AND learned_at IS NULL
 RETURNING episode_id;
 
 -- name: chunks_unembedded
-SELECT chunk_no, content FROM episode_chunks
+-- content and context: a chunk is embedded as chunks.index_text(content, context)
+SELECT chunk_no, content, context FROM episode_chunks
 WHERE agent_id = $1 AND episode_id = $2 AND embedding IS NULL ORDER BY chunk_no;
 
 -- name: chunks_set_embeddings
@@ -1106,3 +1108,146 @@ RETURNING version;
 SELECT id, job, slot, trigger, started_at, finished_at, status, dry_run, counts, note,
        error, runner
 FROM job_runs WHERE id = $1;
+-- ---------------------------------------------------------------- recall (issue 5a)
+
+-- name: recall_scan_settings
+-- Filtered HNSW scans (this agent, these kinds) keep going until the LIMIT is met;
+-- relaxed order is re-sorted by exact distance in the recall query.
+SET LOCAL hnsw.iterative_scan = relaxed_order;
+
+-- name: recall
+-- Hybrid recall in one statement.  $1 agent, $2 query text, $3 query vector, $4 model,
+-- $5 kinds, $6 memory statuses, $7 include chunks, $8 candidates per leg, $9 k,
+-- $10 RRF constant, $11..$16 priors (recency weight, half-life days, importance,
+-- confidence, use weight, use saturation), $17/$18 weights of the text and vector legs
+-- in the fusion, $19 how much a word of a chunk's context (weight D) counts against
+-- one of its own text.  Two legs, each over memories and episode
+-- chunks together (one corpus, so neither table gets top ranks for free): vector
+-- (HNSW per table, merged by distance) and BM25 full text.  The full-text query is an OR of the text's
+-- lexemes (to_tsvector never fails on any input; the tsvector's canonical text form
+-- re-parses as a tsquery), scored by BM25 with document frequencies counted over the
+-- agent's matching rows.  Term frequencies come from each matching row's tsvector cut
+-- down to the query's lexemes (setweight marks them 'C', ts_filter keeps them), so a row
+-- costs a handful of entries, not its whole vocabulary.  Chunks never need episode_messages (archived transcripts).
+WITH tq AS (
+    SELECT NULLIF(replace(strip(v)::text, ''' ''', ''' | '''), '')::tsquery AS q,
+           ARRAY(SELECT u.lexeme FROM unnest(v) AS u) AS lexemes
+    FROM to_tsvector('english', $2) AS v
+),
+vec AS MATERIALIZED (
+    (SELECT 'memory' AS source, m.id AS memory_id, NULL::integer AS chunk_no,
+            m.embedding <=> $3 AS dist
+     FROM memories m
+     WHERE m.agent_id = $1 AND m.status = 'active' AND m.kind = ANY($5::text[])
+       AND m.embedding_model = $4
+     ORDER BY m.embedding <=> $3 LIMIT $8)
+    UNION ALL
+    (SELECT 'memory', m.id, NULL, m.embedding <=> $3 FROM memories m
+     WHERE m.agent_id = $1 AND m.status = ANY($6::text[]) AND m.status <> 'active'
+       AND m.kind = ANY($5::text[]) AND m.embedding_model = $4
+     ORDER BY m.embedding <=> $3 LIMIT $8)
+    UNION ALL
+    (SELECT 'chunk', c.episode_id, c.chunk_no, c.embedding <=> $3
+     FROM episode_chunks c
+     JOIN memories e ON e.agent_id = c.agent_id AND e.id = c.episode_id
+     WHERE $7 AND c.agent_id = $1 AND c.embedding_model = $4
+       AND e.status IN ('active', 'archived')
+     ORDER BY c.embedding <=> $3 LIMIT $8)
+),
+hits AS (
+    SELECT source, memory_id, chunk_no, len, lexeme, sum(tf) AS tf
+    FROM (SELECT 'memory' AS source, m.id AS memory_id, NULL::integer AS chunk_no,
+                 length(m.search_tsv) AS len, u.lexeme, cardinality(u.positions)::float8 AS tf
+          FROM tq, memories m
+          CROSS JOIN LATERAL unnest(ts_filter(setweight(m.search_tsv, 'C', tq.lexemes),
+                                              '{c}')) AS u
+          WHERE m.agent_id = $1 AND m.search_tsv @@ tq.q AND m.status = ANY($6::text[])
+            AND m.kind = ANY($5::text[])
+          UNION ALL
+          SELECT 'chunk', c.episode_id, c.chunk_no, length(c.search_tsv), t.lexeme, t.tf
+          FROM tq, episode_chunks c
+          JOIN memories e ON e.agent_id = c.agent_id AND e.id = c.episode_id
+          CROSS JOIN LATERAL (
+              SELECT u.lexeme, cardinality(u.positions)::float8 AS tf
+              FROM unnest(ts_filter(setweight(ts_filter(c.search_tsv, '{a}'), 'C',
+                                              tq.lexemes), '{c}')) AS u
+              UNION ALL
+              SELECT u.lexeme, $19::float8 * cardinality(u.positions)
+              FROM unnest(ts_filter(setweight(ts_filter(c.search_tsv, '{d}'), 'C',
+                                              tq.lexemes), '{c}')) AS u) AS t
+          WHERE $7 AND c.agent_id = $1 AND c.search_tsv @@ tq.q
+            AND e.status IN ('active', 'archived')) AS raw
+    GROUP BY source, memory_id, chunk_no, len, lexeme
+),
+corpus AS (
+    SELECT sum(n)::float8 AS n, GREATEST(sum(total) / GREATEST(sum(n), 1), 1)::float8 AS avgdl
+    FROM (SELECT count(*) AS n, sum(length(search_tsv)) AS total FROM memories
+          WHERE agent_id = $1 AND status = ANY($6::text[]) AND kind = ANY($5::text[])
+          UNION ALL
+          SELECT count(*), sum(length(search_tsv)) FROM episode_chunks
+          WHERE $7 AND agent_id = $1) AS parts
+),
+bm25 AS MATERIALIZED (
+    SELECT h.source, h.memory_id, h.chunk_no,
+           sum(ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5))
+               * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.len / s.avgdl))) AS score
+    FROM hits h
+    JOIN (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme) d USING (lexeme)
+    CROSS JOIN corpus s
+    GROUP BY h.source, h.memory_id, h.chunk_no
+    ORDER BY score DESC, h.memory_id, h.chunk_no NULLS FIRST LIMIT $8
+),
+legs AS (
+    SELECT source, memory_id, chunk_no, 'vector' AS leg, NULL::float8 AS score,
+           row_number() OVER (ORDER BY dist, memory_id, chunk_no NULLS FIRST) AS rnk
+    FROM vec
+    UNION ALL
+    SELECT source, memory_id, chunk_no, 'text', score,
+           row_number() OVER (ORDER BY score DESC, memory_id, chunk_no NULLS FIRST)
+    FROM bm25
+),
+fused AS (
+    SELECT source, memory_id, chunk_no,
+           sum(CASE leg WHEN 'text' THEN $17::float8 ELSE $18::float8 END / ($10 + rnk)) AS fused,
+           min(rnk) FILTER (WHERE leg = 'vector') AS vector_rank,
+           min(rnk) FILTER (WHERE leg = 'text') AS text_rank,
+           max(score) FILTER (WHERE leg = 'text') AS text_score
+    FROM legs GROUP BY source, memory_id, chunk_no
+),
+found AS (
+    SELECT f.*, m.kind, m.status, m.importance, m.access_count,
+           CASE WHEN f.source = 'chunk' THEN c.content ELSE m.summary END AS text,
+           CASE WHEN f.source = 'chunk' THEN c.tokens ELSE m.summary_tokens END AS tokens,
+           CASE WHEN f.source = 'chunk' THEN c.message_metadata END AS message_metadata,
+           CASE WHEN f.source = 'chunk' THEN COALESCE(c.started_at, c.created_at)
+                ELSE m.created_at END AS created_at,
+           CASE WHEN f.source = 'chunk' THEN c.ended_at ELSE ep.ended_at END AS ended_at,
+           CASE WHEN f.source = 'chunk'
+                THEN CASE WHEN c.embedding_model = $4 THEN 1 - (c.embedding <=> $3) END
+                ELSE CASE WHEN m.embedding_model = $4 THEN 1 - (m.embedding <=> $3) END
+           END AS cosine,
+           COALESCE(fa.confidence, de.confidence) AS confidence
+    FROM fused f
+    JOIN memories m ON m.agent_id = $1 AND m.id = f.memory_id
+    LEFT JOIN episode_chunks c ON f.source = 'chunk' AND c.agent_id = $1
+         AND c.episode_id = f.memory_id AND c.chunk_no = f.chunk_no
+    LEFT JOIN episodes ep ON ep.agent_id = $1 AND ep.memory_id = f.memory_id
+    LEFT JOIN facts fa ON fa.agent_id = $1 AND fa.memory_id = f.memory_id
+    LEFT JOIN decisions de ON de.agent_id = $1 AND de.memory_id = f.memory_id
+),
+priced AS (
+    SELECT r.*,
+           $11 * power(0.5, GREATEST(0, extract(epoch FROM now()
+                   - COALESCE(r.ended_at, r.created_at)))::float8 / 86400.0 / $12) AS p_recency,
+           $13 * (r.importance - 0.5) AS p_importance,
+           COALESCE($14 * (r.confidence - 0.5), 0) AS p_confidence,
+           $15 * LEAST(1, ln(1 + r.access_count) / ln(1 + $16)) AS p_use
+    FROM found r
+)
+SELECT source, memory_id, chunk_no, kind, status, text, tokens, message_metadata,
+       created_at, ended_at, cosine, vector_rank::integer, text_rank::integer, text_score,
+       fused, p_recency, p_importance, p_confidence, p_use,
+       fused * (1 + p_recency + p_importance + p_confidence + p_use) AS final
+FROM priced
+ORDER BY final DESC, memory_id, chunk_no NULLS FIRST
+LIMIT $9;

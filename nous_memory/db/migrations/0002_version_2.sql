@@ -5,6 +5,8 @@
 -- memory_archive (cold storage), extraction_cache (tier-2 extractions), job_runs
 -- (maintenance jobs).  Episodes say where their detail lives (storage); more audit events.
 -- Working memory: message edits and deletes keep the raw text; the conversation tables.
+-- Recall: chunks keep the turns before them as indexed context (weighted tsvector); rows
+-- with embeddings stay untoasted so the vector leg reads them in place.
 
 ALTER TABLE work_items DROP CONSTRAINT work_items_task_check;
 ALTER TABLE work_items ADD CONSTRAINT work_items_task_check
@@ -16,6 +18,13 @@ DROP INDEX work_items_one_open;
 CREATE UNIQUE INDEX work_items_one_open ON work_items (agent_id, task, memory_id, dedup_key)
     WHERE state IN ('pending', 'running');
 CREATE INDEX work_items_by_memory ON work_items (agent_id, memory_id, task);
+
+ALTER TABLE memories SET (toast_tuple_target = 8160);
+ALTER TABLE episode_chunks SET (toast_tuple_target = 8160);
+ALTER TABLE episode_chunks ADD COLUMN context text NOT NULL DEFAULT '';
+ALTER TABLE episode_chunks ALTER COLUMN search_tsv SET EXPRESSION AS (
+    setweight(to_tsvector('english', content), 'A')
+    || setweight(to_tsvector('english', context), 'D'));
 
 ALTER TABLE episodes ADD COLUMN storage text NOT NULL DEFAULT 'hot'
     CHECK (storage IN ('hot', 'trimmed', 'archived', 'restored', 'expired'));
