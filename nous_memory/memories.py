@@ -213,6 +213,19 @@ class MemoryManager:
         """Embeddings through the cache (nothing is written; for callers that store them)."""
         return (await self._embed(agent, texts)).vectors if texts else []
 
+    async def embed_query(self, agent: str, text: str) -> Vector:
+        """One query's embedding through the cache; a miss is cached (one statement,
+        after the model call: no transaction is held while embedding)."""
+        embedded = await self._embed(agent, [text])
+        if embedded.fresh:
+            async with self._db.acquire() as conn:
+                await self.cache(conn, agent, embedded)
+        return embedded.vectors[0]
+
+    @property
+    def dimension(self) -> int:
+        return self._embedder.dimension
+
     async def cache(self, conn: Connection, agent: str, embedded: Embedded) -> None:
         """Store freshly computed embeddings, inside the caller's write transaction."""
         if embedded.fresh:

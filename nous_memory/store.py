@@ -37,6 +37,7 @@ from .facts import FactHistory, FactLearner, LearnResult
 from .kinds import Kind, Status, parse_agent_id
 from .llm import LLMClient, PostgresCallRecorder, UsageRow, usage_by_agent
 from .memories import MemoryManager
+from .recall import Recaller, RecallResult
 from .records import Memory, MemoryEvent, Page
 from .worker import Worker
 
@@ -66,6 +67,7 @@ class MemoryStore:
         self.closer = EpisodeCloser(db, self.memories, self.facts, self.llm, CloseSettings(
             input_cap_tokens=settings.close_input_cap_tokens,
             chunk_tokens=settings.episode_chunk_tokens))
+        self.recaller = Recaller(db, self.memories)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -216,6 +218,18 @@ class MemoryStore:
         return Worker(self._db, tasks.handlers(), idle_sweep=tasks.close_idle,
                       worker_id=worker_id, lease_s=self.settings.worker_lease_s,
                       poll_s=poll_s)
+
+    # ------------------------------------------------------------------ recall (issue 5a)
+
+    async def recall(self, agent_id: str, query: str, /, *,
+                     kinds: Sequence[Kind | str] | None = None, k: int = 10,
+                     include_superseded: bool = False,
+                     query_embedding: Sequence[float] | None = None) -> RecallResult:
+        """Ranked memories and verbatim episode chunks for ``query`` (hybrid, one SQL
+        statement); ``query_embedding`` skips embedding the query."""
+        return await self.recaller.recall(agent_id, query, kinds=kinds, k=k,
+                                          include_superseded=include_superseded,
+                                          query_embedding=query_embedding)
 
     # ------------------------------------------------------------------ facts
 

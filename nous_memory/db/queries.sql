@@ -530,3 +530,142 @@ ORDER BY id LIMIT 2;
 -- name: memory_archive_parts
 SELECT part, start_offset, content, messages, reason, archived_at
 FROM memory_archive WHERE agent_id = $1 AND memory_id = $2 ORDER BY part;
+
+-- ---------------------------------------------------------------- recall (issue 5a)
+
+-- name: recall_scan_settings
+-- Filtered HNSW scans (this agent, these kinds) keep going until the LIMIT is met;
+-- relaxed order is re-sorted by exact distance in the recall query.
+SET LOCAL hnsw.iterative_scan = relaxed_order;
+
+-- name: recall
+-- Hybrid recall in one statement.  $1 agent, $2 query text, $3 query vector, $4 model,
+-- $5 kinds, $6 memory statuses, $7 include chunks, $8 candidates per leg, $9 k,
+-- $10 RRF constant, $11..$16 priors (recency weight, half-life days, importance,
+-- confidence, use weight, use saturation).  Legs: vector and BM25 full text over
+-- memories and over episode chunks.  The full-text query is an OR of the text's
+-- lexemes (to_tsvector never fails on any input; the tsvector's canonical text form
+-- re-parses as a tsquery), scored by BM25 with document frequencies counted over the
+-- agent's matching rows.  Chunks never need episode_messages (archived transcripts).
+WITH tq AS (
+    SELECT NULLIF(replace(strip(v)::text, ''' ''', ''' | '''), '')::tsquery AS q,
+           ARRAY(SELECT u.lexeme FROM unnest(v) AS u) AS lexemes
+    FROM to_tsvector('english', $2) AS v
+),
+mvec AS MATERIALIZED (
+    (SELECT m.id, m.embedding <=> $3 AS dist FROM memories m
+     WHERE m.agent_id = $1 AND m.status = 'active' AND m.kind = ANY($5::text[])
+       AND m.embedding_model = $4
+     ORDER BY m.embedding <=> $3 LIMIT $8)
+    UNION ALL
+    (SELECT m.id, m.embedding <=> $3 FROM memories m
+     WHERE m.agent_id = $1 AND m.status = ANY($6::text[]) AND m.status <> 'active'
+       AND m.kind = ANY($5::text[]) AND m.embedding_model = $4
+     ORDER BY m.embedding <=> $3 LIMIT $8)
+),
+mhit AS (
+    SELECT m.id, m.summary_tokens AS len, u.lexeme,
+           COALESCE(cardinality(u.positions), 1) AS tf
+    FROM tq, memories m CROSS JOIN LATERAL unnest(m.search_tsv) AS u
+    WHERE m.agent_id = $1 AND m.search_tsv @@ tq.q AND m.status = ANY($6::text[])
+      AND m.kind = ANY($5::text[]) AND u.lexeme = ANY(tq.lexemes)
+),
+mstat AS (
+    SELECT count(*)::float8 AS n, GREATEST(avg(summary_tokens), 1)::float8 AS avgdl
+    FROM memories WHERE agent_id = $1 AND status = ANY($6::text[])
+),
+mtext AS MATERIALIZED (
+    SELECT h.id, sum(ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5))
+                     * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.len / s.avgdl))) AS score
+    FROM mhit h
+    JOIN (SELECT lexeme, count(*)::float8 AS df FROM mhit GROUP BY lexeme) d USING (lexeme)
+    CROSS JOIN mstat s
+    GROUP BY h.id ORDER BY score DESC, h.id LIMIT $8
+),
+cvec AS MATERIALIZED (
+    SELECT c.episode_id, c.chunk_no, c.embedding <=> $3 AS dist
+    FROM episode_chunks c
+    JOIN memories e ON e.agent_id = c.agent_id AND e.id = c.episode_id
+    WHERE $7 AND c.agent_id = $1 AND c.embedding_model = $4
+      AND e.status IN ('active', 'archived')
+    ORDER BY c.embedding <=> $3 LIMIT $8
+),
+chit AS (
+    SELECT c.episode_id, c.chunk_no, c.tokens AS len, u.lexeme,
+           COALESCE(cardinality(u.positions), 1) AS tf
+    FROM tq, episode_chunks c
+    JOIN memories e ON e.agent_id = c.agent_id AND e.id = c.episode_id
+    CROSS JOIN LATERAL unnest(c.search_tsv) AS u
+    WHERE $7 AND c.agent_id = $1 AND c.search_tsv @@ tq.q
+      AND e.status IN ('active', 'archived') AND u.lexeme = ANY(tq.lexemes)
+),
+cstat AS (
+    SELECT count(*)::float8 AS n, GREATEST(avg(tokens), 1)::float8 AS avgdl
+    FROM episode_chunks WHERE $7 AND agent_id = $1
+),
+ctext AS MATERIALIZED (
+    SELECT h.episode_id, h.chunk_no,
+           sum(ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5))
+               * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.len / s.avgdl))) AS score
+    FROM chit h
+    JOIN (SELECT lexeme, count(*)::float8 AS df FROM chit GROUP BY lexeme) d USING (lexeme)
+    CROSS JOIN cstat s
+    GROUP BY h.episode_id, h.chunk_no ORDER BY score DESC, h.episode_id, h.chunk_no LIMIT $8
+),
+legs AS (
+    SELECT 'memory' AS source, id AS memory_id, NULL::integer AS chunk_no, 'vector' AS leg,
+           row_number() OVER (ORDER BY dist, id) AS rnk, NULL::float8 AS score FROM mvec
+    UNION ALL
+    SELECT 'memory', id, NULL, 'text', row_number() OVER (ORDER BY score DESC, id), score
+    FROM mtext
+    UNION ALL
+    SELECT 'chunk', episode_id, chunk_no, 'vector',
+           row_number() OVER (ORDER BY dist, episode_id, chunk_no), NULL FROM cvec
+    UNION ALL
+    SELECT 'chunk', episode_id, chunk_no, 'text',
+           row_number() OVER (ORDER BY score DESC, episode_id, chunk_no), score FROM ctext
+),
+fused AS (
+    SELECT source, memory_id, chunk_no, sum(1.0::float8 / ($10 + rnk)) AS fused,
+           min(rnk) FILTER (WHERE leg = 'vector') AS vector_rank,
+           min(rnk) FILTER (WHERE leg = 'text') AS text_rank,
+           max(score) FILTER (WHERE leg = 'text') AS text_score
+    FROM legs GROUP BY source, memory_id, chunk_no
+),
+found AS (
+    SELECT f.*, m.kind, m.status, m.importance, m.access_count,
+           CASE WHEN f.source = 'chunk' THEN c.content ELSE m.summary END AS text,
+           CASE WHEN f.source = 'chunk' THEN c.tokens ELSE m.summary_tokens END AS tokens,
+           CASE WHEN f.source = 'chunk' THEN c.message_metadata END AS message_metadata,
+           CASE WHEN f.source = 'chunk' THEN COALESCE(c.started_at, c.created_at)
+                ELSE m.created_at END AS created_at,
+           CASE WHEN f.source = 'chunk' THEN c.ended_at ELSE ep.ended_at END AS ended_at,
+           CASE WHEN f.source = 'chunk'
+                THEN CASE WHEN c.embedding_model = $4 THEN 1 - (c.embedding <=> $3) END
+                ELSE CASE WHEN m.embedding_model = $4 THEN 1 - (m.embedding <=> $3) END
+           END AS cosine,
+           COALESCE(fa.confidence, de.confidence) AS confidence
+    FROM fused f
+    JOIN memories m ON m.agent_id = $1 AND m.id = f.memory_id
+    LEFT JOIN episode_chunks c ON f.source = 'chunk' AND c.agent_id = $1
+         AND c.episode_id = f.memory_id AND c.chunk_no = f.chunk_no
+    LEFT JOIN episodes ep ON ep.agent_id = $1 AND ep.memory_id = f.memory_id
+    LEFT JOIN facts fa ON fa.agent_id = $1 AND fa.memory_id = f.memory_id
+    LEFT JOIN decisions de ON de.agent_id = $1 AND de.memory_id = f.memory_id
+),
+priced AS (
+    SELECT r.*,
+           $11 * power(0.5, GREATEST(0, extract(epoch FROM now()
+                   - COALESCE(r.ended_at, r.created_at)))::float8 / 86400.0 / $12) AS p_recency,
+           $13 * (r.importance - 0.5) AS p_importance,
+           COALESCE($14 * (r.confidence - 0.5), 0) AS p_confidence,
+           $15 * LEAST(1, ln(1 + r.access_count) / ln(1 + $16)) AS p_use
+    FROM found r
+)
+SELECT source, memory_id, chunk_no, kind, status, text, tokens, message_metadata,
+       created_at, ended_at, cosine, vector_rank::integer, text_rank::integer, text_score,
+       fused, p_recency, p_importance, p_confidence, p_use,
+       fused * (1 + p_recency + p_importance + p_confidence + p_use) AS final
+FROM priced
+ORDER BY final DESC, memory_id, chunk_no NULLS FIRST
+LIMIT $9;

@@ -1,0 +1,247 @@
+"""Hybrid recall: one SQL statement ranks an agent's memories and verbatim episode chunks.
+
+Four legs (vector and full text, over ``memories`` and over ``episode_chunks``) are fused
+by reciprocal rank fusion (RRF); recency, importance, confidence and use then nudge the
+fused score within documented bounds (``Priors``).  Fused scores order results only:
+thresholds belong to raw cosine similarity (DESIGN principle 5).
+
+Recall never reads ``episode_messages``: chunks, summaries and memory rows stay hot when
+an episode's transcript is archived, so closed and archived episodes stay reachable.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+from uuid import UUID
+
+import numpy as np
+from pgvector import Vector as PgVector
+from pydantic import BaseModel, ConfigDict, Field
+
+from .db import Database
+from .errors import FieldProblem, InvalidInputError
+from .kinds import Kind, Status, parse_agent_id, parse_kind
+from .memories import MemoryManager
+
+MIN_K = 1
+MAX_K = 100
+MAX_QUERY_CHARS = 4_000
+RRF_K = 60  # the usual RRF constant: damps the difference between the very top ranks
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Priors:
+    """Bounded multiplicative nudges: final = fused * (1 + recency + importance +
+    confidence + use).  With the defaults the factor stays within [0.9, 1.2], so a
+    prior can reorder near-ties but never lift an item the legs did not find.
+
+    - recency in [0, recency]: halves every ``half_life_days`` of age (episodes and chunks
+      age from when they ended, other memories from when they were created);
+    - importance in [-importance/2, +importance/2]: (importance - 0.5) * importance;
+    - confidence in [-confidence/2, +confidence/2] for facts and decisions (0 when unknown);
+    - use in [0, use]: log-scaled access count, saturating at ``use_saturation`` accesses.
+    """
+
+    recency: float = 0.05
+    half_life_days: float = 30.0
+    importance: float = 0.1
+    confidence: float = 0.1
+    use: float = 0.05
+    use_saturation: int = 100
+
+    def __post_init__(self) -> None:
+        for name in ("recency", "importance", "confidence", "use"):
+            if not 0 <= getattr(self, name) <= 0.5:
+                raise ValueError(f"prior {name} must be within [0, 0.5]")
+        if self.half_life_days <= 0 or self.use_saturation < 1:
+            raise ValueError("half_life_days must be > 0 and use_saturation >= 1")
+
+
+class RecallScores(BaseModel):
+    """Typed scores: compare cosine with thresholds; use ``final`` only to order."""
+
+    model_config = ConfigDict(frozen=True)
+
+    cosine: float | None = Field(description="Raw cosine similarity to the query "
+                                             "(None when the row has no comparable embedding)")
+    vector_rank: int | None = Field(description="1-based rank in its vector leg, if found")
+    text_rank: int | None = Field(description="1-based rank in its full-text leg, if found")
+    text_score: float | None = Field(description="BM25 score of the full-text leg")
+    fused: float = Field(description="Reciprocal rank fusion of the legs")
+    recency: float
+    importance: float
+    confidence: float
+    use: float
+    final: float = Field(description="fused * (1 + recency + importance + confidence + use)")
+
+
+class RecallItem(BaseModel):
+    """One ranked item: a memory (its tier-1 summary) or a verbatim episode chunk."""
+
+    model_config = ConfigDict(frozen=True)
+
+    ref: str = Field(description="Short reference, e.g. fact:1a2b3c4d or episode:1a2b3c4d#c3")
+    source: Literal["memory", "chunk"]
+    memory_id: UUID = Field(description="The memory, or for a chunk its episode")
+    kind: Kind
+    chunk_no: int | None = None
+    text: str
+    tokens: int
+    scores: RecallScores
+    message_metadata: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="For a chunk: each covered message's metadata, in transcript order")
+    created_at: datetime | None = None
+    ended_at: datetime | None = None
+    status: Status
+
+
+class RecallTimings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    embed_ms: float
+    sql_ms: float
+    total_ms: float
+
+
+class RecallResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    query: str
+    k: int
+    items: list[RecallItem]
+    timings: RecallTimings
+
+
+def make_ref(kind: str, memory_id: UUID, chunk_no: int | None = None) -> str:
+    base = f"{kind}:{memory_id.hex[:8]}"
+    return base if chunk_no is None else f"{base}#c{chunk_no}"
+
+
+def leg_size(k: int) -> int:
+    """Candidates per leg: enough depth for fusion to matter, bounded for latency."""
+    return min(max(4 * k, 60), 400)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecallRequest:
+    agent: str
+    query: str
+    kinds: tuple[Kind, ...]
+    k: int
+    include_superseded: bool
+
+
+def parse_request(agent_id: object, query: object, kinds: object, k: object,
+                  include_superseded: object) -> RecallRequest:
+    """Validate everything first, naming each bad field."""
+    agent = parse_agent_id(agent_id)
+    problems: list[FieldProblem] = []
+    text = ""
+    if not isinstance(query, str):
+        problems.append(FieldProblem("query", "must be a string"))
+    elif not query.strip():
+        problems.append(FieldProblem("query", "must not be empty"))
+    elif len(query) > MAX_QUERY_CHARS:
+        problems.append(FieldProblem("query", f"longer than {MAX_QUERY_CHARS} characters"))
+    elif "\x00" in query:
+        problems.append(FieldProblem("query", "contains a NUL character"))
+    else:
+        text = query.strip()
+    if isinstance(k, bool) or not isinstance(k, int) or not MIN_K <= k <= MAX_K:
+        problems.append(FieldProblem("k", f"must be an integer from {MIN_K} to {MAX_K}"))
+    parsed: list[Kind] = []
+    if kinds is None:
+        parsed = list(Kind)
+    elif isinstance(kinds, str) or not isinstance(kinds, Sequence | set | frozenset):
+        problems.append(FieldProblem("kinds", "must be a list of kinds"))
+    elif not kinds:
+        problems.append(FieldProblem("kinds", "must not be empty (omit it for every kind)"))
+    else:
+        for index, value in enumerate(kinds):
+            try:
+                kind = parse_kind(value, f"kinds[{index}]")
+            except InvalidInputError as exc:
+                problems.extend(exc.problems)
+                continue
+            if kind not in parsed:
+                parsed.append(kind)
+    if not isinstance(include_superseded, bool):
+        problems.append(FieldProblem("include_superseded", "must be true or false"))
+    if problems:
+        raise InvalidInputError(problems)
+    assert isinstance(k, int) and isinstance(include_superseded, bool)
+    return RecallRequest(agent=agent, query=text, kinds=tuple(parsed), k=k,
+                         include_superseded=include_superseded)
+
+
+class Recaller:
+    """Runs recall for any agent; every statement is scoped to the request's agent."""
+
+    def __init__(self, db: Database, memories: MemoryManager, *,
+                 priors: Priors | None = None, rrf_k: int = RRF_K) -> None:
+        self._db = db
+        self._memories = memories
+        self._priors = priors or Priors()
+        self._rrf_k = rrf_k
+
+    async def recall(self, agent_id: str, query: str, *, kinds: Sequence[Kind | str] | None = None,
+                     k: int = 10, include_superseded: bool = False,
+                     query_embedding: Sequence[float] | np.ndarray[Any, Any] | None = None
+                     ) -> RecallResult:
+        started = time.perf_counter()
+        req = parse_request(agent_id, query, kinds, k, include_superseded)
+        if query_embedding is None:
+            vector = (await self._memories.embed_query(req.agent, req.query))
+        else:
+            vector = self._check_vector(query_embedding)
+        embedded = time.perf_counter()
+        statuses = [Status.ACTIVE.value, Status.ARCHIVED.value]
+        if req.include_superseded:
+            statuses.append(Status.SUPERSEDED.value)
+        p = self._priors
+        async with self._db.transaction() as conn:
+            await conn.execute("recall_scan_settings")
+            rows = await conn.fetch(
+                "recall", req.agent, req.query, PgVector(vector), self._memories.model_name,
+                [kind.value for kind in req.kinds], statuses, Kind.EPISODE in req.kinds,
+                leg_size(req.k), req.k, float(self._rrf_k), p.recency, p.half_life_days,
+                p.importance, p.confidence, p.use, float(p.use_saturation))
+        done = time.perf_counter()
+        items = [_item(row) for row in rows]
+        return RecallResult(query=req.query, k=req.k, items=items, timings=RecallTimings(
+            embed_ms=(embedded - started) * 1000, sql_ms=(done - embedded) * 1000,
+            total_ms=(done - started) * 1000))
+
+    def _check_vector(self, value: Sequence[float] | np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        try:
+            array = np.asarray(value, dtype=np.float32)
+        except (TypeError, ValueError):
+            raise InvalidInputError.single("query_embedding", "must be a list of numbers") from None
+        dim = self._memories.dimension
+        if array.ndim != 1 or array.shape[0] != dim:
+            raise InvalidInputError.single("query_embedding",
+                                           f"must have {dim} numbers (the store's dimension)")
+        if not np.all(np.isfinite(array)) or not np.any(array):
+            raise InvalidInputError.single("query_embedding",
+                                           "must be finite and not all zero")
+        return array
+
+
+def _item(row: Any) -> RecallItem:
+    chunk_no = row["chunk_no"]
+    kind = Kind(row["kind"])
+    return RecallItem(
+        ref=make_ref(kind.value, row["memory_id"], chunk_no), source=row["source"],
+        memory_id=row["memory_id"], kind=kind, chunk_no=chunk_no, text=row["text"],
+        tokens=row["tokens"], message_metadata=row["message_metadata"] or [],
+        created_at=row["created_at"], ended_at=row["ended_at"], status=Status(row["status"]),
+        scores=RecallScores(
+            cosine=row["cosine"], vector_rank=row["vector_rank"], text_rank=row["text_rank"],
+            text_score=row["text_score"], fused=row["fused"], recency=row["p_recency"],
+            importance=row["p_importance"], confidence=row["p_confidence"], use=row["p_use"],
+            final=row["final"]))
