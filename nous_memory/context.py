@@ -55,6 +55,9 @@ CANDIDATE_K = 50  # recall depth: more than any default budget can hold
 CENSOR_LIMIT = 200  # censors read per call to match against the query
 PINNED_FACT_LIMIT = 10  # profile facts always considered
 PROFILE_CATEGORIES = ("preference", "person", "rule", "profile", "identity")
+# a censor whose trigger does not match the query is shown only when this close to it
+# (raw cosine, all-MiniLM-L6-v2): a rule about e-mail has no place in a talk about tables
+CENSOR_MIN_COSINE = 0.45
 
 SECTION_OF_KIND: Mapping[Kind, Section] = {
     Kind.CENSOR: Section.CENSORS,
@@ -72,7 +75,7 @@ def candidate_from_recall(item: RecallItem) -> Candidate:
                          chunk_no=item.chunk_no, tier=Tier.VERBATIM)
     return Candidate(ref=item.ref, memory_id=item.memory_id, kind=item.kind.value,
                      section=SECTION_OF_KIND[item.kind], text=item.text,
-                     score=item.scores.final)
+                     score=item.scores.final, cosine=item.scores.cosine)
 
 
 def ref_of(kind: str, memory_id: UUID) -> str:
@@ -146,6 +149,8 @@ class ContextAssembler:
             if cand.chunk_no is None and cand.memory_id in pinned:
                 pinned.pop(cand.memory_id)
                 cand = dataclasses.replace(cand, pinned=True)
+            elif cand.section is Section.CENSORS and (cand.cosine or 0.0) < CENSOR_MIN_COSINE:
+                continue  # ranked in only because the agent has few memories
             out.append(cand)
         for ident, row in pinned.items():
             kind = Kind(row["kind"])

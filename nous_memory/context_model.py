@@ -84,6 +84,7 @@ class Candidate:
     pinned: bool = False  # always considered: matching censors, profile facts
     chunk_no: int | None = None
     tier: Tier = Tier.SUMMARY
+    cosine: float | None = None  # raw similarity to the query, when recall measured it
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -170,7 +171,7 @@ def parse_request(agent_id: str, query: object, budget_tokens: object,
     budgets = _parse_sections(sections, problems)
     mode = Extraction.CACHED
     try:
-        mode = Extraction(extraction)
+        mode = Extraction(str(extraction))
     except ValueError:
         problems.append(FieldProblem(
             "extraction", f"must be one of {', '.join(e.value for e in Extraction)}"))
@@ -200,7 +201,7 @@ def _parse_sections(sections: object, problems: list[FieldProblem]) -> dict[Sect
     known = ", ".join(s.value for s in Section)
     for name, budget in entries:
         try:
-            section = Section(name)
+            section = Section(str(name))
         except ValueError:
             problems.append(FieldProblem(f"sections.{name}", f"unknown section; one of {known}"))
             continue

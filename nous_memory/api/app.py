@@ -20,6 +20,8 @@ from . import errors
 from .auth import key_ring, require_key
 from .background import background_worker
 from .body import MAX_BODY_BYTES, BodySizeLimit
+from .context import context_request_schemas
+from .context import router as context_router
 from .episodes import episode_request_schemas
 from .episodes import router as episodes_router
 from .facts import fact_request_schemas
@@ -45,6 +47,8 @@ TAGS = [
                                      "contradictions; read a fact's versions."},
     {"name": "episodes", "description": "Live conversations: start, append messages, close "
                                         "(summarised by the worker), read the transcript."},
+    {"name": "context", "description": "Assemble a budgeted context for a query; expand a "
+                                       "memory to its full record."},
     {"name": "health", "description": "Liveness of the database and embedding model."},
 ]
 
@@ -57,7 +61,8 @@ class NousMemoryAPI(FastAPI):
             schema = super().openapi()
             components = schema.setdefault("components", {}).setdefault("schemas", {})
             for name, body in {**request_schemas(), **fact_request_schemas(),
-                               **episode_request_schemas()}.items():
+                               **episode_request_schemas(),
+                               **context_request_schemas()}.items():
                 components.setdefault(name, body)
         assert self.openapi_schema is not None
         return self.openapi_schema
@@ -100,4 +105,5 @@ def create_app(store: MemoryStore | None = None, *,
     app.include_router(router, dependencies=guard)
     app.include_router(episodes_router, dependencies=guard)
     app.include_router(facts_router, dependencies=guard)
+    app.include_router(context_router, dependencies=guard)
     return app
