@@ -32,12 +32,13 @@ from .context_model import (
     Tier,
     parse_request,
 )
-from .context_sections import assemble
+from .context_sections import assemble, order_section
 from .db import Database
 from .embeddings import Embedder
 from .extraction import (
     HOT_SOURCE_CHARS,
     ITEM_MAX_TOKENS,
+    TIER2_PER_SECTION,
     Extracted,
     Extractor,
     label,
@@ -72,10 +73,10 @@ def candidate_from_recall(item: RecallItem) -> Candidate:
     if item.source == "chunk":
         return Candidate(ref=item.ref, memory_id=item.memory_id, kind="chunk",
                          section=Section.EXCERPTS, text=item.text, score=item.scores.final,
-                         chunk_no=item.chunk_no, tier=Tier.VERBATIM)
+                         chunk_no=item.chunk_no, tier=Tier.VERBATIM, tokens=item.tokens)
     return Candidate(ref=item.ref, memory_id=item.memory_id, kind=item.kind.value,
                      section=SECTION_OF_KIND[item.kind], text=item.text,
-                     score=item.scores.final, cosine=item.scores.cosine)
+                     score=item.scores.final, cosine=item.scores.cosine, tokens=item.tokens)
 
 
 def ref_of(kind: str, memory_id: UUID) -> str:
@@ -157,7 +158,7 @@ class ContextAssembler:
             out.append(Candidate(ref=ref_of(kind.value, ident), memory_id=ident,
                                  kind=kind.value, section=SECTION_OF_KIND[kind],
                                  text=row["summary"], score=float(row["importance"]),
-                                 pinned=True))
+                                 pinned=True, tokens=row["summary_tokens"]))
         return out
 
     async def _tier2(self, req: ContextRequest, candidates: list[Candidate]
@@ -166,8 +167,10 @@ class ContextAssembler:
         extraction queued, or waited for within the sync budget)."""
         complex_kinds = {Kind.EPISODE.value: Section.EPISODES,
                          Kind.PROCEDURE.value: Section.PROCEDURES}
-        ids = [c.memory_id for c in candidates
-               if c.chunk_no is None and c.kind in complex_kinds and c.section in req.budgets]
+        ids = [c.memory_id for kind, section in complex_kinds.items() if section in req.budgets
+               for c in order_section([c for c in candidates
+                                       if c.chunk_no is None and c.kind == kind]
+                                      )[:TIER2_PER_SECTION]]
         if not ids:
             return candidates, 0, 0, 0
         max_tokens = min([ITEM_MAX_TOKENS] + [req.budgets[s] for s in complex_kinds.values()
@@ -207,7 +210,7 @@ class ContextAssembler:
             queued = len(pending)
             self._later(self._extractor.queue(req.agent_id, req.query, max_tokens, pending))
         resolved = [dataclasses.replace(c, text=texts[c.memory_id][0],
-                                        tier=texts[c.memory_id][1])
+                                        tier=texts[c.memory_id][1], tokens=None)
                     if c.chunk_no is None and c.memory_id in texts else c
                     for c in candidates]
         return resolved, hits, misses, queued

@@ -37,6 +37,15 @@ def item_line(ref: str, text: str) -> str:
     return f"[{ref}] " + "\n  ".join(line for line in lines if line)
 
 
+def line_tokens(cand: Candidate, line: str) -> int:
+    """Tokens of ``line`` and its newline.  A summary's count is stored at write time, so
+    an unchanged text costs only its ref's count; the final text is counted exactly."""
+    prefix = f"[{cand.ref}] "
+    if cand.tokens is not None and line == prefix + cand.text:
+        return count_tokens(prefix) + cand.tokens + 1
+    return count_tokens(line + "\n")
+
+
 def section_header(section: Section) -> str:
     return f"## {SECTION_TITLES[section]}"
 
@@ -96,7 +105,7 @@ def assemble(candidates: Sequence[Candidate], budgets: Mapping[Section, int],
         started = False
         for cand in order_section(by_section[section]):
             line = item_line(cand.ref, cand.text)
-            line_cost = count_tokens(line + "\n")
+            line_cost = line_tokens(cand, line)
             cost = line_cost + (0 if started else header_cost)
             if cost > left or cost > remaining:
                 reason = "total budget" if cost > remaining else "section budget"

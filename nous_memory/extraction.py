@@ -32,7 +32,8 @@ TASK = "context_extract"
 COMPLEX_DETAIL_CHARS = 1_000  # episode detail longer than this is a complex record
 COMPLEX_CORE_PATTERNS = 5  # procedures with more core patterns than this are too
 ITEM_MAX_TOKENS = 300  # one extraction's size (capped by the section's budget)
-HOT_SOURCE_CHARS = 16_000  # what the hot-path truncation reads of a long detail
+HOT_SOURCE_CHARS = 6_000  # what the hot-path truncation reads of a long detail
+TIER2_PER_SECTION = 3  # only the best-ranked episodes / procedures are extracted
 
 INSTRUCTIONS = """\
 You extract, from one stored memory record, the parts that help answer a query.

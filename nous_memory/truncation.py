@@ -13,6 +13,7 @@ import re
 from .tokens import count_tokens
 
 GAP = " … "
+MAX_CONSIDERED = 40
 _SPLIT = re.compile(r"(?<=[.!?…])\s+|\s*\n\s*")
 _WORD = re.compile(r"[a-z0-9]+")
 _SUFFIXES = ("ing", "ed", "es", "s")
@@ -57,31 +58,41 @@ def cut_at_word(text: str, max_tokens: int) -> str:
 
 
 def truncate(text: str, query: str, max_tokens: int) -> str:
-    """The most query-relevant whole sentences of ``text`` within ``max_tokens``."""
+    """The most query-relevant whole sentences of ``text`` within ``max_tokens``.
+
+    At most ``MAX_CONSIDERED`` sentences are weighed (it runs on the hot path); the
+    result is counted exactly and the least relevant sentence removed until it fits."""
     if max_tokens < 1 or not text.strip():
         return ""
-    if count_tokens(text) <= max_tokens:
+    if estimate(text) <= max_tokens and count_tokens(text) <= max_tokens:
         return text.strip()
     parts = sentences(text)
     terms = query_terms(query)
     ranked = sorted(range(len(parts)), key=lambda i: (-_matches(parts[i], terms), i))
     chosen: list[int] = []
     used = 0
-    for index in ranked:
+    for index in ranked[:MAX_CONSIDERED]:
         cost = count_tokens(parts[index]) + 1  # a separator costs about one token
         if used + cost <= max_tokens:
             chosen.append(index)
             used += cost
+        if max_tokens - used < 4:
+            break
     if not chosen:  # even the best sentence is too long: cut it at a word
         return cut_at_word(parts[ranked[0]], max_tokens)
-    while True:
-        result = _join(parts, sorted(chosen))
-        if count_tokens(result) <= max_tokens or len(chosen) == 1:
-            break
+    result = _join(parts, sorted(chosen))
+    while count_tokens(result) > max_tokens and len(chosen) > 1:
         chosen.pop()  # the least relevant one goes first
+        result = _join(parts, sorted(chosen))
     if count_tokens(result) > max_tokens:
         return cut_at_word(result, max_tokens)
     return result
+
+
+def estimate(text: str) -> int:
+    """Tokens, roughly: about four characters each for English prose (exact counts
+    follow wherever a budget is at stake)."""
+    return (len(text) + 3) // 4
 
 
 def _join(parts: list[str], indexes: list[int]) -> str:

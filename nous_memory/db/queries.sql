@@ -453,12 +453,12 @@ ORDER BY purpose, model;
 -- name: context_always_on
 -- Censors (matched against the query in Python) and pinned profile facts ($2: the
 -- categories), considered on every call whatever the ranking says.  $3, $4: limits.
-(SELECT m.id, m.kind, m.summary, m.importance, c.trigger_pattern
+(SELECT m.id, m.kind, m.summary, m.summary_tokens, m.importance, c.trigger_pattern
  FROM censors c JOIN memories m ON m.agent_id = c.agent_id AND m.id = c.memory_id
  WHERE c.agent_id = $1 AND m.status = 'active'
  ORDER BY m.importance DESC, m.id LIMIT $3)
 UNION ALL
-(SELECT m.id, m.kind, m.summary, m.importance, NULL
+(SELECT m.id, m.kind, m.summary, m.summary_tokens, m.importance, NULL
  FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
  WHERE f.agent_id = $1 AND m.status = 'active' AND lower(f.category) = ANY($2::text[])
  ORDER BY m.importance DESC, f.confirmation_count DESC, m.updated_at DESC, m.id LIMIT $4);

@@ -37,9 +37,14 @@ def candidates(draw: st.DrawFn) -> list[Candidate]:
     out = []
     for index in range(count):
         section = draw(st.sampled_from(list(Section)))
+        text = draw(TEXT)
+        # the stored count when known; a stale (wrong) one must not break the budget either
+        known = draw(st.sampled_from(["none", "exact", "wrong"]))
+        tokens = {"none": None, "exact": count_tokens(text),
+                  "wrong": draw(st.integers(0, 60))}[known]
         out.append(Candidate(
             ref=f"{section.value[:-1]}:{index:08x}", memory_id=uuid.UUID(int=index + 1),
-            kind=section.value[:-1], section=section, text=draw(TEXT),
+            kind=section.value[:-1], section=section, text=text, tokens=tokens,
             score=draw(st.floats(min_value=0, max_value=1)), pinned=draw(st.booleans())))
     return out
 
