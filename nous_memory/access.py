@@ -24,7 +24,7 @@ _log = logging.getLogger(__name__)
 class AccessLog:
     def __init__(self, db: Database, *, delay_s: float = 1.0) -> None:
         self._db = db
-        self._delay_s = delay_s
+        self.delay_s = delay_s
         self._pending: dict[str, Counter[UUID]] = {}
         self._last: dict[str, datetime] = {}
         self._task: asyncio.Task[None] | None = None
@@ -41,7 +41,7 @@ class AccessLog:
             self._task = asyncio.get_running_loop().create_task(self._later())
 
     async def _later(self) -> None:
-        await asyncio.sleep(self._delay_s)
+        await asyncio.sleep(self.delay_s)
         try:
             await self.flush()
         except Exception:  # statistics must never break the store; logged, kept for later

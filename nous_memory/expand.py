@@ -200,9 +200,8 @@ def _restore_detail(memory: Memory, archive: Sequence[Mapping[str, Any]]
     cold = next((r for r in archive if r["part"] == "detail"), None)
     if cold is None or not isinstance(memory.detail, EpisodeDetail):
         return memory, False
-    hot = memory.detail.detail or ""
-    full = hot[: cold["start_offset"]] + cold["content"]
-    detail = memory.detail.model_copy(update={"detail": full})
+    # from SQL: the validated record has its whitespace trimmed, the raw head has not
+    detail = memory.detail.model_copy(update={"detail": cold["full_detail"]})
     return memory.model_copy(update={"detail": detail}), True
 
 

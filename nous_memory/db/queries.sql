@@ -528,8 +528,13 @@ WHERE agent_id = $1 AND id BETWEEN $2::uuid AND $3::uuid AND ($4::text IS NULL O
 ORDER BY id LIMIT 2;
 
 -- name: memory_archive_parts
-SELECT part, start_offset, content, messages, reason, archived_at
-FROM memory_archive WHERE agent_id = $1 AND memory_id = $2 ORDER BY part;
+-- full_detail: the hot head (raw, as stored) followed by the archived rest.
+SELECT a.part, a.start_offset, a.content, a.messages, a.reason, a.archived_at,
+       CASE WHEN a.part = 'detail'
+            THEN left(COALESCE(e.detail, ''), a.start_offset) || a.content END AS full_detail
+FROM memory_archive a
+LEFT JOIN episodes e ON e.agent_id = a.agent_id AND e.memory_id = a.memory_id
+WHERE a.agent_id = $1 AND a.memory_id = $2 ORDER BY a.part;
 
 -- ---------------------------------------------------------------- recall (issue 5a)
 
