@@ -28,7 +28,12 @@ from nous_memory.tokens import count_tokens
 _ALPHABET = st.sampled_from([*"abcdefghij klmnop ,.;:!?\n\t0123456789-_'\"()[]<>/=#",
                              "漢字", "é", "🙂", "</nous-memory>", '<nous-memory kind="x">',
                              "  ", "\n\n", "https://", "...", "ü"])
-TEXT = st.lists(_ALPHABET, min_size=1, max_size=80).map("".join)
+NOISY = st.lists(_ALPHABET, min_size=1, max_size=80).map("".join)
+# plain one-line prose: the form whose stored token count is used for planning
+PLAIN = st.lists(st.sampled_from(["billing", "migration", "on", "Sunday", "02:00", "UTC,",
+                                  "Ana", "prefers", "tea.", "漢字", "🙂", "x" * 12, "1234"]),
+                 min_size=1, max_size=30).map(" ".join)
+TEXT = st.one_of(NOISY, PLAIN)
 
 
 @st.composite
@@ -52,12 +57,12 @@ def candidates(draw: st.DrawFn) -> list[Candidate]:
 @st.composite
 def section_budgets(draw: st.DrawFn) -> dict[Section, int]:
     chosen = draw(st.lists(st.sampled_from(list(Section)), min_size=1, unique=True))
-    return {s: draw(st.integers(min_value=0, max_value=3000)) for s in Section if s in chosen}
+    return {s: draw(st.integers(min_value=0, max_value=600)) for s in Section if s in chosen}
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(items=candidates(), budgets=section_budgets(),
-       budget=st.integers(min_value=MIN_BUDGET_TOKENS, max_value=3000))
+       budget=st.integers(min_value=MIN_BUDGET_TOKENS, max_value=600))
 def test_never_over_budget_and_whole_items(items: list[Candidate],
                                            budgets: dict[Section, int], budget: int) -> None:
     result = assemble(items, budgets, budget)
