@@ -65,7 +65,7 @@ def parse_sections(values: list[str] | None) -> list[str] | dict[str, int] | Non
     for value in values:
         name, _, tokens = value.partition("=")
         if not tokens:
-            budgets[name] = DEFAULT_SECTION_BUDGETS.get(name, 0)  # type: ignore[call-overload]
+            budgets[name] = {s.value: b for s, b in DEFAULT_SECTION_BUDGETS.items()}.get(name, 0)
             continue
         try:
             budgets[name] = int(tokens)

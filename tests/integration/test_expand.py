@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import asyncpg
 import pytest
 
 from nous_memory import MemoryStore
 from nous_memory.errors import InvalidInputError, NotFoundError
 from nous_memory.kinds import EpisodeDetail
+from tests.integration.db_helpers import sql
 
 MESSAGES = [
     {"role": "user", "name": "Ana", "content": "Hi! Quick question about my travel."},
@@ -21,14 +21,6 @@ MESSAGES = [
     {"role": "assistant", "content": "Noted, I will plan around it."},
     {"role": "user", "name": "Ana", "content": "Book me a train to Lisbon on Friday."},
 ]
-
-
-async def _sql(store: MemoryStore, sql: str, *args: Any) -> list[asyncpg.Record]:
-    conn = await asyncpg.connect(store.dsn)
-    try:
-        return list(await conn.fetch(sql, *args))
-    finally:
-        await conn.close()
 
 
 async def _closed_episode(store: MemoryStore, agent: str = "a") -> Any:
@@ -68,20 +60,20 @@ async def test_archived_detail_and_cold_transcript_are_restored(store: MemorySto
     await store.update("a", episode.id, detail=full)
     cut = 100
     # what the trim / archive jobs do: keep the head hot, move the rest and the transcript
-    rows = await _sql(store, "SELECT seq, role, name, content, tokens, metadata, created_at "
+    rows = await sql(store, "SELECT seq, role, name, content, tokens, metadata, created_at "
                              "FROM episode_messages WHERE agent_id = 'a' AND episode_id = $1 "
                              "ORDER BY seq", episode.id)
     cold = [dict(r) | {"created_at": r["created_at"].isoformat(),
                        "metadata": json.loads(r["metadata"])} for r in rows]
-    await _sql(store, "INSERT INTO memory_archive (agent_id, memory_id, part, start_offset, "
+    await sql(store, "INSERT INTO memory_archive (agent_id, memory_id, part, start_offset, "
                       "content, reason) VALUES ('a', $1, 'detail', $2, $3, 'trim')",
                episode.id, cut, full[cut:])
-    await _sql(store, "INSERT INTO memory_archive (agent_id, memory_id, part, messages, "
+    await sql(store, "INSERT INTO memory_archive (agent_id, memory_id, part, messages, "
                       "reason) VALUES ('a', $1, 'transcript', $2::jsonb, 'archive')",
                episode.id, json.dumps(cold))
-    await _sql(store, "UPDATE episodes SET detail = left(detail, $2) "
+    await sql(store, "UPDATE episodes SET detail = left(detail, $2) "
                       "WHERE agent_id = 'a' AND memory_id = $1", episode.id, cut)
-    await _sql(store, "DELETE FROM episode_messages WHERE agent_id = 'a'")
+    await sql(store, "DELETE FROM episode_messages WHERE agent_id = 'a'")
     expanded = await store.expand("a", episode.id)
     assert expanded.detail_restored
     assert isinstance(expanded.memory.detail, EpisodeDetail)
@@ -95,7 +87,7 @@ async def test_archived_detail_and_cold_transcript_are_restored(store: MemorySto
 
 async def test_chunk_ref_shows_the_chunk_s_messages(store: MemoryStore) -> None:
     episode = await _closed_episode(store)
-    chunks = await _sql(store, "SELECT chunk_no, first_seq FROM episode_chunks "
+    chunks = await sql(store, "SELECT chunk_no, first_seq FROM episode_chunks "
                                "WHERE agent_id = 'a' ORDER BY chunk_no")
     last = chunks[-1]
     expanded = await store.expand("a", f"episode:{episode.id.hex[:8]}#c{last['chunk_no']}")
@@ -126,10 +118,10 @@ async def test_served_items_count_as_accessed(store: MemoryStore) -> None:
     store.access.delay_s = 60.0  # the deferred write cannot happen during this test
     await store.expand("a", fact.id)
     await store.expand("a", fact.id)
-    untouched = await _sql(store, "SELECT access_count FROM memories WHERE id = $1", fact.id)
+    untouched = await sql(store, "SELECT access_count FROM memories WHERE id = $1", fact.id)
     assert untouched[0]["access_count"] == 0  # not written on the read path
     await store.access.flush()
-    after = await _sql(store, "SELECT access_count, last_accessed_at, version FROM memories "
+    after = await sql(store, "SELECT access_count, last_accessed_at, version FROM memories "
                               "WHERE id = $1", fact.id)
     assert after[0]["access_count"] == 2 and after[0]["last_accessed_at"] is not None
     assert after[0]["version"] == 1  # bookkeeping, not a change of the record
