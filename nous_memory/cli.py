@@ -134,6 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_fact_commands(commands, agent)
     from .cli_episodes import add_episode_commands
     add_episode_commands(commands, agent, json_flag)
+    from .cli_recall import add_recall_command
+    add_recall_command(commands, agent)
     from .cli_context import add_context_commands
     add_context_commands(commands, agent)
 

@@ -26,6 +26,8 @@ from .episodes import episode_request_schemas
 from .episodes import router as episodes_router
 from .facts import fact_request_schemas
 from .facts import router as facts_router
+from .recall import recall_request_schemas
+from .recall import router as recall_router
 from .routes import health_router, router
 from .schemas import request_schemas
 
@@ -47,6 +49,8 @@ TAGS = [
                                      "contradictions; read a fact's versions."},
     {"name": "episodes", "description": "Live conversations: start, append messages, close "
                                         "(summarised by the worker), read the transcript."},
+    {"name": "recall", "description": "Hybrid recall of memories and verbatim episode "
+                                      "excerpts, with typed scores."},
     {"name": "context", "description": "Assemble a budgeted context for a query; expand a "
                                        "memory to its full record."},
     {"name": "health", "description": "Liveness of the database and embedding model."},
@@ -62,6 +66,7 @@ class NousMemoryAPI(FastAPI):
             components = schema.setdefault("components", {}).setdefault("schemas", {})
             for name, body in {**request_schemas(), **fact_request_schemas(),
                                **episode_request_schemas(),
+                               **recall_request_schemas(),
                                **context_request_schemas()}.items():
                 components.setdefault(name, body)
         assert self.openapi_schema is not None
@@ -105,5 +110,6 @@ def create_app(store: MemoryStore | None = None, *,
     app.include_router(router, dependencies=guard)
     app.include_router(episodes_router, dependencies=guard)
     app.include_router(facts_router, dependencies=guard)
+    app.include_router(recall_router, dependencies=guard)
     app.include_router(context_router, dependencies=guard)
     return app

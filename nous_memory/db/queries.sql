@@ -547,8 +547,9 @@ SET LOCAL hnsw.iterative_scan = relaxed_order;
 -- Hybrid recall in one statement.  $1 agent, $2 query text, $3 query vector, $4 model,
 -- $5 kinds, $6 memory statuses, $7 include chunks, $8 candidates per leg, $9 k,
 -- $10 RRF constant, $11..$16 priors (recency weight, half-life days, importance,
--- confidence, use weight, use saturation).  Legs: vector and BM25 full text over
--- memories and over episode chunks.  The full-text query is an OR of the text's
+-- confidence, use weight, use saturation).  Two legs, each over memories and episode
+-- chunks together (one corpus, so neither table gets top ranks for free): vector
+-- (HNSW per table, merged by distance) and BM25 full text.  The full-text query is an OR of the text's
 -- lexemes (to_tsvector never fails on any input; the tsvector's canonical text form
 -- re-parses as a tsquery), scored by BM25 with document frequencies counted over the
 -- agent's matching rows.  Chunks never need episode_messages (archived transcripts).
@@ -557,78 +558,66 @@ WITH tq AS (
            ARRAY(SELECT u.lexeme FROM unnest(v) AS u) AS lexemes
     FROM to_tsvector('english', $2) AS v
 ),
-mvec AS MATERIALIZED (
-    (SELECT m.id, m.embedding <=> $3 AS dist FROM memories m
+vec AS MATERIALIZED (
+    (SELECT 'memory' AS source, m.id AS memory_id, NULL::integer AS chunk_no,
+            m.embedding <=> $3 AS dist
+     FROM memories m
      WHERE m.agent_id = $1 AND m.status = 'active' AND m.kind = ANY($5::text[])
        AND m.embedding_model = $4
      ORDER BY m.embedding <=> $3 LIMIT $8)
     UNION ALL
-    (SELECT m.id, m.embedding <=> $3 FROM memories m
+    (SELECT 'memory', m.id, NULL, m.embedding <=> $3 FROM memories m
      WHERE m.agent_id = $1 AND m.status = ANY($6::text[]) AND m.status <> 'active'
        AND m.kind = ANY($5::text[]) AND m.embedding_model = $4
      ORDER BY m.embedding <=> $3 LIMIT $8)
+    UNION ALL
+    (SELECT 'chunk', c.episode_id, c.chunk_no, c.embedding <=> $3
+     FROM episode_chunks c
+     JOIN memories e ON e.agent_id = c.agent_id AND e.id = c.episode_id
+     WHERE $7 AND c.agent_id = $1 AND c.embedding_model = $4
+       AND e.status IN ('active', 'archived')
+     ORDER BY c.embedding <=> $3 LIMIT $8)
 ),
-mhit AS (
-    SELECT m.id, m.summary_tokens AS len, u.lexeme,
-           COALESCE(cardinality(u.positions), 1) AS tf
+hits AS (
+    SELECT 'memory' AS source, m.id AS memory_id, NULL::integer AS chunk_no,
+           m.summary_tokens AS len, u.lexeme, COALESCE(cardinality(u.positions), 1) AS tf
     FROM tq, memories m CROSS JOIN LATERAL unnest(m.search_tsv) AS u
     WHERE m.agent_id = $1 AND m.search_tsv @@ tq.q AND m.status = ANY($6::text[])
       AND m.kind = ANY($5::text[]) AND u.lexeme = ANY(tq.lexemes)
-),
-mstat AS (
-    SELECT count(*)::float8 AS n, GREATEST(avg(summary_tokens), 1)::float8 AS avgdl
-    FROM memories WHERE agent_id = $1 AND status = ANY($6::text[])
-),
-mtext AS MATERIALIZED (
-    SELECT h.id, sum(ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5))
-                     * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.len / s.avgdl))) AS score
-    FROM mhit h
-    JOIN (SELECT lexeme, count(*)::float8 AS df FROM mhit GROUP BY lexeme) d USING (lexeme)
-    CROSS JOIN mstat s
-    GROUP BY h.id ORDER BY score DESC, h.id LIMIT $8
-),
-cvec AS MATERIALIZED (
-    SELECT c.episode_id, c.chunk_no, c.embedding <=> $3 AS dist
-    FROM episode_chunks c
-    JOIN memories e ON e.agent_id = c.agent_id AND e.id = c.episode_id
-    WHERE $7 AND c.agent_id = $1 AND c.embedding_model = $4
-      AND e.status IN ('active', 'archived')
-    ORDER BY c.embedding <=> $3 LIMIT $8
-),
-chit AS (
-    SELECT c.episode_id, c.chunk_no, c.tokens AS len, u.lexeme,
-           COALESCE(cardinality(u.positions), 1) AS tf
+    UNION ALL
+    SELECT 'chunk', c.episode_id, c.chunk_no, c.tokens, u.lexeme,
+           COALESCE(cardinality(u.positions), 1)
     FROM tq, episode_chunks c
     JOIN memories e ON e.agent_id = c.agent_id AND e.id = c.episode_id
     CROSS JOIN LATERAL unnest(c.search_tsv) AS u
     WHERE $7 AND c.agent_id = $1 AND c.search_tsv @@ tq.q
       AND e.status IN ('active', 'archived') AND u.lexeme = ANY(tq.lexemes)
 ),
-cstat AS (
-    SELECT count(*)::float8 AS n, GREATEST(avg(tokens), 1)::float8 AS avgdl
-    FROM episode_chunks WHERE $7 AND agent_id = $1
+corpus AS (
+    SELECT sum(n)::float8 AS n, GREATEST(sum(total) / GREATEST(sum(n), 1), 1)::float8 AS avgdl
+    FROM (SELECT count(*) AS n, sum(summary_tokens) AS total FROM memories
+          WHERE agent_id = $1 AND status = ANY($6::text[])
+          UNION ALL
+          SELECT count(*), sum(tokens) FROM episode_chunks WHERE $7 AND agent_id = $1) AS parts
 ),
-ctext AS MATERIALIZED (
-    SELECT h.episode_id, h.chunk_no,
+bm25 AS MATERIALIZED (
+    SELECT h.source, h.memory_id, h.chunk_no,
            sum(ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5))
                * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.len / s.avgdl))) AS score
-    FROM chit h
-    JOIN (SELECT lexeme, count(*)::float8 AS df FROM chit GROUP BY lexeme) d USING (lexeme)
-    CROSS JOIN cstat s
-    GROUP BY h.episode_id, h.chunk_no ORDER BY score DESC, h.episode_id, h.chunk_no LIMIT $8
+    FROM hits h
+    JOIN (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme) d USING (lexeme)
+    CROSS JOIN corpus s
+    GROUP BY h.source, h.memory_id, h.chunk_no
+    ORDER BY score DESC, h.memory_id, h.chunk_no NULLS FIRST LIMIT $8
 ),
 legs AS (
-    SELECT 'memory' AS source, id AS memory_id, NULL::integer AS chunk_no, 'vector' AS leg,
-           row_number() OVER (ORDER BY dist, id) AS rnk, NULL::float8 AS score FROM mvec
+    SELECT source, memory_id, chunk_no, 'vector' AS leg, NULL::float8 AS score,
+           row_number() OVER (ORDER BY dist, memory_id, chunk_no NULLS FIRST) AS rnk
+    FROM vec
     UNION ALL
-    SELECT 'memory', id, NULL, 'text', row_number() OVER (ORDER BY score DESC, id), score
-    FROM mtext
-    UNION ALL
-    SELECT 'chunk', episode_id, chunk_no, 'vector',
-           row_number() OVER (ORDER BY dist, episode_id, chunk_no), NULL FROM cvec
-    UNION ALL
-    SELECT 'chunk', episode_id, chunk_no, 'text',
-           row_number() OVER (ORDER BY score DESC, episode_id, chunk_no), score FROM ctext
+    SELECT source, memory_id, chunk_no, 'text', score,
+           row_number() OVER (ORDER BY score DESC, memory_id, chunk_no NULLS FIRST)
+    FROM bm25
 ),
 fused AS (
     SELECT source, memory_id, chunk_no, sum(1.0::float8 / ($10 + rnk)) AS fused,

@@ -1,0 +1,72 @@
+"""Recall over HTTP: ``POST /agents/{agent_id}/recall``.
+
+Thin like the other routers: the body is decoded by ``body.json_object``, unknown names
+are refused as unknown fields, and every value is validated by ``MemoryStore.recall``
+(empty query, ``k`` out of range, unknown kind), so bad input is the usual 422 naming
+the field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import models_json_schema
+
+from ..errors import FieldProblem, InvalidInputError
+from ..kinds import Kind
+from ..recall import MAX_K, MAX_QUERY_CHARS, MIN_K, RecallResult
+from .body import json_object
+from .errors import problem_responses
+from .routes import AgentId, Store
+from .schemas import REF, request_body
+
+RECALL = "RecallRequest"
+RECALL_FIELDS = ("query", "kinds", "k", "include_superseded")
+
+router = APIRouter(prefix="/agents/{agent_id}", tags=["recall"])
+
+
+class RecallBody(BaseModel):
+    """What to recall.  ``null`` is the same as leaving a field out."""
+
+    model_config = ConfigDict(extra="forbid", title=RECALL)
+
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS,
+                       description="Any text; nothing in it is treated as query syntax")
+    kinds: list[Kind] | None = Field(default=None, description="Only these kinds (chunks "
+                                     "count as episode); every kind when left out")
+    k: int = Field(default=10, ge=MIN_K, le=MAX_K, description="How many items")
+    include_superseded: bool = Field(default=False,
+                                     description="Also superseded versions of facts")
+
+
+def recall_request_schemas() -> dict[str, dict[str, Any]]:
+    """Component schema of the recall body (merged into the app's OpenAPI)."""
+    _, top = models_json_schema([(RecallBody, "validation")], ref_template=REF)
+    return dict(top["$defs"])
+
+
+EXAMPLES: dict[str, Any] = {
+    "everything": {"query": "Where does Tim live?"},
+    "facts only": {"query": "deadline of the billing migration", "kinds": ["fact"], "k": 5},
+}
+
+
+@router.post("/recall", summary="Ranked memories and verbatim episode excerpts for a query",
+             openapi_extra=request_body(RECALL, EXAMPLES),
+             responses=problem_responses(401, 403, 413, 422, 503))
+async def recall(agent_id: AgentId, request: Request, store: Store) -> RecallResult:
+    """Hybrid recall: vector and full-text search over the agent's memories and episode
+    chunks, fused by reciprocal rank fusion with bounded priors.  Each item has typed
+    scores; only ``scores.cosine`` is meant for thresholds."""
+    body = await json_object(request)
+    problems = [FieldProblem(name, "unknown field") for name in body if name not in RECALL_FIELDS]
+    if "query" not in body:
+        problems.insert(0, FieldProblem("query", "missing"))
+    if problems:
+        raise InvalidInputError(problems)
+    options = {name: value for name, value in body.items()
+               if value is not None and name != "query"}
+    return await store.recall(agent_id, body["query"], **options)
