@@ -177,7 +177,8 @@ class Synthetic:
         dim = self._centroids.shape[1]
         picks = self._centroids[self._rng.integers(0, len(self._centroids), n)]
         noisy = picks + self._rng.normal(0, NOISE / np.sqrt(dim), (n, dim))
-        return (noisy / np.linalg.norm(noisy, axis=1, keepdims=True)).astype(np.float32)
+        unit: np.ndarray = (noisy / np.linalg.norm(noisy, axis=1, keepdims=True))
+        return unit.astype(np.float32)
 
 
 async def build(store: MemoryStore, args: argparse.Namespace, rng: random.Random
@@ -299,12 +300,34 @@ async def run(args: argparse.Namespace) -> None:
     rng = random.Random(args.seed)
     url = os.environ.get("NOUS_MEMORY_DATABASE_URL")
     with tempfile.TemporaryDirectory(prefix="nous-bench-ctx-") as tmp:
+        data_dir = args.keep_data_dir or tmp
         opened = (MemoryStore.open(database_url=url) if url
-                  else MemoryStore.open(data_dir=tmp, database_url=None))
+                  else MemoryStore.open(data_dir=data_dir, database_url=None))
         async with opened as store:
-            agents, built = await build(store, args, rng)
+            agents, built = await reuse(store, args, rng) if args.reuse else (None, None)
+            if agents is None or built is None:
+                agents, built = await build(store, args, rng)
             out = await measure(store, agents, args, rng)
             report(args, agents, built, out)
+
+
+async def reuse(store: MemoryStore, args: argparse.Namespace, rng: random.Random
+                ) -> tuple[list[AgentData] | None, dict[str, float] | None]:
+    """Development only: measure again on a database an earlier --keep-data-dir run
+    built with the same sizes and seed (the data is regenerated, not re-inserted)."""
+    conn = await asyncpg.connect(store.dsn)
+    try:
+        have = await conn.fetchval("SELECT count(*) FROM memories")
+    finally:
+        await conn.close()
+    agents = max(args.memories // args.per_agent, 1)
+    if have != agents * args.per_agent:
+        return None, None
+    kept = [AgentData(f"bench-{i:05d}", args.per_agent, args.chunks_per_agent, rng)
+            for i in range(min(args.real_agents, agents))]
+    print("# reused a database built by an earlier run (development only)")
+    return kept, {"load_s": float("nan"), "index_s": float("nan"),
+                  "real_vectors": float(sum(len(a.texts) for a in kept))}
 
 
 def report(args: argparse.Namespace, agents: list[AgentData], built: dict[str, float],
@@ -357,6 +380,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--keep-data-dir", metavar="DIR",
+                        help="development: keep the embedded server's data in DIR")
+    parser.add_argument("--reuse", action="store_true",
+                        help="development: measure on the database in --keep-data-dir "
+                             "when it already holds this data set")
     asyncio.run(run(parser.parse_args(argv)))
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from uuid import UUID
 
 import asyncpg
+import numpy as np
 
 from .access import AccessLog
 from .chunks import TranscriptMessage
@@ -254,7 +255,8 @@ class MemoryStore:
                                budget_tokens: int = DEFAULT_BUDGET_TOKENS,
                                sections: Mapping[str, int] | Sequence[str] | None = None,
                                extraction: Extraction | str = Extraction.CACHED,
-                               query_embedding: Sequence[float] | None = None) -> Context:
+                               query_embedding: Sequence[float] | np.ndarray[Any, Any] | None
+                               = None) -> Context:
         """The memories relevant to ``query`` as text of at most ``budget_tokens`` tokens,
         in sections, every item tagged with its ref (see README, "Context")."""
         return await self.contexts.assemble(agent_id, query, budget_tokens=budget_tokens,
