@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from . import blocks
 from .context_model import SECTION_TITLES, Candidate, ContextItem, DroppedItem, Section
@@ -42,8 +43,14 @@ def line_tokens(cand: Candidate, line: str) -> int:
     an unchanged text costs only its ref's count; the final text is counted exactly."""
     prefix = f"[{cand.ref}] "
     if cand.tokens is not None and line == prefix + cand.text:
-        return count_tokens(prefix) + cand.tokens + 1
+        return _counted(prefix) + cand.tokens + 1
     return count_tokens(line + "\n")
+
+
+@lru_cache(maxsize=65_536)
+def _counted(text: str) -> int:
+    """Counts of short strings that recur on every call (refs, headers, the wrapper)."""
+    return count_tokens(text)
 
 
 def section_header(section: Section) -> str:
@@ -81,7 +88,7 @@ def assemble(candidates: Sequence[Candidate], budgets: Mapping[Section, int],
              budget_tokens: int) -> Assembled:
     """Fill sections in order; an item that does not fit is dropped (with the reason) and
     smaller ones after it may still go in; a section's unused tokens go to the next."""
-    overhead = count_tokens(blocks.wrap("", WRAP_KIND))
+    overhead = _counted(blocks.wrap("", WRAP_KIND))
     available = max(budget_tokens - overhead, 0)
     allowances = section_allowances(budgets, available)
     by_section: dict[Section, list[Candidate]] = {s: [] for s in budgets}
@@ -101,7 +108,7 @@ def assemble(candidates: Sequence[Candidate], budgets: Mapping[Section, int],
     carry = 0
     for section, allowance in allowances.items():
         left = allowance + carry
-        header_cost = count_tokens(section_header(section) + "\n")
+        header_cost = _counted(section_header(section) + "\n")
         started = False
         for cand in order_section(by_section[section]):
             line = item_line(cand.ref, cand.text)
