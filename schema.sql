@@ -54,7 +54,10 @@ CREATE TABLE memories (
     UNIQUE (agent_id, id, kind),
     CHECK ((embedding IS NULL) = (embedding_model IS NULL)),
     CHECK ((status = 'deleted') = (deleted_at IS NOT NULL))
-);
+)
+-- rows up to a page stay whole: the default (about 2 kB) would move the 1.5 kB embedding
+-- of an ordinary row to TOAST, and recall would fetch it from there row by row
+WITH (toast_tuple_target = 8160);
 
 CREATE INDEX memories_embedding_hnsw ON memories
     USING hnsw (embedding vector_cosine_ops) WHERE status = 'active';
@@ -212,13 +215,19 @@ CREATE TABLE episode_chunks (
     message_metadata  jsonb       NOT NULL DEFAULT '[]',
     embedding         vector(384),
     embedding_model   text,
-    search_tsv        tsvector GENERATED ALWAYS AS (to_tsvector('english', content)) STORED,
+    -- the turns just before the chunk (chunks.index_text): embedded and indexed with it,
+    -- weight D in search_tsv so the chunk's own words (weight A) can count for more
+    context           text        NOT NULL DEFAULT '',
+    search_tsv        tsvector GENERATED ALWAYS AS (
+        setweight(to_tsvector('english', content), 'A')
+        || setweight(to_tsvector('english', context), 'D')) STORED,
     created_at        timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (agent_id, episode_id, chunk_no),
     FOREIGN KEY (agent_id, episode_id)
         REFERENCES episodes (agent_id, memory_id) ON DELETE CASCADE,
     CHECK (last_seq >= first_seq)
-);
+)
+WITH (toast_tuple_target = 8160);  -- as memories: keep embedding and tsvector in the row
 
 CREATE INDEX episode_chunks_hnsw ON episode_chunks USING hnsw (embedding vector_cosine_ops);
 CREATE INDEX episode_chunks_search ON episode_chunks USING gin (search_tsv);

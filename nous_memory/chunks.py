@@ -1,4 +1,11 @@
-"""Turn-aligned verbatim chunks of a transcript, for recall of the exact words."""
+"""Turn-aligned verbatim chunks of a transcript, for recall of the exact words.
+
+Policy (measured with bench/locomo_recall.py): a chunk is one turn by default, indexed
+together with the turns just before it.  A reply such as "Yes, last weekend at the lake!"
+is found through the question it answers, while the chunk's verbatim ``content`` (what
+recall returns and context assembly shows) stays the turn itself, so each item costs one
+place in a ranked list and no words are shown twice.
+"""
 
 from __future__ import annotations
 
@@ -28,6 +35,10 @@ class TranscriptMessage:
         return self.name or self.role
 
 
+CHUNK_TURNS = 1  # messages per chunk (a chunk also stops at its token limit)
+CONTEXT_TURNS = 2  # preceding messages indexed with a chunk, not part of its content
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Chunk:
     chunk_no: int
@@ -39,6 +50,17 @@ class Chunk:
     started_at: datetime | None
     ended_at: datetime | None
     message_metadata: list[dict[str, Any]]
+    context: str = ""  # the preceding turns' lines: indexed, never shown as content
+
+    @property
+    def index_text(self) -> str:
+        return index_text(self.content, self.context)
+
+
+def index_text(content: str, context: str) -> str:
+    """What a chunk is embedded (and full-text indexed) as: its context, then itself.
+    schema.sql's generated ``episode_chunks.search_tsv`` indexes the same two parts."""
+    return f"{context}\n{content}" if context else content
 
 
 def line(message: TranscriptMessage) -> str:
@@ -46,30 +68,43 @@ def line(message: TranscriptMessage) -> str:
 
 
 def chunk_messages(messages: Sequence[TranscriptMessage], *, max_tokens: int,
-                   first_chunk_no: int = 0) -> list[Chunk]:
-    """Group consecutive whole messages into chunks of at most ``max_tokens``.
+                   first_chunk_no: int = 0, max_turns: int = CHUNK_TURNS,
+                   context_turns: int = CONTEXT_TURNS,
+                   before: Sequence[TranscriptMessage] = ()) -> list[Chunk]:
+    """Group consecutive whole messages into chunks of at most ``max_turns`` messages and
+    ``max_tokens`` tokens, each carrying the ``context_turns`` messages before it.
 
     A message longer than the limit is a chunk of its own (never cut mid-turn).
-    Empty messages (a tool call with no text) are skipped.
+    Empty messages (a tool call with no text) are skipped.  ``before``: messages already
+    chunked earlier, which give the first new chunks their context.
     """
-    chunks: list[Chunk] = []
+    if max_turns < 1 or context_turns < 0:
+        raise ValueError("max_turns must be >= 1 and context_turns >= 0")
+    spoken = [m for m in messages if m.content.strip()]
+    earlier = [m for m in before if m.content.strip()]
+    groups: list[list[TranscriptMessage]] = []
     group: list[TranscriptMessage] = []
     used = 0
-    for message in messages:
-        if not message.content.strip():
-            continue
+    for message in spoken:
         cost = count_tokens(line(message)) + 1
-        if group and used + cost > max_tokens:
-            chunks.append(_make(group, first_chunk_no + len(chunks)))
+        if group and (used + cost > max_tokens or len(group) >= max_turns):
+            groups.append(group)
             group, used = [], 0
         group.append(message)
         used += cost
     if group:
-        chunks.append(_make(group, first_chunk_no + len(chunks)))
+        groups.append(group)
+    chunks: list[Chunk] = []
+    history = list(earlier)
+    for group in groups:
+        context = history[-context_turns:] if context_turns else []
+        chunks.append(_make(group, first_chunk_no + len(chunks), context))
+        history.extend(group)
     return chunks
 
 
-def _make(group: list[TranscriptMessage], chunk_no: int) -> Chunk:
+def _make(group: list[TranscriptMessage], chunk_no: int,
+          context: Sequence[TranscriptMessage] = ()) -> Chunk:
     content = "\n".join(line(m) for m in group)
     times = [m.created_at for m in group if m.created_at is not None]
     speakers: list[str] = []
@@ -80,4 +115,5 @@ def _make(group: list[TranscriptMessage], chunk_no: int) -> Chunk:
                  content=content, tokens=count_tokens(content), speakers=speakers,
                  started_at=min(times) if times else None,
                  ended_at=max(times) if times else None,
-                 message_metadata=[m.metadata for m in group])
+                 message_metadata=[m.metadata for m in group],
+                 context="\n".join(line(m) for m in context))

@@ -231,10 +231,11 @@ class EpisodeCloser:
         """Everything slow, outside any transaction: chunks, the LLM call, embeddings."""
         fresh = [m for m in messages if m.seq > chunked_upto]
         chunks = chunk_messages(fresh, max_tokens=self._settings.chunk_tokens,
-                                first_chunk_no=next_chunk)
+                                first_chunk_no=next_chunk,
+                                before=[m for m in messages if m.seq <= chunked_upto])
         # chunks do not depend on the answer: embed them while the LLM call is in flight
         embedding = asyncio.create_task(
-            self._memories.embed_texts(agent, [c.content for c in chunks]))
+            self._memories.embed_texts(agent, [c.index_text for c in chunks]))
         extraction: EpisodeExtraction | None = None
         failure: str | None = None
         try:
@@ -305,7 +306,8 @@ class EpisodeCloser:
                 "insert_chunks", agent, ident, [PgVector(v) for v in close.chunk_vectors],
                 self._memories.model_name,
                 [{"chunk_no": c.chunk_no, "first_seq": c.first_seq, "last_seq": c.last_seq,
-                  "content": c.content, "tokens": c.tokens, "speakers": c.speakers,
+                  "content": c.content, "context": c.context, "tokens": c.tokens,
+                  "speakers": c.speakers,
                   "started_at": c.started_at.isoformat() if c.started_at else None,
                   "ended_at": c.ended_at.isoformat() if c.ended_at else None,
                   "message_metadata": c.message_metadata, "ord": i}

@@ -184,9 +184,12 @@ class EpisodeChunkRow(SQLModel, table=True):
         default_factory=list, sa_column=Column(JSONB, nullable=False))
     embedding: Any = Field(default=None, sa_column=Column(Vector(EMBEDDING_DIM)))
     embedding_model: str | None = None
+    context: str = ""  # preceding turns, indexed with the chunk (chunks.index_text)
     search_tsv: Any = Field(
         default=None,
-        sa_column=Column(TSVECTOR, Computed("to_tsvector('english', content)"), nullable=True))
+        sa_column=Column(TSVECTOR, Computed(
+            "setweight(to_tsvector('english', content), 'A') || "
+            "setweight(to_tsvector('english', context), 'D')"), nullable=True))
     created_at: datetime = _time()
 
 

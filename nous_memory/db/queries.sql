@@ -342,12 +342,13 @@ FROM episode_chunks WHERE agent_id = $1 AND episode_id = $2;
 -- Idempotent: a retried close writes the same chunk numbers again and keeps the first.
 INSERT INTO episode_chunks (agent_id, episode_id, chunk_no, first_seq, last_seq, content,
                             tokens, speakers, started_at, ended_at, message_metadata,
-                            embedding, embedding_model)
+                            embedding, embedding_model, context)
 SELECT $1, $2, r.chunk_no, r.first_seq, r.last_seq, r.content, r.tokens, r.speakers,
-       r.started_at, r.ended_at, r.message_metadata, ($3::vector[])[r.ord], $4
+       r.started_at, r.ended_at, r.message_metadata, ($3::vector[])[r.ord], $4,
+       COALESCE(r.context, '')
 FROM jsonb_to_recordset($5::jsonb) AS r(chunk_no integer, first_seq integer, last_seq integer,
      content text, tokens integer, speakers text[], started_at timestamptz,
-     ended_at timestamptz, message_metadata jsonb, ord integer)
+     ended_at timestamptz, message_metadata jsonb, ord integer, context text)
 ON CONFLICT (agent_id, episode_id, chunk_no) DO NOTHING;
 
 -- name: episode_chunks
@@ -547,12 +548,16 @@ SET LOCAL hnsw.iterative_scan = relaxed_order;
 -- Hybrid recall in one statement.  $1 agent, $2 query text, $3 query vector, $4 model,
 -- $5 kinds, $6 memory statuses, $7 include chunks, $8 candidates per leg, $9 k,
 -- $10 RRF constant, $11..$16 priors (recency weight, half-life days, importance,
--- confidence, use weight, use saturation).  Two legs, each over memories and episode
+-- confidence, use weight, use saturation), $17/$18 weights of the text and vector legs
+-- in the fusion, $19 how much a word of a chunk's context (weight D) counts against
+-- one of its own text.  Two legs, each over memories and episode
 -- chunks together (one corpus, so neither table gets top ranks for free): vector
 -- (HNSW per table, merged by distance) and BM25 full text.  The full-text query is an OR of the text's
 -- lexemes (to_tsvector never fails on any input; the tsvector's canonical text form
 -- re-parses as a tsquery), scored by BM25 with document frequencies counted over the
--- agent's matching rows.  Chunks never need episode_messages (archived transcripts).
+-- agent's matching rows.  Term frequencies come from each matching row's tsvector cut
+-- down to the query's lexemes (setweight marks them 'C', ts_filter keeps them), so a row
+-- costs a handful of entries, not its whole vocabulary.  Chunks never need episode_messages (archived transcripts).
 WITH tq AS (
     SELECT NULLIF(replace(strip(v)::text, ''' ''', ''' | '''), '')::tsquery AS q,
            ARRAY(SELECT u.lexeme FROM unnest(v) AS u) AS lexemes
@@ -579,26 +584,37 @@ vec AS MATERIALIZED (
      ORDER BY c.embedding <=> $3 LIMIT $8)
 ),
 hits AS (
-    SELECT 'memory' AS source, m.id AS memory_id, NULL::integer AS chunk_no,
-           m.summary_tokens AS len, u.lexeme, COALESCE(cardinality(u.positions), 1) AS tf
-    FROM tq, memories m CROSS JOIN LATERAL unnest(m.search_tsv) AS u
-    WHERE m.agent_id = $1 AND m.search_tsv @@ tq.q AND m.status = ANY($6::text[])
-      AND m.kind = ANY($5::text[]) AND u.lexeme = ANY(tq.lexemes)
-    UNION ALL
-    SELECT 'chunk', c.episode_id, c.chunk_no, c.tokens, u.lexeme,
-           COALESCE(cardinality(u.positions), 1)
-    FROM tq, episode_chunks c
-    JOIN memories e ON e.agent_id = c.agent_id AND e.id = c.episode_id
-    CROSS JOIN LATERAL unnest(c.search_tsv) AS u
-    WHERE $7 AND c.agent_id = $1 AND c.search_tsv @@ tq.q
-      AND e.status IN ('active', 'archived') AND u.lexeme = ANY(tq.lexemes)
+    SELECT source, memory_id, chunk_no, len, lexeme, sum(tf) AS tf
+    FROM (SELECT 'memory' AS source, m.id AS memory_id, NULL::integer AS chunk_no,
+                 length(m.search_tsv) AS len, u.lexeme, cardinality(u.positions)::float8 AS tf
+          FROM tq, memories m
+          CROSS JOIN LATERAL unnest(ts_filter(setweight(m.search_tsv, 'C', tq.lexemes),
+                                              '{c}')) AS u
+          WHERE m.agent_id = $1 AND m.search_tsv @@ tq.q AND m.status = ANY($6::text[])
+            AND m.kind = ANY($5::text[])
+          UNION ALL
+          SELECT 'chunk', c.episode_id, c.chunk_no, length(c.search_tsv), t.lexeme, t.tf
+          FROM tq, episode_chunks c
+          JOIN memories e ON e.agent_id = c.agent_id AND e.id = c.episode_id
+          CROSS JOIN LATERAL (
+              SELECT u.lexeme, cardinality(u.positions)::float8 AS tf
+              FROM unnest(ts_filter(setweight(ts_filter(c.search_tsv, '{a}'), 'C',
+                                              tq.lexemes), '{c}')) AS u
+              UNION ALL
+              SELECT u.lexeme, $19::float8 * cardinality(u.positions)
+              FROM unnest(ts_filter(setweight(ts_filter(c.search_tsv, '{d}'), 'C',
+                                              tq.lexemes), '{c}')) AS u) AS t
+          WHERE $7 AND c.agent_id = $1 AND c.search_tsv @@ tq.q
+            AND e.status IN ('active', 'archived')) AS raw
+    GROUP BY source, memory_id, chunk_no, len, lexeme
 ),
 corpus AS (
     SELECT sum(n)::float8 AS n, GREATEST(sum(total) / GREATEST(sum(n), 1), 1)::float8 AS avgdl
-    FROM (SELECT count(*) AS n, sum(summary_tokens) AS total FROM memories
-          WHERE agent_id = $1 AND status = ANY($6::text[])
+    FROM (SELECT count(*) AS n, sum(length(search_tsv)) AS total FROM memories
+          WHERE agent_id = $1 AND status = ANY($6::text[]) AND kind = ANY($5::text[])
           UNION ALL
-          SELECT count(*), sum(tokens) FROM episode_chunks WHERE $7 AND agent_id = $1) AS parts
+          SELECT count(*), sum(length(search_tsv)) FROM episode_chunks
+          WHERE $7 AND agent_id = $1) AS parts
 ),
 bm25 AS MATERIALIZED (
     SELECT h.source, h.memory_id, h.chunk_no,
@@ -620,7 +636,8 @@ legs AS (
     FROM bm25
 ),
 fused AS (
-    SELECT source, memory_id, chunk_no, sum(1.0::float8 / ($10 + rnk)) AS fused,
+    SELECT source, memory_id, chunk_no,
+           sum(CASE leg WHEN 'text' THEN $17::float8 ELSE $18::float8 END / ($10 + rnk)) AS fused,
            min(rnk) FILTER (WHERE leg = 'vector') AS vector_rank,
            min(rnk) FILTER (WHERE leg = 'text') AS text_rank,
            max(score) FILTER (WHERE leg = 'text') AS text_score

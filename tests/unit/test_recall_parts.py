@@ -1,0 +1,47 @@
+"""recall's pure parts: references, validation before any query, fusion and prior bounds."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+import pytest
+
+from nous_memory.errors import InvalidInputError
+from nous_memory.kinds import Kind
+from nous_memory.recall import MAX_K, Fusion, Priors, leg_size, make_ref, parse_request
+
+ID = UUID("1a2b3c4d-0000-4000-8000-000000000000")
+
+
+def test_refs_are_kind_and_short_id() -> None:
+    assert make_ref("fact", ID) == "fact:1a2b3c4d"
+    assert make_ref("episode", ID, 3) == "episode:1a2b3c4d#c3"
+    assert make_ref("episode", ID, 0) == "episode:1a2b3c4d#c0"
+
+
+def test_request_defaults_and_normalisation() -> None:
+    req = parse_request("a", "  where is it?  ", None, 10, False)
+    assert req.query == "where is it?" and req.kinds == tuple(Kind)
+    req = parse_request("a", "x", ["fact", Kind.FACT, "episode"], MAX_K, True)
+    assert req.kinds == (Kind.FACT, Kind.EPISODE) and req.include_superseded
+
+
+def test_every_bad_field_is_named_at_once() -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        parse_request("a", "", ["nope"], 0, None)
+    assert [p.field for p in caught.value.problems] == [
+        "query", "k", "kinds[0]", "include_superseded"]
+
+
+def test_leg_size_is_bounded() -> None:
+    assert leg_size(1) == 60 and leg_size(50) == 200 and leg_size(MAX_K) == 400
+
+
+def test_weights_out_of_bounds_are_refused() -> None:
+    for bad in ({"recency": 0.6}, {"importance": -0.1}, {"half_life_days": 0},
+                {"use_saturation": 0}):
+        with pytest.raises(ValueError):
+            Priors(**bad)  # type: ignore[arg-type]
+    for bad_fusion in ({"rrf_k": 0.5}, {"text_weight": -1}, {"context_weight": 1.5}):
+        with pytest.raises(ValueError):
+            Fusion(**bad_fusion)  # type: ignore[arg-type]
