@@ -60,7 +60,7 @@ def section_budgets(draw: st.DrawFn) -> dict[Section, int]:
     return {s: draw(st.integers(min_value=0, max_value=600)) for s in Section if s in chosen}
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(items=candidates(), budgets=section_budgets(),
        budget=st.integers(min_value=MIN_BUDGET_TOKENS, max_value=600))
 def test_never_over_budget_and_whole_items(items: list[Candidate],
