@@ -454,7 +454,10 @@ async def test_openapi_documents_paths_and_bodies(client: httpx.AsyncClient) -> 
                           "/agents/{agent_id}/episodes",
                           "/agents/{agent_id}/episodes/{episode_id}",
                           "/agents/{agent_id}/episodes/{episode_id}/messages",
-                          "/agents/{agent_id}/episodes/{episode_id}/close"}
+                          "/agents/{agent_id}/episodes/{episode_id}/close",
+                          "/agents/{agent_id}/recall",  # issue 5a
+                          "/agents/{agent_id}/context",  # issue 5b
+                          "/agents/{agent_id}/memories/{memory_id}/expand"}
     assert set(paths["/agents/{agent_id}/memories/{memory_id}"]) == {"get", "patch", "delete"}
     assert set(paths["/agents/{agent_id}/memories"]) == {"get", "post"}
     create_body = paths["/agents/{agent_id}/memories"]["post"]["requestBody"]
