@@ -1,6 +1,6 @@
 -- nous-memory schema: the single source of truth for the database layout.
 --
--- schema-version: 1
+-- schema-version: 2
 --
 -- The migration runner applies this file to an empty database and records the
 -- version above; numbered files in nous_memory/db/migrations/ upgrade databases
@@ -275,6 +275,20 @@ CREATE TABLE memory_events (
 );
 
 CREATE INDEX memory_events_by_memory ON memory_events (agent_id, memory_id, id);
+
+-- The close's LLM extraction, kept as returned (cleaned).  Its facts and decisions are
+-- learned by a follow-up work item (embeddings and dedup stay off the close path);
+-- learned_at marks that done.  Kept afterwards as the provenance of what was learned.
+CREATE TABLE episode_extractions (
+    agent_id    text        NOT NULL,
+    episode_id  uuid        NOT NULL,
+    extraction  jsonb       NOT NULL CHECK (jsonb_typeof(extraction) = 'object'),
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    learned_at  timestamptz,
+    PRIMARY KEY (agent_id, episode_id),
+    FOREIGN KEY (agent_id, episode_id)
+        REFERENCES episodes (agent_id, memory_id) ON DELETE CASCADE
+);
 
 -- Cold storage (trim and archive jobs).  Full episode detail is
 -- left(hot detail, start_offset) || content; a transcript moved cold is one jsonb array of

@@ -136,15 +136,14 @@ def extraction_for(request: dict[str, Any]) -> ScriptStep:
 
 @dataclass
 class Phases:
-    """Seconds spent in each part of the close processing of one work item."""
+    """Seconds spent in each part of the processing of one work item, and its task."""
 
     seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
-    embed_calls_in_prepare: int = 0
+    task: str = ""
 
 
 PHASES = Phases()
-# the phase a piece of code runs in; a ContextVar because the closer embeds the chunks in
-# a task concurrent with the LLM call, and a task keeps the phase it was created in
+# the phase a piece of code runs in (a ContextVar, so timers nest per task)
 CURRENT: contextvars.ContextVar[str] = contextvars.ContextVar("phase", default="other")
 
 
@@ -161,33 +160,29 @@ def timed_async(phase: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def instrument(store: MemoryStore, db: Any) -> None:
-    """Timers around the pieces of close processing (instance attributes only; the library
-    code is unchanged).  The closer's first embedding call in prepare embeds the chunks,
-    the second the summary; fact and decision preparation embed their own texts."""
-    closer, memories, embedder = store.closer, store.memories, store.embedder
+def instrument(store: MemoryStore, worker: Any, db: Any) -> None:
+    """Timers around the pieces of close processing and its follow-up (instance attributes
+    only; the library code is unchanged)."""
     assert store.llm is not None
     store.llm.structured = timed_async("llm", store.llm.structured)  # type: ignore[method-assign]
+    closer, learner = store.closer, store.learner
     closer.prepare = timed_async("prepare", closer.prepare)  # type: ignore[method-assign]
-    closer._prepare_facts = timed_async(  # type: ignore[method-assign]
-        "facts_prepare", closer._prepare_facts)
-    closer._prepare_decisions = timed_async(  # type: ignore[method-assign]
-        "decisions_prepare", closer._prepare_decisions)
     closer.write = timed_async("write", closer.write)  # type: ignore[method-assign]
+    learner._prepare_facts = timed_async(  # type: ignore[method-assign]
+        "facts_prepare", learner._prepare_facts)
+    learner._prepare_decisions = timed_async(  # type: ignore[method-assign]
+        "decisions_prepare", learner._prepare_decisions)
+    memories = store.memories
+    memories.embed_texts = timed_async(  # type: ignore[method-assign]
+        "chunk_summary_embed", memories.embed_texts)
 
-    embed_texts = memories.embed_texts
+    for task, handler in list(worker._handlers.items()):
+        def labelled(ctx: Any, _task: str = task, _handler: Any = handler) -> Any:
+            PHASES.task = _task
+            return _handler(ctx)
+        worker._handlers[task] = labelled
 
-    async def labelled_embed_texts(agent: str, texts: list[str]) -> Any:
-        if CURRENT.get() == "prepare":
-            PHASES.embed_calls_in_prepare += 1
-            label = {1: "chunk_embed", 2: "summary_embed"}.get(
-                PHASES.embed_calls_in_prepare, "other_embed")
-            return await timed_async(label, embed_texts)(agent, texts)
-        return await embed_texts(agent, texts)
-
-    memories.embed_texts = labelled_embed_texts  # type: ignore[method-assign]
-
-    model_embed = embedder.embed
+    model_embed = store.embedder.embed
 
     async def counted_model_embed(texts: Sequence[str]) -> Any:
         t0 = time.perf_counter()
@@ -196,7 +191,7 @@ def instrument(store: MemoryStore, db: Any) -> None:
         finally:
             PHASES.seconds[f"model[{CURRENT.get()}]"] += time.perf_counter() - t0
 
-    embedder.embed = counted_model_embed  # type: ignore[method-assign]
+    store.embedder.embed = counted_model_embed  # type: ignore[method-assign]
 
     transaction = db.transaction
 
@@ -248,7 +243,7 @@ async def run(data: Path, limit: int | None) -> None:
                 for i in range(6)])
             await store.close_episode(warm_agent, warm.id)
             await worker.drain()
-            instrument(store, db)
+            instrument(store, worker, db)
 
             append_s: list[float] = []
             episodes: list[tuple[str, Any]] = []
@@ -263,16 +258,16 @@ async def run(data: Path, limit: int | None) -> None:
                 episodes.append((agent, episode.id))
             requests_before = len(llm.requests)
 
-            per_item: list[dict[str, float]] = []
+            per_task: dict[str, list[dict[str, float]]] = defaultdict(list)
             while True:
                 PHASES.seconds.clear()
-                PHASES.embed_calls_in_prepare = 0
+                PHASES.task = ""
                 t0 = time.perf_counter()
                 if not await worker.run_once():
                     break
                 phases = dict(PHASES.seconds)
                 phases["total"] = time.perf_counter() - t0
-                per_item.append(phases)
+                per_task[PHASES.task].append(phases)
             requests = len(llm.requests) - requests_before
 
             database = ("embedded, temporary data dir" if store.embedded
@@ -301,25 +296,35 @@ async def run(data: Path, limit: int | None) -> None:
 
     n_episodes = len(episodes)
     n_messages = sum(len(s.messages) for s in sessions)
-    if len(per_item) != n_episodes or sources.get("llm", 0) != n_episodes:
-        print(f"# warning: {len(per_item)} items processed for {n_episodes} episodes; "
-              f"summary sources {dict(sources)}", file=sys.stderr)
-    totals = [p["total"] for p in per_item]
-    llm_s = [p.get("llm", 0.0) for p in per_item]
+    closes, learns = per_task.get("episode_close", []), per_task.get("episode_learn", [])
+    others = {task: len(v) for task, v in per_task.items()
+              if task not in ("episode_close", "episode_learn")}
+    if (len(closes) != n_episodes or len(learns) != n_episodes or others
+            or sources.get("llm", 0) != n_episodes):
+        print(f"# warning: {len(closes)} closes and {len(learns)} follow-ups processed for "
+              f"{n_episodes} episodes (other items: {others}); summary sources "
+              f"{dict(sources)}", file=sys.stderr)
+    totals = [p["total"] for p in closes]
+    llm_s = [p.get("llm", 0.0) for p in closes]
     overhead = [t - x for t, x in zip(totals, llm_s, strict=True)]
+    learn_totals = [p["total"] for p in learns]
     append_rate = n_messages / sum(append_s)
     calls_per_episode = calls["n"] / n_episodes
     prompt_per_episode = calls["prompt"] / n_episodes
     overhead_p50 = ms(pct(overhead, 50))
 
-    def phase(name: str) -> list[float]:
-        return [p.get(name, 0.0) for p in per_item]
+    def phase(items: list[dict[str, float]], name: str) -> list[float]:
+        return [p.get(name, 0.0) for p in items]
 
-    rest = [p["total"] - p.get("prepare", 0.0) - p.get("transaction", 0.0) for p in per_item]
-    prepare_other = [p.get("prepare", 0.0) - sum(p.get(k, 0.0) for k in (
-        "llm", "chunk_embed", "summary_embed", "facts_prepare", "decisions_prepare"))
-        for p in per_item]
-    model_total = [sum(v for k, v in p.items() if k.startswith("model[")) for p in per_item]
+    def model_time(items: list[dict[str, float]]) -> list[float]:
+        return [sum(v for k, v in p.items() if k.startswith("model[")) for p in items]
+
+    close_rest = [p["total"] - p.get("prepare", 0.0) - p.get("transaction", 0.0)
+                  for p in closes]
+    prepare_other = [p.get("prepare", 0.0) - p.get("llm", 0.0) for p in closes]
+    learn_rest = [p["total"] - p.get("chunk_summary_embed", 0.0) - p.get("facts_prepare", 0.0)
+                  - p.get("decisions_prepare", 0.0) - p.get("transaction", 0.0)
+                  for p in learns]
     turns = [len(s.messages) for s in sessions]
 
     def verdict(ok: bool) -> str:
@@ -337,37 +342,41 @@ async def run(data: Path, limit: int | None) -> None:
     print(f"# LLM: ScriptedLLMServer on 127.0.0.1 in this process (real openai client), a "
           f"fixed-size answer built from each transcript: {SUMMARY_WORDS}-word summary, 3 facts, "
           f"1 decision; {requests} requests for {n_episodes} closes")
-    print("# close time per episode: wall clock of one worker.run_once() (claim, load, chunk + "
-          "embed, LLM call, embeddings, result transaction); overhead = that minus the time "
-          "inside store.llm.structured")
+    print("# a close is two work items: the close (claim, load, chunk, the LLM call, one result "
+          "transaction: chunks, summary, episode fields, extraction kept) and its follow-up "
+          "(embed chunks + summary, prepare and learn facts and decisions, one transaction); "
+          "close overhead = the close item's wall clock minus the time inside "
+          "store.llm.structured; the follow-up runs after it, off the close path")
     print(f"# written: {made['facts']} facts, {made['decisions']} decisions, {made['chunks']} "
           f"chunks; summary sources {dict(sources)}; {calls['failed']} failed LLM attempts")
-    print("# chunk embedding runs concurrently with the LLM call, so the phases below can "
-          "add up to more than the total")
-    print("# where the close time goes, ms per episode, p50 / mean "
-          "[model time inside it, p50]:")
-    for label, values, key in [
-            ("total", totals, None), ("llm call (excluded)", llm_s, None),
-            ("chunk embedding", phase("chunk_embed"), "chunk_embed"),
-            ("summary embedding", phase("summary_embed"), "summary_embed"),
-            ("fact preparation (embed each fact, censor check)", phase("facts_prepare"),
-             "facts_prepare"),
-            ("decision preparation (embed)", phase("decisions_prepare"), "decisions_prepare"),
-            ("prepare, other (chunking, rendering)", prepare_other, None),
-            ("result transaction (lease check, lock, writes, commit)", phase("transaction"),
-             None),
-            ("  of which closer.write", phase("write"), None),
-            ("claim, load episode and messages", rest, None),
-            ("model time in all embeddings", model_total, None),
-            ("overhead less model time (database, Python)",
-             [o - m for o, m in zip(overhead, model_total, strict=True)], None)]:
-        model = f" [{ms(pct(phase(f'model[{key}]'), 50)):.1f}]" if key else ""
-        print(f"#   {label}: {ms(pct(values, 50)):.1f} / {ms(statistics.mean(values)):.1f}{model}")
+    print("# where the time goes, ms per episode, p50 / mean [model time inside it, p50]:")
+    rows: list[tuple[str, list[float], list[float] | None]] = [
+        ("close item, total", totals, None), ("  llm call (excluded)", llm_s, None),
+        ("  prepare less the llm call (chunking, rendering)", prepare_other, None),
+        ("  result transaction (lease check, lock, writes, commit)",
+         phase(closes, "transaction"), None),
+        ("    of which closer.write", phase(closes, "write"), None),
+        ("  claim, load episode and messages", close_rest, None),
+        ("  model time (embeddings) inside the close", model_time(closes), None),
+        ("follow-up item, total", learn_totals, model_time(learns)),
+        ("  chunk + summary embedding", phase(learns, "chunk_summary_embed"),
+         phase(learns, "model[chunk_summary_embed]")),
+        ("  fact preparation (embed each fact, censor check)", phase(learns, "facts_prepare"),
+         phase(learns, "model[facts_prepare]")),
+        ("  decision preparation (embed)", phase(learns, "decisions_prepare"),
+         phase(learns, "model[decisions_prepare]")),
+        ("  result transaction (learn facts, write decisions, vectors)",
+         phase(learns, "transaction"), None),
+        ("  claim, loads", learn_rest, None)]
+    for label, values, model in rows:
+        extra = f" [{ms(pct(model, 50)):.1f}]" if model is not None else ""
+        print(f"#   {label}: {ms(pct(values, 50)):.1f} / {ms(statistics.mean(values)):.1f}{extra}")
     print(f"append_msgs_per_s: {append_rate:.1f}")
     print(f"llm_calls_per_episode: {calls_per_episode:.3f}")
     print(f"prompt_tokens_per_episode: {prompt_per_episode:.1f}")
     print(f"completion_tokens_per_episode: {calls['completion'] / n_episodes:.1f}")
     print(f"close_total_ms_p50: {ms(pct(totals, 50)):.1f}")
+    print(f"followup_ms_p50: {ms(pct(learn_totals, 50)):.1f}")
     print(f"llm_call_ms_p50: {ms(pct(llm_s, 50)):.1f}")
     print(f"close_overhead_ms_p95: {ms(pct(overhead, 95)):.1f}")
     print(f"# target llm_calls_per_episode = {TARGET_CALLS_PER_EPISODE}: "

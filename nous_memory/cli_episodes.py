@@ -198,7 +198,8 @@ async def _close(store: MemoryStore, args: argparse.Namespace) -> Output:
 
 async def wait_closed(store: MemoryStore, agent_id: str, episode: Memory, *,
                       timeout_s: float, poll_s: float = WAIT_POLL_S) -> Memory:
-    """Work the queue in this process until ``episode`` is closed (or ``timeout_s``).
+    """Work the queue in this process until ``episode`` is closed and its follow-up
+    (embeddings, learned facts) done, or ``timeout_s``.
 
     Items are claimed like any worker claims them, so this also processes whatever else
     is ready; an item another worker holds is left to it and the episode re-read.
@@ -206,11 +207,13 @@ async def wait_closed(store: MemoryStore, agent_id: str, episode: Memory, *,
     worker = store.worker(poll_s=poll_s)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
-    while episode_detail(episode).state is not EpisodeState.CLOSED:
+    while (episode_detail(episode).state is not EpisodeState.CLOSED
+           or await store.episodes.processing(agent_id, episode.id)):
         if not await worker.run_once():
             if loop.time() >= deadline:
                 raise NousMemoryError(
-                    f"episode {episode.id} is still {episode_detail(episode).state.value} after "
+                    f"close processing of episode {episode.id} (now "
+                    f"{episode_detail(episode).state.value}) is not finished after "
                     f"{timeout_s:g} s; a worker will finish it later")
             await asyncio.sleep(poll_s)
         episode = await store.get_episode(agent_id, episode.id)

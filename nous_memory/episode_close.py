@@ -9,7 +9,6 @@ says its facts were not extracted, and an upgrade attempt is queued for later.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import Sequence
@@ -17,25 +16,19 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 from uuid import UUID
 
-from pgvector import Vector as PgVector
 from pydantic import BaseModel, Field
 
 from . import blocks
 from .chunks import TranscriptMessage, chunk_messages
-from .db import Connection, Database
-from .errors import InvalidInputError
-from .facts import FactLearner, LearnResult
+from .db import Connection
 from .kinds import (
     MAX_LABEL_CHARS,
     MAX_LIST_ITEMS,
     MAX_TEXT_CHARS,
     FactsState,
-    Kind,
     SummarySource,
-    parse_new,
 )
 from .llm import LLMClient, LLMError
-from .memories import MemoryManager, PreparedWrite
 from .summaries import leading_sentences
 from .tokens import count_tokens
 from .work import enqueue
@@ -196,11 +189,7 @@ def rule_summary(messages: Sequence[TranscriptMessage], title: str | None) -> st
 class EpisodeCloser:
     """Turns a ``closing`` episode into a ``closed`` one (called by the worker)."""
 
-    def __init__(self, db: Database, memories: MemoryManager, facts: FactLearner,
-                 llm: LLMClient | None, settings: CloseSettings) -> None:
-        self._db = db
-        self._memories = memories
-        self._facts = facts
+    def __init__(self, llm: LLMClient | None, settings: CloseSettings) -> None:
         self._llm = llm
         self._settings = settings
 
@@ -228,83 +217,38 @@ class EpisodeCloser:
     async def prepare(self, agent: str, episode_id: UUID, title: str | None,
                       messages: Sequence[TranscriptMessage], *, chunked_upto: int,
                       next_chunk: int, use_llm: bool = True) -> PreparedClose:
-        """Everything slow, outside any transaction: chunks, the LLM call, embeddings."""
+        """The slow part, outside any transaction: the LLM call (chunking is cheap).
+
+        Embeddings are not computed here: the chunks and the summary are written without
+        vectors and the ``episode_learn`` item embeds them and learns the facts and
+        decisions, so a close costs its LLM call plus one short transaction."""
         fresh = [m for m in messages if m.seq > chunked_upto]
         chunks = chunk_messages(fresh, max_tokens=self._settings.chunk_tokens,
                                 first_chunk_no=next_chunk,
                                 before=[m for m in messages if m.seq <= chunked_upto])
-        # chunks do not depend on the answer: embed them while the LLM call is in flight
-        embedding = asyncio.create_task(
-            self._memories.embed_texts(agent, [c.index_text for c in chunks]))
         extraction: EpisodeExtraction | None = None
         failure: str | None = None
-        try:
-            if (use_llm and self._llm is not None
-                    and any(blocks.strip(m.content) for m in messages)):
-                try:
-                    extraction = clean_extraction(await self.extract(agent, messages))
-                except LLMError as exc:
-                    failure = str(exc)
-                    _log.warning("close of episode %s fell back to the rule summary: %s",
-                                 episode_id, exc)
-            chunk_vectors = await embedding
-        finally:
-            if not embedding.done():
-                embedding.cancel()
+        if use_llm and self._llm is not None and any(blocks.strip(m.content) for m in messages):
+            try:
+                extraction = clean_extraction(await self.extract(agent, messages))
+            except LLMError as exc:
+                failure = str(exc)
+                _log.warning("close of episode %s fell back to the rule summary: %s",
+                             episode_id, exc)
         if extraction is not None:
             summary, source = extraction.summary.strip(), SummarySource.LLM
         else:
             summary, source = rule_summary(messages, title), SummarySource.RULE
-        summary_vector = (await self._memories.embed_texts(agent, [summary]))[0]
-        facts: list[PreparedWrite] = []
-        decisions: list[PreparedWrite] = []
-        if extraction is not None:
-            facts = await self._prepare_facts(agent, episode_id, extraction)
-            decisions = await self._prepare_decisions(agent, episode_id, extraction)
         return PreparedClose(agent=agent, episode_id=episode_id, chunks=chunks,
-                             chunk_vectors=chunk_vectors, extraction=extraction,
-                             summary=summary, source=source, summary_vector=summary_vector,
-                             facts=facts, decisions=decisions, failure=failure,
-                             llm_configured=self._llm is not None)
-
-    async def _prepare_facts(self, agent: str, episode_id: UUID,
-                             extraction: EpisodeExtraction) -> list[PreparedWrite]:
-        prepared: list[PreparedWrite] = []
-        for fact in extraction.facts:
-            fields = {k: v for k, v in fact.model_dump().items() if v is not None}
-            try:
-                ready = await self._facts.prepare(
-                    agent, fields.pop("content"), instructions=INSTRUCTIONS,
-                    source_kind="extracted", source_episode_id=episode_id, **fields)
-            except InvalidInputError as exc:
-                _log.info("skipped an extracted fact of episode %s: %s", episode_id, exc)
-                continue
-            if isinstance(ready, LearnResult):
-                _log.info("extracted fact rejected (%s): %r", ready.reason, fact.content)
-                continue
-            prepared.append(ready)
-        return prepared
-
-    async def _prepare_decisions(self, agent: str, episode_id: UUID,
-                                 extraction: EpisodeExtraction) -> list[PreparedWrite]:
-        news = []
-        for decision in extraction.decisions:
-            fields: dict[str, Any] = {k: v for k, v in decision.model_dump().items()
-                                      if v not in (None, [])}
-            try:
-                news.append(parse_new(Kind.DECISION, {**fields,
-                                                      "source_episode_id": episode_id}))
-            except InvalidInputError as exc:
-                _log.info("skipped an extracted decision of episode %s: %s", episode_id, exc)
-        return [await self._memories.prepare(agent, news)] if news else []
+                             extraction=extraction, summary=summary, source=source,
+                             failure=failure, llm_configured=self._llm is not None)
 
     async def write(self, conn: Connection, close: PreparedClose) -> None:
-        """The one transaction: chunks, summary, episode fields, decisions, facts."""
+        """The one transaction: chunks, summary, episode fields, the follow-up items."""
         agent, ident = close.agent, close.episode_id
         if close.chunks:
             await conn.execute(
-                "insert_chunks", agent, ident, [PgVector(v) for v in close.chunk_vectors],
-                self._memories.model_name,
+                "insert_chunks", agent, ident, [None] * len(close.chunks), None,
                 [{"chunk_no": c.chunk_no, "first_seq": c.first_seq, "last_seq": c.last_seq,
                   "content": c.content, "context": c.context, "tokens": c.tokens,
                   "speakers": c.speakers,
@@ -313,26 +257,25 @@ class EpisodeCloser:
                   "message_metadata": c.message_metadata, "ord": i}
                  for i, c in enumerate(close.chunks, start=1)])
         await conn.execute("memory_resummarize", agent, ident, close.summary,
-                           close.source.value, count_tokens(close.summary),
-                           PgVector(close.summary_vector), self._memories.model_name)
+                           close.source.value, count_tokens(close.summary), None, None)
         x = close.extraction
-        facts_state = FactsState.EXTRACTED if x is not None else FactsState.NOT_EXTRACTED
+        # with an extraction, facts stay `pending` until the follow-up item learned them
+        facts_state = FactsState.PENDING if x is not None else FactsState.NOT_EXTRACTED
         await conn.execute("episode_finish", agent, ident, x.title.strip() if x else None,
                            x.outcome if x else None, x.key_points if x else [],
                            x.topics if x else [], x.lessons if x else [], facts_state.value)
-        for batch in close.decisions:
-            await self._memories.write(conn, batch)
-        learned = [await self._facts.apply(conn, fact) for fact in close.facts]
+        if x is not None:
+            await conn.execute("episode_extraction_save", agent, ident,
+                               x.model_dump(mode="json"))
         await conn.execute("insert_events", agent, [{
             "memory_id": str(ident), "event": "updated", "actor": "episode_close",
             "old_values": {"state": "closing"},
             "new_values": {"state": "closed", "summary_source": close.source.value,
                            "facts_state": facts_state.value,
-                           "facts": {r.action.value: sum(1 for q in learned
-                                                         if q.action is r.action)
-                                     for r in learned},
-                           "decisions": sum(len(b.news) for b in close.decisions),
+                           "extracted": ({"facts": len(x.facts), "decisions": len(x.decisions)}
+                                         if x is not None else None),
                            "chunks": len(close.chunks)}}])
+        await enqueue(conn, agent, "episode_learn", ident)
         if x is None and close.llm_configured:
             await enqueue(conn, agent, "episode_upgrade", ident,
                           delay_s=self._settings.upgrade_delay_s)
@@ -343,12 +286,8 @@ class PreparedClose:
     agent: str
     episode_id: UUID
     chunks: list[Any]
-    chunk_vectors: list[Any]
     extraction: EpisodeExtraction | None
     summary: str
     source: SummarySource
-    summary_vector: Any
-    facts: list[PreparedWrite]
-    decisions: list[PreparedWrite]
     failure: str | None
     llm_configured: bool

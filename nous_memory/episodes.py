@@ -168,6 +168,13 @@ class EpisodeManager:
             raise NotFoundError("episode", memory.id)
         return memory
 
+    async def processing(self, agent_id: str, episode_id: UUID | str) -> bool:
+        """Whether close processing (the close or its embedding/learning follow-up) is
+        still queued or running for this episode."""
+        agent = parse_agent_id(agent_id)
+        ident = parse_memory_id(episode_id, "episode_id")
+        return bool(await self._db.fetchval("work_open_for", agent, ident, PROCESSING_TASKS))
+
     async def transcript(self, agent_id: str, episode_id: UUID | str, *, from_seq: int = 0,
                          limit: int = TRANSCRIPT_PAGE) -> list[TranscriptMessage]:
         """The verbatim messages, in order (a page of at most ``limit``)."""
@@ -230,6 +237,10 @@ def parse_messages(messages: Sequence[Mapping[str, Any] | MessageIn]) -> list[Me
     if problems:
         raise (OversizeMessageError if too_large else InvalidInputError)(problems)
     return parsed
+
+
+# a close and its follow-up (a later upgrade attempt is not waited for)
+PROCESSING_TASKS = ["episode_close", "episode_learn"]
 
 
 def episode_detail(memory: Memory) -> EpisodeDetail:

@@ -223,6 +223,15 @@ class MemoryEventRow(SQLModel, table=True):
     created_at: datetime = _time()
 
 
+class EpisodeExtractionRow(SQLModel, table=True):
+    __tablename__ = "episode_extractions"
+    agent_id: str = _key()
+    episode_id: UUID = _key()
+    extraction: dict[str, Any] = Field(sa_column=Column(JSONB, nullable=False))
+    created_at: datetime = _time()
+    learned_at: datetime | None = _time(default=None)
+
+
 class MemoryArchiveRow(SQLModel, table=True):
     __tablename__ = "memory_archive"
     agent_id: str = _key()
@@ -275,5 +284,5 @@ class LLMCallRow(SQLModel, table=True):
 TABLE_MODELS: tuple[type[SQLModel], ...] = (
     SchemaVersionRow, StoreMetaRow, MemoryRow, DecisionRow, FactRow, EpisodeRow,
     ProcedureRow, CensorRow, EpisodeMessageRow, EpisodeChunkRow, WorkItemRow, MemoryEventRow,
-    MemoryArchiveRow, ExtractionCacheRow, EmbeddingCacheRow, LLMCallRow,
+    EpisodeExtractionRow, MemoryArchiveRow, ExtractionCacheRow, EmbeddingCacheRow, LLMCallRow,
 )

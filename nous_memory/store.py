@@ -33,6 +33,7 @@ from .db import (
 from .db.errors import translated
 from .embeddings import Embedder, embedder_from_settings
 from .episode_close import CloseSettings, EpisodeCloser
+from .episode_learn import EpisodeLearner
 from .episode_tasks import EpisodeTasks
 from .episodes import AppendResult, EpisodeManager, MessageIn
 from .errors import DatabaseError, DatabaseUnavailableError
@@ -70,7 +71,8 @@ class MemoryStore:
             confirm=settings.fact_confirm_threshold, rule=settings.fact_rule_threshold,
             candidate=settings.fact_candidate_threshold), self.llm)
         self.episodes = EpisodeManager(db, self.memories)
-        self.closer = EpisodeCloser(db, self.memories, self.facts, self.llm, CloseSettings(
+        self.learner = EpisodeLearner(db, self.memories, self.facts)
+        self.closer = EpisodeCloser(self.llm, CloseSettings(
             input_cap_tokens=settings.close_input_cap_tokens,
             chunk_tokens=settings.episode_chunk_tokens))
         self.recaller = Recaller(db, self.memories)
@@ -224,7 +226,7 @@ class MemoryStore:
         """A work-queue worker on this store (``await worker.run(stop_event)``)."""
         tasks = EpisodeTasks(self._db, self.episodes, self.closer,
                              idle_close_after_s=self.settings.episode_idle_close_s)
-        handlers = tasks.handlers() | self.extractor.handlers()
+        handlers = {**tasks.handlers(), **self.learner.handlers(), **self.extractor.handlers()}
         return Worker(self._db, handlers, idle_sweep=tasks.close_idle,
                       worker_id=worker_id, lease_s=self.settings.worker_lease_s,
                       poll_s=poll_s)

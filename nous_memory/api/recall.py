@@ -28,10 +28,10 @@ RECALL_FIELDS = ("query", "kinds", "k", "include_superseded")
 router = APIRouter(prefix="/agents/{agent_id}", tags=["recall"])
 
 
-class RecallBody(BaseModel):
+class RecallRequest(BaseModel):
     """What to recall.  ``null`` is the same as leaving a field out."""
 
-    model_config = ConfigDict(extra="forbid", title=RECALL)
+    model_config = ConfigDict(extra="forbid")
 
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS,
                        description="Any text; nothing in it is treated as query syntax")
@@ -44,7 +44,7 @@ class RecallBody(BaseModel):
 
 def recall_request_schemas() -> dict[str, dict[str, Any]]:
     """Component schema of the recall body (merged into the app's OpenAPI)."""
-    _, top = models_json_schema([(RecallBody, "validation")], ref_template=REF)
+    _, top = models_json_schema([(RecallRequest, "validation")], ref_template=REF)
     return dict(top["$defs"])
 
 

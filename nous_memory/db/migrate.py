@@ -136,9 +136,13 @@ async def _upgrade(conn: Connection, current: int) -> None:
             f"the database has schema version {current}, newer than this code ({expected}); "
             "upgrade nous-memory"
         )
+    dim = await conn.fetchval("store_meta_get", "embedding_dim")
     for migration in migrations():
         if migration.version > current:
-            await conn.raw.execute(migration.sql)
+            sql = migration.sql
+            if dim is not None and int(dim) != _DEFAULT_DIM:  # as _initialise does
+                sql = sql.replace(f"vector({_DEFAULT_DIM})", f"vector({dim})")
+            await conn.raw.execute(sql)
             await conn.execute("schema_version_record", migration.version, migration.name)
             _log.info("applied migration %04d_%s", migration.version, migration.name)
 

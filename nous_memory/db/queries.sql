@@ -23,6 +23,9 @@ SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector');
 -- name: store_meta_all
 SELECT key, value FROM store_meta ORDER BY key;
 
+-- name: store_meta_get
+SELECT value FROM store_meta WHERE key = $1;
+
 -- name: store_meta_set
 INSERT INTO store_meta (key, value) VALUES ($1, $2)
 ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now();
@@ -367,6 +370,46 @@ UPDATE memories SET summary = $3, summary_source = $4, summary_tokens = $5, embe
                     embedding_model = $7, version = version + 1, updated_at = now()
 WHERE agent_id = $1 AND id = $2;
 
+-- name: episode_facts_state
+UPDATE episodes SET facts_state = $3 WHERE agent_id = $1 AND memory_id = $2;
+
+-- name: episode_extraction_save
+-- The close's extraction, to be learned by the follow-up item (an upgrade replaces it).
+INSERT INTO episode_extractions (agent_id, episode_id, extraction) VALUES ($1, $2, $3)
+ON CONFLICT (agent_id, episode_id)
+DO UPDATE SET extraction = EXCLUDED.extraction, created_at = now(), learned_at = NULL;
+
+-- name: episode_extraction_pending
+SELECT extraction FROM episode_extractions
+WHERE agent_id = $1 AND episode_id = $2 AND learned_at IS NULL;
+
+-- name: episode_extraction_learned
+UPDATE episode_extractions SET learned_at = now()
+WHERE agent_id = $1 AND episode_id = $2 AND learned_at IS NULL
+RETURNING episode_id;
+
+-- name: chunks_unembedded
+-- content and context: a chunk is embedded as chunks.index_text(content, context)
+SELECT chunk_no, content, context FROM episode_chunks
+WHERE agent_id = $1 AND episode_id = $2 AND embedding IS NULL ORDER BY chunk_no;
+
+-- name: chunks_set_embeddings
+-- $4 chunk numbers, $5 their vectors; a chunk embedded meanwhile keeps its vector.
+UPDATE episode_chunks c SET embedding = v.embedding, embedding_model = $3
+FROM unnest($4::integer[], $5::vector[]) AS v(chunk_no, embedding)
+WHERE c.agent_id = $1 AND c.episode_id = $2 AND c.chunk_no = v.chunk_no
+  AND c.embedding IS NULL;
+
+-- name: memory_unembedded_summary
+SELECT summary FROM memories
+WHERE agent_id = $1 AND id = $2 AND embedding IS NULL AND status <> 'deleted';
+
+-- name: memory_set_embedding
+-- Only for the summary that was embedded ($5): a summary changed meanwhile is not touched.
+UPDATE memories SET embedding = $3, embedding_model = $4
+WHERE agent_id = $1 AND id = $2 AND embedding IS NULL AND summary = $5
+RETURNING id;
+
 -- name: idle_open_episodes
 -- cross-agent: the worker's sweep; each hit is then closed within its own agent.
 SELECT e.agent_id, e.memory_id
@@ -422,9 +465,11 @@ UPDATE work_items SET state = CASE WHEN attempts >= $4 THEN 'failed' ELSE 'pendi
 WHERE agent_id = $1 AND id = $2 AND locked_by = $3 AND state = 'running'
 RETURNING state;
 
--- name: work_items_for
-SELECT id, task, state, attempts, run_after, last_error FROM work_items
-WHERE agent_id = $1 AND memory_id = $2 ORDER BY id;
+-- name: work_open_for
+-- Whether a memory still has open items of the given tasks (e.g. a close's follow-up).
+SELECT EXISTS (SELECT 1 FROM work_items
+               WHERE agent_id = $1 AND memory_id = $2 AND task = ANY($3::text[])
+                 AND state IN ('pending', 'running'));
 
 -- ---------------------------------------------------------------- llm calls
 

@@ -114,7 +114,7 @@ async def test_start_append_close_then_worker_summarises(
         assert len(scripted.requests) == 0  # closing only queues the work
 
         scripted.reply_json(SCRIPTED_EXTRACTION)
-        assert await llm_backed.worker().drain() == 1
+        assert await llm_backed.worker().drain() == 2  # the close, then its follow-up
         closed = (await http.get(url(A, ident))).json()
         assert closed["detail"]["state"] == "closed"
         assert closed["summary_source"] == "llm"

@@ -139,7 +139,8 @@ async def test_worker_once_show_and_errors(database_url: str, store: MemoryStore
 
     code, out, err = await in_process(capsys, *base, "worker", "--once", "--json")
     assert code == 0, err
-    assert json.loads(out) == {"idle_closed": 1, "processed": 2}
+    # two closes, each followed by its embedding follow-up
+    assert json.loads(out) == {"idle_closed": 1, "processed": 4}
     for episode in (queued, idle):
         assert (await store.get_episode(AGENT, episode.id)).detail.state == "closed"  # type: ignore[union-attr]
     assert (await store.get_episode(AGENT, fresh.id)).detail.state == "open"  # type: ignore[union-attr]

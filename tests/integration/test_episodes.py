@@ -69,7 +69,21 @@ async def test_close_with_llm_extracts_everything_once(llm_store: MemoryStore,
     assert (await llm_store.close_episode("ana", episode.id)).version == closing.version
     llm.reply_json(EXTRACTION)
     worker = llm_store.worker()
+    # the close: one LLM call and one transaction; no embedding, no fact learning yet
+    assert await worker.run_once()
+    first = await llm_store.get_episode("ana", episode.id)
+    assert first.detail.state is EpisodeState.CLOSED  # type: ignore[union-attr]
+    assert first.detail.facts_state is FactsState.PENDING  # type: ignore[union-attr]
+    assert first.summary == EXTRACTION["summary"].strip()
+    assert await llm_store.facts_from_episode("ana", episode.id) == []
+    assert await _count(llm_store, "SELECT count(*) FROM episode_chunks WHERE agent_id = 'ana' "
+                                   "AND embedding IS NOT NULL") == 0
+    # its follow-up item embeds the chunks and the summary and learns facts and decisions
     assert await worker.drain() == 1
+    assert await _count(llm_store, "SELECT count(*) FROM episode_chunks WHERE agent_id = 'ana' "
+                                   "AND embedding IS NULL") == 0
+    assert await _count(llm_store, "SELECT count(*) FROM memories WHERE agent_id = 'ana' "
+                                   "AND embedding IS NULL") == 0
     closed = await llm_store.get_episode("ana", episode.id)
     detail = closed.detail
     assert detail.state is EpisodeState.CLOSED  # type: ignore[union-attr]
@@ -96,7 +110,7 @@ async def test_no_llm_gives_rule_summary_at_once(store: MemoryStore) -> None:
     episode = await store.start_episode("a", title="Quick chat")
     await store.append("a", episode.id, MESSAGES)
     await store.close_episode("a", episode.id)
-    assert await store.worker().drain() == 1
+    assert await store.worker().drain() == 2  # the close, then its embedding follow-up
     closed = await store.get_episode("a", episode.id)
     assert closed.summary_source is SummarySource.RULE
     assert closed.summary.startswith("Quick chat. Conversation between Ana, assistant")
@@ -122,7 +136,7 @@ async def test_llm_failure_falls_back_and_queues_an_upgrade(llm_store: MemorySto
     finally:
         await conn.close()
     llm.reply_json(EXTRACTION)
-    assert await llm_store.worker().drain() == 1
+    assert await llm_store.worker().drain() == 2  # the upgrade, then its learning follow-up
     upgraded = await llm_store.get_episode("a", episode.id)
     assert upgraded.summary_source is SummarySource.LLM
     assert upgraded.detail.facts_state is FactsState.EXTRACTED  # type: ignore[union-attr]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
@@ -10,11 +9,11 @@ import httpx
 import pytest
 
 from nous_memory import MemoryStore
-from nous_memory.cli import main
 from nous_memory.recall import MAX_K
 from tests.integration.http_helpers import fields_of, post_body
 
 from .test_cli import cli_command, cli_env, run_process
+from .test_cli_facts import run_main
 
 AGENT = "recall-agent"
 NOTE = "The staging database password rotates every Friday at noon"
@@ -43,6 +42,13 @@ async def test_rest_recall_answers_with_typed_scores(client: httpx.AsyncClient,
                                    "final"}
     assert 0 < item["scores"]["cosine"] <= 1
 
+    spec = (await client.get("/openapi.json")).json()
+    body_schema = spec["paths"]["/agents/{agent_id}/recall"]["post"]["requestBody"]
+    assert body_schema["content"]["application/json"]["schema"]["$ref"].endswith(
+        "/RecallRequest")
+    assert set(spec["components"]["schemas"]["RecallRequest"]["properties"]) == {
+        "query", "kinds", "k", "include_superseded"}
+
 
 @pytest.mark.parametrize(("body", "field"), [
     ({"query": ""}, "query"), ({"query": "  "}, "query"), ({}, "query"),
@@ -56,13 +62,6 @@ async def test_rest_bad_input_is_422_naming_the_field(client: httpx.AsyncClient,
     response = await post_body(client, url(), body)
     assert response.status_code == 422, response.text
     assert field in fields_of(response)
-
-
-async def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = await asyncio.to_thread(main, list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 async def test_cli_recall_and_its_errors(database_url: str, store: MemoryStore,

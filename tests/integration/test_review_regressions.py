@@ -65,7 +65,7 @@ async def test_exhausted_expired_lease_fails_and_close_requeues(store: MemorySto
     (row,) = await _sql(store, "SELECT state FROM work_items")
     assert row["state"] == "failed"
     await store.close_episode("a", episode.id)  # closing again re-queues it
-    assert await store.worker().drain() == 1
+    assert await store.worker().drain() == 2  # the close, then its follow-up
     closed = await store.get_episode("a", episode.id)
     assert closed.detail.state is EpisodeState.CLOSED  # type: ignore[union-attr]
 
@@ -76,7 +76,7 @@ async def test_last_attempt_closes_without_the_llm(llm_store: MemoryStore,
     await llm_store.append("a", episode.id, [{"role": "user", "content": "Please summarise."}])
     await llm_store.close_episode("a", episode.id)
     await _sql(llm_store, "UPDATE work_items SET attempts = $1", MAX_ATTEMPTS - 1)
-    assert await llm_store.worker().drain() == 1
+    assert await llm_store.worker().drain() == 2  # the close, then its follow-up
     closed = await llm_store.get_episode("a", episode.id)
     assert closed.detail.state is EpisodeState.CLOSED  # type: ignore[union-attr]
     assert closed.summary_source is SummarySource.RULE
@@ -90,7 +90,7 @@ async def test_llm_output_with_nul_and_huge_text_is_cleaned(
     await llm_store.close_episode("a", episode.id)
     llm_server.reply_json({"title": "Bad\x00title " + "x" * 2000, "summary": "Sum\x00mary.",
                            "topics": ["t\x00"], "facts": [], "decisions": []})
-    assert await llm_store.worker().drain() == 1
+    assert await llm_store.worker().drain() == 2  # the close, then its follow-up
     closed = await llm_store.get_episode("a", episode.id)
     assert closed.summary == "Summary."
     assert "\x00" not in (closed.detail.title or "")  # type: ignore[union-attr]

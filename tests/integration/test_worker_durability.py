@@ -175,13 +175,22 @@ async def _effects(dsn: str, agent: str, episode_id: UUID) -> dict[str, Any]:
                                   "AND episode_id = $2", agent, episode_id),
         "summary_source": await _val(dsn, "SELECT summary_source FROM memories "
                                           "WHERE agent_id = $1 AND id = $2", agent, episode_id),
+        "facts_state": await _val(dsn, "SELECT facts_state FROM episodes WHERE agent_id = $1 "
+                                       "AND memory_id = $2", agent, episode_id),
+        "unembedded": await _val(
+            dsn, "SELECT (SELECT count(*) FROM episode_chunks WHERE agent_id = $1 AND "
+                 "episode_id = $2 AND embedding IS NULL) + (SELECT count(*) FROM memories "
+                 "WHERE agent_id = $1 AND id = $2 AND embedding IS NULL)", agent, episode_id),
     }
 
 
-async def _work(dsn: str, agent: str, episode_id: UUID) -> list[dict[str, Any]]:
+async def _work(dsn: str, agent: str, episode_id: UUID,
+                task: str | None = "episode_close") -> list[dict[str, Any]]:
+    """The episode's work items (of one task, or all with ``task=None``), oldest first."""
     rows = await _sql(dsn, "SELECT task, state, attempts, locked_by, run_after > now() AS later "
-                           "FROM work_items WHERE agent_id = $1 AND memory_id = $2 ORDER BY id",
-                      agent, episode_id)
+                           "FROM work_items WHERE agent_id = $1 AND memory_id = $2 "
+                           "AND ($3::text IS NULL OR task = $3) ORDER BY id",
+                      agent, episode_id, task)
     return [dict(r) for r in rows]
 
 
@@ -288,7 +297,8 @@ async def _recover(store: MemoryStore, timeout_s: float = 20.0) -> int:
 def _assert_closed_once(effects: dict[str, Any]) -> None:
     assert effects == {"state": "closed", "closed_events": 1, "facts": 2,
                        "distinct_fact_contents": 2, "decisions": 1,
-                       "chunks": effects["chunks"], "summary_source": "llm"}
+                       "chunks": effects["chunks"], "summary_source": "llm",
+                       "facts_state": "extracted", "unembedded": 0}
     assert effects["chunks"] >= 1
 
 
@@ -322,7 +332,7 @@ async def test_two_workers_at_once_close_every_episode_exactly_once(
     llm.default = _topic_reply
     first, second = llm_store.worker(worker_id="w1"), llm_store.worker(worker_id="w2")
     done = await asyncio.gather(first.drain(), second.drain())
-    assert sum(done) == 5
+    assert sum(done) == 10  # five closes and their five follow-ups
     assert min(done) >= 1, f"both workers should have taken items, got {done}"
     assert len(llm.requests) == 5
     owners = set()
@@ -385,7 +395,7 @@ async def test_over_the_cap_parts_and_one_merge_under_the_cap_one_call(
                                 llm_base_url=llm.base_url, llm_model="scripted",
                                 close_input_cap_tokens=cap) as capped:
         episode_id = await _closing_episode(capped, "capped", messages)
-        assert await capped.worker().drain() == 1
+        assert await capped.worker().drain() == 2  # the close, then its follow-up
 
     requests = [_user_text(r) for r in llm.requests]
     parts = [r for r in requests if r.startswith("<transcript>")]
@@ -413,7 +423,7 @@ async def test_over_the_cap_parts_and_one_merge_under_the_cap_one_call(
     # the same transcript under the default cap (8,000): exactly one call
     seen = len(llm.requests)
     uncapped_id = await _closing_episode(llm_store, "uncapped", messages)
-    assert await llm_store.worker().drain() == 1
+    assert await llm_store.worker().drain() == 2
     assert len(llm.requests) == seen + 1
     only = _user_text(llm.requests[-1])
     assert all(c in only for c in contents)
@@ -430,7 +440,7 @@ async def test_invalid_output_twice_gives_a_rule_summary_and_queues_an_upgrade(
     episode_id = await _closing_episode(llm_store, agent, MESSAGES, title="Moving house")
     llm.reply_text("Sure! Here is the summary you asked for.")
     llm.reply_text('{"title": "still not the schema"}')
-    assert await llm_store.worker().drain() == 1
+    assert await llm_store.worker().drain() == 2  # the close, then its embedding follow-up
     assert len(llm.requests) == 2  # the call and its one repair round
     closed = await llm_store.get_episode(agent, episode_id)
     assert closed.summary_source is SummarySource.RULE
@@ -439,9 +449,10 @@ async def test_invalid_output_twice_gives_a_rule_summary_and_queues_an_upgrade(
     assert closed.detail.facts_state is FactsState.NOT_EXTRACTED  # type: ignore[union-attr]
     effects = await _effects(database_url, agent, episode_id)
     assert (effects["closed_events"], effects["facts"], effects["decisions"]) == (1, 0, 0)
-    work = await _work(database_url, agent, episode_id)
+    work = await _work(database_url, agent, episode_id, task=None)
     assert [(w["task"], w["state"], w["later"]) for w in work] == [
-        ("episode_close", "done", False), ("episode_upgrade", "pending", True)]
+        ("episode_close", "done", False), ("episode_learn", "done", False),
+        ("episode_upgrade", "pending", True)]
     assert await _llm_calls(database_url, agent) == [("episode_close", "invalid_output")] * 2
     assert await llm_store.worker().drain() == 0  # the upgrade waits for its time
 
@@ -452,7 +463,7 @@ async def test_rate_limited_then_success_gives_the_llm_summary(
     episode_id = await _closing_episode(llm_store, agent, MESSAGES)
     llm.fail(429, "slow down", retry_after=0.1)
     llm.reply_json(EXTRACTION)
-    assert await llm_store.worker().drain() == 1
+    assert await llm_store.worker().drain() == 2
     assert len(llm.requests) == 2
     closed = await llm_store.get_episode(agent, episode_id)
     assert closed.summary_source is SummarySource.LLM
@@ -484,7 +495,7 @@ async def test_idle_episode_is_closed_by_the_sweep_and_processed(
             EpisodeState.CLOSING)
         assert (await store.get_episode("a", busy.id)).detail.state is (  # type: ignore[union-attr]
             EpisodeState.OPEN)
-        assert await worker.drain() == 1
+        assert await worker.drain() == 2  # the close, then its follow-up
         assert await worker.close_idle() == 0
         closed = await store.get_episode("a", idle.id)
         assert closed.detail.state is EpisodeState.CLOSED  # type: ignore[union-attr]
@@ -492,6 +503,47 @@ async def test_idle_episode_is_closed_by_the_sweep_and_processed(
         assert closed.detail.ended_at == long_ago  # type: ignore[union-attr]
         assert len(llm.requests) == 1
         _assert_closed_once(await _effects(database_url, "a", idle.id))
+
+
+async def test_follow_up_failing_midway_is_rolled_back_and_learned_once(
+        llm_store: MemoryStore, llm: ScriptedLLMServer, database_url: str) -> None:
+    """The follow-up's transaction fails after the first fact: nothing of it stays, and
+    the retry learns every fact and decision exactly once."""
+    agent = "midway"
+    episode_id = await _closing_episode(llm_store, agent, MESSAGES)
+    llm.reply_json(EXTRACTION)
+    worker = llm_store.worker(worker_id="w")
+    worker._retry_base_s = 0.0
+    assert await worker.run_once()  # the close
+    closed = await _effects(database_url, agent, episode_id)
+    assert (closed["state"], closed["facts_state"], closed["facts"], closed["decisions"]) == (
+        "closed", "pending", 0, 0)
+    assert closed["unembedded"] == closed["chunks"] + 1
+
+    apply = llm_store.facts.apply
+    calls = 0
+
+    async def failing_second(conn: Any, prepared: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise RuntimeError("injected failure after the first fact")
+        return await apply(conn, prepared)
+
+    llm_store.facts.apply = failing_second  # type: ignore[method-assign]
+    try:
+        assert await worker.run_once()  # the follow-up fails inside its transaction
+    finally:
+        llm_store.facts.apply = apply  # type: ignore[method-assign]
+    failed = await _effects(database_url, agent, episode_id)
+    assert (failed["facts_state"], failed["facts"], failed["decisions"]) == ("pending", 0, 0)
+    assert failed["unembedded"] == closed["unembedded"]  # the vectors rolled back too
+    (item,) = await _work(database_url, agent, episode_id, task="episode_learn")
+    assert (item["state"], item["attempts"]) == ("pending", 1)
+
+    assert await worker.drain() == 1
+    _assert_closed_once(await _effects(database_url, agent, episode_id))
+    assert await worker.drain() == 0
 
 
 # ------------------------------------------------------------------ SIGKILL
@@ -524,7 +576,7 @@ async def test_sigkill_during_the_llm_call_then_another_worker_finishes(
             before["chunks"]) == ("closing", 0, 0, 0, 0)
 
     llm.reply_json(EXTRACTION)
-    assert await _recover(llm_store) == 1
+    assert await _recover(llm_store) == 2  # the close, then its follow-up
     _assert_closed_once(await _effects(database_url, agent, episode_id))
     (item,) = await _work(database_url, agent, episode_id)
     assert (item["task"], item["state"], item["attempts"], item["locked_by"]) == (
@@ -557,7 +609,7 @@ async def test_sigkill_after_the_answer_before_the_commit(
     assert (item["state"], item["locked_by"]) == ("running", "doomed")
 
     llm.reply_json(EXTRACTION)
-    assert await _recover(llm_store) == 1
+    assert await _recover(llm_store) == 2  # the close, then its follow-up
     _assert_closed_once(await _effects(database_url, agent, episode_id))
     (item,) = await _work(database_url, agent, episode_id)
     assert (item["state"], item["attempts"], item["locked_by"]) == ("done", 2, "second")
@@ -587,7 +639,7 @@ async def test_paused_worker_loses_its_lease_and_its_late_result_is_dropped(
     os.kill(worker_process.proc.pid, signal.SIGSTOP)
     try:
         llm.reply_json(EXTRACTION)
-        assert await _recover(llm_store) == 1
+        assert await _recover(llm_store) == 2  # the close, then its follow-up
     finally:
         os.kill(worker_process.proc.pid, signal.SIGCONT)
 
