@@ -21,6 +21,14 @@ def wrap(text: str, kind: str) -> str:
     return f'<{TAG} kind="{kind}">\n{text}\n</{TAG}>'
 
 
+def unwrap(text: str, kind: str) -> str:
+    """The inside of a block made by ``wrap(..., kind)``; other text is returned as is."""
+    opening, closing = f'<{TAG} kind="{kind}">\n', f"\n</{TAG}>"
+    if text.startswith(opening) and text.endswith(closing):
+        return text[len(opening):-len(closing)]
+    return text
+
+
 def strip(text: str) -> str:
     """Remove injected blocks, including a truncated one left open at the end."""
     cleaned = _UNCLOSED.sub("", _BLOCK.sub("", text))

@@ -139,6 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_job_commands(commands, agent, json_flag)
     from .cli_recall import add_recall_command
     add_recall_command(commands, agent)
+    from .cli_context import add_context_commands
+    add_context_commands(commands, agent)
 
     serve = commands.add_parser("serve", help="run the REST API")
     serve.add_argument("--host", help="interface to bind (default: settings api_host)")

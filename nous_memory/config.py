@@ -85,6 +85,9 @@ class Settings:
     job_retention_cron: str = "0 4 * * *"
     job_housekeeping_cron: str = "15 * * * *"
     run_scheduler_in_serve: bool = False
+    # context assembly (issue 5): tier-2 extraction cache lifetime, sync LLM time budget
+    extraction_ttl_s: int = 3_600
+    extraction_sync_timeout_s: float = 2.0
 
     api_host: str = "127.0.0.1"
     api_port: int = 8765
@@ -115,6 +118,9 @@ class Settings:
                      "worker_lease_s"):
             if getattr(self, name) < 1:
                 raise ConfigurationError(f"{name} must be >= 1")
+        if self.extraction_ttl_s < 1 or not self.extraction_sync_timeout_s > 0:
+            raise ConfigurationError("extraction_ttl_s must be >= 1 and "
+                                     "extraction_sync_timeout_s > 0")
         if self.llm_max_attempts < 1 or self.llm_timeout_s < 1:
             raise ConfigurationError("llm_max_attempts and llm_timeout_s must be >= 1")
         for name in ("trim_after_days", "trim_keep_chars", "archive_after_days",

@@ -14,9 +14,13 @@ from typing import Any
 from uuid import UUID
 
 import asyncpg
+import numpy as np
 
+from .access import AccessLog
 from .chunks import TranscriptMessage
 from .config import Settings
+from .context import ContextAssembler
+from .context_model import DEFAULT_BUDGET_TOKENS, Context, Extraction
 from .conversation import (
     ConversationSummary,
     MessageChange,
@@ -42,6 +46,8 @@ from .episode_learn import EpisodeLearner
 from .episode_tasks import EpisodeTasks
 from .episodes import AppendResult, EpisodeManager, MessageIn
 from .errors import DatabaseError, DatabaseUnavailableError
+from .expand import Expanded, Expander
+from .extraction import Extractor
 from .fact_rules import Thresholds
 from .facts import FactHistory, FactLearner, LearnResult
 from .kinds import Kind, Status, parse_agent_id
@@ -80,7 +86,7 @@ class MemoryStore:
         self.closer = EpisodeCloser(self.llm, CloseSettings(
             input_cap_tokens=settings.close_input_cap_tokens,
             chunk_tokens=settings.episode_chunk_tokens))
-        # working memory (issue 7); the lead wires context_provider to assemble_context
+        # working memory; its context provider is assemble_context (see _init_context)
         self.conversation = WorkingMemory(db, self.llm,
                                           defaults_json=settings.conversation_policy_json)
         # maintenance jobs (issue 6): the store-level bodies of the scheduled jobs
@@ -88,6 +94,7 @@ class MemoryStore:
                                        MaintenancePolicy.from_settings(settings))
         self.job_runs = JobRuns(db)
         self.recaller = Recaller(db, self.memories)
+        self._init_context()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -140,6 +147,8 @@ class MemoryStore:
 
     async def close(self) -> None:
         try:
+            await self.contexts.drain()  # deferred writes of earlier context calls
+            await self.access.aclose()
             if self.llm is not None:
                 await self.llm.aclose()
             await self._db.close()
@@ -236,7 +245,8 @@ class MemoryStore:
         tasks = EpisodeTasks(self._db, self.episodes, self.closer,
                              idle_close_after_s=self.settings.episode_idle_close_s)
         handlers = {**tasks.handlers(), **self.learner.handlers(),
-                    **self.conversation.handlers(), **self.maintenance.handlers()}
+                    **self.conversation.handlers(), **self.maintenance.handlers(),
+                    **self.extractor.handlers()}
         return Worker(self._db, handlers, idle_sweep=tasks.close_idle,
                       worker_id=worker_id, lease_s=self.settings.worker_lease_s,
                       poll_s=poll_s)
@@ -314,6 +324,33 @@ class MemoryStore:
         return await self.recaller.recall(agent_id, query, kinds=kinds, k=k,
                                           include_superseded=include_superseded,
                                           query_embedding=query_embedding)
+
+    # ------------------------------------------------------------------ context (issue 5b)
+
+    def _init_context(self) -> None:
+        self.access = AccessLog(self._db)
+        self.extractor = Extractor(self._db, self.llm, ttl_s=self.settings.extraction_ttl_s,
+                                   sync_timeout_s=self.settings.extraction_sync_timeout_s)
+        self.contexts = ContextAssembler(self._db, self.embedder, self.recaller,
+                                         self.extractor, self.access)
+        self.expander = Expander(self._db, self.memories, self.facts, self.access)
+        self.conversation.context_provider = self.contexts.for_prompt
+
+    async def assemble_context(self, agent_id: str, query: str, /, *,
+                               budget_tokens: int = DEFAULT_BUDGET_TOKENS,
+                               sections: Mapping[str, int] | Sequence[str] | None = None,
+                               extraction: Extraction | str = Extraction.CACHED,
+                               query_embedding: Sequence[float] | np.ndarray[Any, Any] | None
+                               = None) -> Context:
+        """The memories relevant to ``query`` as text of at most ``budget_tokens`` tokens,
+        in sections, every item tagged with its ref (see README, "Context")."""
+        return await self.contexts.assemble(agent_id, query, budget_tokens=budget_tokens,
+                                            sections=sections, extraction=extraction,
+                                            query_embedding=query_embedding)
+
+    async def expand(self, agent_id: str, memory_id: UUID | str, /) -> Expanded:
+        """Everything about one memory (an id or a ref such as ``fact:1a2b3c4d``)."""
+        return await self.expander.expand(agent_id, memory_id)
 
     # ------------------------------------------------------------------ facts
 

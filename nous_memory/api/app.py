@@ -20,6 +20,8 @@ from . import errors
 from .auth import key_ring, require_key
 from .background import background_scheduler, background_worker
 from .body import MAX_BODY_BYTES, BodySizeLimit
+from .context import context_request_schemas
+from .context import router as context_router
 from .conversation import router as conversation_router
 from .episodes import episode_request_schemas
 from .episodes import router as episodes_router
@@ -54,6 +56,8 @@ TAGS = [
                                               "and its chain, message edits."},
     {"name": "recall", "description": "Hybrid recall of memories and verbatim episode "
                                       "excerpts, with typed scores."},
+    {"name": "context", "description": "Assemble a budgeted context for a query; expand a "
+                                       "memory to its full record."},
     {"name": "health", "description": "Liveness of the database and embedding model."},
 ]
 
@@ -67,7 +71,8 @@ class NousMemoryAPI(FastAPI):
             components = schema.setdefault("components", {}).setdefault("schemas", {})
             for name, body in {**request_schemas(), **fact_request_schemas(),
                                **episode_request_schemas(),
-                               **recall_request_schemas()}.items():
+                               **recall_request_schemas(),
+                               **context_request_schemas()}.items():
                 components.setdefault(name, body)
         assert self.openapi_schema is not None
         return self.openapi_schema
@@ -118,4 +123,5 @@ def create_app(store: MemoryStore | None = None, *,
     app.include_router(conversation_router, dependencies=guard)
     app.include_router(maintenance_router, dependencies=guard)
     app.include_router(recall_router, dependencies=guard)
+    app.include_router(context_router, dependencies=guard)
     return app

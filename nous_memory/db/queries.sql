@@ -1108,6 +1108,94 @@ RETURNING version;
 SELECT id, job, slot, trigger, started_at, finished_at, status, dry_run, counts, note,
        error, runner
 FROM job_runs WHERE id = $1;
+-- ---------------------------------------------------------------- context (issue 5b)
+
+-- name: context_always_on
+-- Censors (matched against the query in Python) and pinned profile facts ($2: the
+-- categories), considered on every call whatever the ranking says.  $3, $4: limits.
+(SELECT m.id, m.kind, m.summary, m.summary_tokens, m.importance, c.trigger_pattern
+ FROM censors c JOIN memories m ON m.agent_id = c.agent_id AND m.id = c.memory_id
+ WHERE c.agent_id = $1 AND m.status = 'active'
+ ORDER BY m.importance DESC, m.id LIMIT $3)
+UNION ALL
+(SELECT m.id, m.kind, m.summary, m.summary_tokens, m.importance, NULL
+ FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
+ WHERE f.agent_id = $1 AND m.status = 'active' AND lower(f.category) = ANY($2::text[])
+ ORDER BY m.importance DESC, f.confirmation_count DESC, m.updated_at DESC, m.id LIMIT $4);
+
+-- name: context_tier2
+-- The complex records among the candidates ($2) with their unexpired extraction for this
+-- query ($3 sha256, $4 max tokens).  The source text is sent only on a miss, capped at $5
+-- characters for the hot-path truncation (the queued LLM extraction reads it whole).
+SELECT m.id, m.kind, c.content AS cached, c.source AS cached_source,
+       CASE WHEN c.content IS NULL THEN left(e.detail, $5) END AS detail,
+       e.title, p.name,
+       CASE WHEN c.content IS NULL THEN p.goals END AS goals,
+       CASE WHEN c.content IS NULL THEN p.core_patterns END AS core_patterns,
+       CASE WHEN c.content IS NULL THEN p.implementation_notes END AS notes
+FROM memories m
+LEFT JOIN episodes e ON m.kind = 'episode' AND e.agent_id = m.agent_id AND e.memory_id = m.id
+LEFT JOIN procedures p
+       ON m.kind = 'procedure' AND p.agent_id = m.agent_id AND p.memory_id = m.id
+LEFT JOIN extraction_cache c
+       ON c.agent_id = m.agent_id AND c.memory_id = m.id AND c.query_sha256 = $3
+      AND c.max_tokens = $4 AND c.expires_at > now()
+WHERE m.agent_id = $1 AND m.id = ANY($2::uuid[])
+  AND ((m.kind = 'episode' AND length(e.detail) > 1000)
+       OR (m.kind = 'procedure' AND cardinality(p.core_patterns) > 5));
+
+-- name: extraction_source
+-- The whole source text of one complex record, for the LLM extraction (worker).
+SELECT m.kind, m.status, e.title, e.detail, p.name, p.goals, p.core_patterns,
+       p.implementation_notes AS notes
+FROM memories m
+LEFT JOIN episodes e ON m.kind = 'episode' AND e.agent_id = m.agent_id AND e.memory_id = m.id
+LEFT JOIN procedures p
+       ON m.kind = 'procedure' AND p.agent_id = m.agent_id AND p.memory_id = m.id
+WHERE m.agent_id = $1 AND m.id = $2;
+
+-- name: extraction_cache_fresh
+SELECT source FROM extraction_cache
+WHERE agent_id = $1 AND memory_id = $2 AND query_sha256 = $3 AND max_tokens = $4
+  AND expires_at > now();
+
+-- name: extraction_cache_store
+-- An LLM result replaces anything; a rule result never replaces a fresh LLM one.
+INSERT INTO extraction_cache (agent_id, memory_id, query_sha256, max_tokens, content, source,
+                              model, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8))
+ON CONFLICT (agent_id, memory_id, query_sha256, max_tokens) DO UPDATE SET
+    content = EXCLUDED.content, source = EXCLUDED.source, model = EXCLUDED.model,
+    created_at = now(), expires_at = EXCLUDED.expires_at
+WHERE extraction_cache.source = 'rule' OR EXCLUDED.source = 'llm'
+   OR extraction_cache.expires_at <= now();
+
+-- name: memories_accessed
+-- Deferred, batched access bookkeeping ($2 ids, $3 hit counts, $4 time of the last one);
+-- not a change of the record, so version and updated_at stay.
+UPDATE memories m SET access_count = m.access_count + u.n,
+       last_accessed_at = GREATEST(m.last_accessed_at, $4::timestamptz)
+FROM unnest($2::uuid[], $3::integer[]) AS u(id, n)
+WHERE m.agent_id = $1 AND m.id = u.id;
+
+-- ---------------------------------------------------------------- expand (issue 5b)
+
+-- name: memory_by_ref
+-- A short ref (kind + the first hex digits of the id) as a range on the primary key.
+SELECT id FROM memories
+WHERE agent_id = $1 AND id BETWEEN $2::uuid AND $3::uuid AND ($4::text IS NULL OR kind = $4)
+  AND status <> 'deleted'
+ORDER BY id LIMIT 2;
+
+-- name: memory_archive_parts
+-- full_detail: the hot head (raw, as stored) followed by the archived rest.
+SELECT a.part, a.start_offset, a.content, a.messages, a.reason, a.archived_at,
+       CASE WHEN a.part = 'detail'
+            THEN left(COALESCE(e.detail, ''), a.start_offset) || a.content END AS full_detail
+FROM memory_archive a
+LEFT JOIN episodes e ON e.agent_id = a.agent_id AND e.memory_id = a.memory_id
+WHERE a.agent_id = $1 AND a.memory_id = $2 ORDER BY a.part;
+
 -- ---------------------------------------------------------------- recall (issue 5a)
 
 -- name: recall_scan_settings

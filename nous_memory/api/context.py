@@ -1,0 +1,96 @@
+"""Context assembly and expand over HTTP.
+
+Thin like the other routers: the body is decoded by ``body.json_object``, unknown names
+are refused as unknown fields, and every value is validated by the store (an empty
+query, a budget below the minimum, an unknown section or extraction mode is a 422 naming
+the field).  ``expand`` takes a memory id or a ref shown in a context; another agent's
+memory is a 404, exactly like an unknown one.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Request
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import models_json_schema
+
+from ..context_model import (
+    DEFAULT_BUDGET_TOKENS,
+    DEFAULT_SECTION_BUDGETS,
+    MAX_BUDGET_TOKENS,
+    MIN_BUDGET_TOKENS,
+    Context,
+    Extraction,
+)
+from ..errors import FieldProblem, InvalidInputError
+from ..expand import Expanded
+from .body import json_object
+from .errors import problem_responses
+from .routes import AgentId, Store
+from .schemas import REF, request_body
+
+REQUEST = "ContextRequest"
+FIELDS = ("query", "budget_tokens", "sections", "extraction", "query_embedding")
+
+Target = Annotated[str, Path(
+    description="A memory id (UUID) or a ref from a context, e.g. fact:1a2b3c4d or "
+                "episode:1a2b3c4d#c3; another agent's memory is reported as not found.")]
+
+router = APIRouter(prefix="/agents/{agent_id}", tags=["context"])
+
+
+class ContextBody(BaseModel):
+    """What to assemble.  ``null`` is the same as leaving a field out."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(description="The user's turn or task; must not be empty")
+    budget_tokens: int = Field(
+        DEFAULT_BUDGET_TOKENS, ge=MIN_BUDGET_TOKENS, le=MAX_BUDGET_TOKENS,
+        description="Hard cap on the cl100k tokens of the returned text")
+    sections: list[str] | dict[str, int] | None = Field(
+        None, description="Section names, or name -> token budget; default: "
+        + ", ".join(f"{s.value} {b}" for s, b in DEFAULT_SECTION_BUDGETS.items()))
+    extraction: Extraction = Field(Extraction.CACHED, description="Tier-2 mode on a cache miss")
+    query_embedding: list[float] | None = Field(
+        None, description="The query's embedding, when the caller already has it")
+
+
+def context_request_schemas() -> dict[str, dict[str, Any]]:
+    _, top = models_json_schema([(ContextBody, "validation")], ref_template=REF)
+    return {REQUEST if name == "ContextBody" else name: body
+            for name, body in top["$defs"].items()}
+
+
+EXAMPLES: dict[str, Any] = {
+    "default sections": {"query": "When is the billing migration?", "budget_tokens": 1500},
+    "facts and decisions only": {"query": "database choice", "budget_tokens": 800,
+                                 "sections": {"facts": 400, "decisions": 400},
+                                 "extraction": "off"},
+}
+
+
+@router.post("/context", summary="Assemble the memories relevant to a query, within a budget",
+             openapi_extra=request_body(REQUEST, EXAMPLES),
+             responses=problem_responses(401, 403, 413, 422, 503))
+async def assemble_context(agent_id: AgentId, request: Request, store: Store) -> Context:
+    """``text`` (wrapped in a ``<nous-memory kind="context">`` block) is never over
+    ``budget_tokens``; every line carries its ref for ``expand``."""
+    body = await json_object(request)
+    problems = [FieldProblem(name, "unknown field") for name in body if name not in FIELDS]
+    if "query" not in body:
+        problems.insert(0, FieldProblem("query", "missing"))
+    if problems:
+        raise InvalidInputError(problems)
+    options = {name: value for name, value in body.items() if value is not None}
+    query = options.pop("query")
+    return await store.assemble_context(agent_id, query, **options)
+
+
+@router.get("/memories/{memory_id}/expand", summary="Everything about one memory",
+            responses=problem_responses(401, 403, 404, 422, 503))
+async def expand(agent_id: AgentId, memory_id: Target, store: Store) -> Expanded:
+    """Every field (archived detail restored), history, supersession chain, source
+    episode with a transcript excerpt, and what is in cold storage."""
+    return await store.expand(agent_id, memory_id)
