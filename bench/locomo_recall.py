@@ -1,6 +1,7 @@
 """LoCoMo evidence recall of ``MemoryStore.recall`` (no LLM anywhere).
 
     python bench/locomo_recall.py [--data PATH] [--k 5,10,25] [--conversations N]
+                                  [--archive-all]
 
 Ingest goes through the real write path: one agent per conversation, one episode per
 session (started at the session's date), each turn one message (speaker_a as ``user``,
@@ -15,6 +16,12 @@ the conversation are ignored, questions left without evidence are skipped.  k co
 distinct turns in rank order: an item covering several turns takes that many places,
 an item covering none (a summary, a fact) takes one.  recall@k = |evidence in the first
 k places| / |evidence|, averaged over questions.
+
+With ``--archive-all`` the questions are asked twice: once as ingested, then again after
+every episode was archived by the archive job's code path (``store.archive_episodes``:
+detail and transcript to cold storage; summaries, chunks and embeddings stay hot); the
+report is of the archived state, with ``archive_recall_ratio`` (recall@10 cat 1-4
+archived / as ingested; the target is >= 0.95).
 
 Runs on a fresh embedded PostgreSQL in a temporary directory, or on
 NOUS_MEMORY_DATABASE_URL when set (under new agent ids).  Prints ``name: value`` lines,
@@ -187,7 +194,8 @@ def mean(values: Sequence[float]) -> float:
 
 
 def report(answered: Sequence[Answered], ks: Sequence[int], skipped: int,
-           conversations: int, ingest_s: float) -> None:
+           conversations: int, ingest_s: float,
+           before_archive: Sequence[Answered] | None = None) -> None:
     main = [a for a in answered if 1 <= a.category <= 4]
     print(f"# {conversations} conversations, {len(answered)} questions with evidence "
           f"({len(main)} in categories 1-4), {skipped} skipped without evidence; "
@@ -207,7 +215,12 @@ def report(answered: Sequence[Answered], ks: Sequence[int], skipped: int,
     print(f"recall_embed_ms_p50: {statistics.median(a.embed_ms for a in answered):.2f}")
     print(f"recall_sql_ms_p50: {statistics.median(a.sql_ms for a in answered):.2f}")
     print(f"# machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
-    print(f"locomo_recall@{focus}_cat1-4: {mean([a.recall[focus] for a in main]):.4f}")
+    headline = mean([a.recall[focus] for a in main])
+    if before_archive is not None:
+        unarchived = mean([a.recall[focus] for a in before_archive if 1 <= a.category <= 4])
+        print(f"recall@{focus}_cat1-4_before_archive: {unarchived:.4f}")
+        print(f"archive_recall_ratio: {headline / unarchived:.4f}  # target >= 0.95")
+    print(f"locomo_recall@{focus}_cat1-4: {headline:.4f}")
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -226,7 +239,19 @@ async def run(args: argparse.Namespace) -> None:
             # warm-up (model and connections), not timed
             await store.recall(next(iter(agents.values())), "warm up", k=1)
             answered = await ask(store, conversations, agents, args.k)
-    report(answered, args.k, skipped, len(conversations), ingest_s)
+            before: list[Answered] | None = None
+            if args.archive_all:
+                before = answered
+                t0 = time.perf_counter()
+                archived = 0
+                for agent in agents.values():
+                    archived += (await store.archive_episodes(agent)).counts["archived"]
+                print(f"# archive-all: {archived} episodes archived in "
+                      f"{time.perf_counter() - t0:.1f} s; the questions asked again (the "
+                      f"latency lines below are from that second pass: query embeddings "
+                      f"come from the cache)")
+                answered = await ask(store, conversations, agents, args.k)
+    report(answered, args.k, skipped, len(conversations), ingest_s, before)
 
 
 def parse_ks(text: str) -> list[int]:
@@ -247,6 +272,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="comma-separated cut-offs, in turns (default: 5,10,25)")
     parser.add_argument("--conversations", type=int, default=0,
                         help="only the first N conversations (quick runs)")
+    parser.add_argument("--archive-all", action="store_true",
+                        help="ask again after archiving every episode; print the ratio")
     args = parser.parse_args(argv)
     if not args.data.is_file():
         sys.exit(f"no data file at {args.data}")
