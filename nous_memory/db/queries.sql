@@ -631,6 +631,13 @@ RETURNING deleted_at;
 -- A batch keeps up to a few thousand details in its CTEs: in memory, not spilled.
 SET LOCAL work_mem = '64MB';
 
+-- name: batch_async_commit
+-- A job batch's commit does not wait for its WAL flush.  Safe because each batch is one
+-- atomic transaction whose rows stop matching once done: a crash can lose only the
+-- last batches (never part of one), which a rerun does again; and the job_runs row that
+-- reports the run commits synchronously, flushing every batch's WAL before it.
+SET LOCAL synchronous_commit = off;
+
 -- name: episode_key_range
 -- cross-agent: the next $3 episode keys after ($1, $2) in primary-key order: how many
 -- and the last one.  A batch is the key range up to it, so every batch reads exactly
@@ -659,19 +666,24 @@ FROM (SELECT agent_id, memory_id FROM episodes
 -- summary_regenerate work item (once: an item it ever had, unless failed, counts); with
 -- $9, episodes whose facts were never extracted get an episode_upgrade item.  $7 is the
 -- job's clock.  octet_length reads the stored size without detoasting; the inner query
--- detoasts each detail once (`|| ''`, OFFSET 0 keeps it from being inlined) and the
--- batch keeps only what the steps below need.
+-- detoasts each detail once (`|| ''`, OFFSET 0 keeps it from being inlined: a
+-- length(detail) test there would detoast it a second time, so the character count is
+-- taken and tested on the detoasted copy) and the batch keeps only what the steps below
+-- need.
 WITH batch AS (
     SELECT agent_id, memory_id, left(d, $6) AS head, right(d, -$6) AS tail,
-           length(d) AS chars, hashtextextended(d, 0) AS checksum
-    FROM (SELECT e.agent_id, e.memory_id, e.detail || '' AS d
-          FROM episodes e
-          WHERE (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
-            AND (e.agent_id, e.memory_id) <= ($3::text, $4::uuid)
-            AND e.state = 'closed' AND e.storage = 'hot' AND e.ended_at < $5
-            AND octet_length(e.detail) > $6 AND length(e.detail) > $6
-          OFFSET 0
-          FOR UPDATE OF e) AS locked
+           chars, hashtextextended(d, 0) AS checksum
+    FROM (SELECT agent_id, memory_id, d, length(d) AS chars
+          FROM (SELECT e.agent_id, e.memory_id, e.detail || '' AS d
+                FROM episodes e
+                WHERE (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
+                  AND (e.agent_id, e.memory_id) <= ($3::text, $4::uuid)
+                  AND e.state = 'closed' AND e.storage = 'hot' AND e.ended_at < $5
+                  AND octet_length(e.detail) > $6
+                OFFSET 0
+                FOR UPDATE OF e) AS locked
+          OFFSET 0) AS measured
+    WHERE chars > $6
 ), cold AS (
     INSERT INTO memory_archive (agent_id, memory_id, part, start_offset, content, reason,
                                 archived_at, checksum)
