@@ -48,6 +48,7 @@ async def test_a_trimmed_tail_is_stored_uncompressed(store: MemoryStore,
     assert rows[0]["whole"] == detail
     storage = await sql(database_url,
                         "SELECT attname, attstorage::text AS attstorage FROM pg_attribute "
-                        "WHERE attrelid = 'memory_archive'::regclass AND attname IN ('content', 'messages')")
+                        "WHERE attrelid = 'memory_archive'::regclass "
+                        "AND attname IN ('content', 'messages')")
     assert {r["attname"]: r["attstorage"] for r in storage} == {"content": "e",
                                                                 "messages": "e"}
