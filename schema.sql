@@ -306,9 +306,9 @@ CREATE TABLE memory_archive (
     memory_id     uuid        NOT NULL,
     part          text        NOT NULL CHECK (part IN ('detail', 'transcript')),
     start_offset  integer     NOT NULL DEFAULT 0 CHECK (start_offset >= 0),
-    -- STORAGE EXTERNAL: out of line but not compressed.  pglz (this server has no lz4)
-    -- costs the jobs more CPU than the disk it saves on cold data that is rarely read;
-    -- uncompressed cold text also lets a substring read fetch only the chunks it needs
+    -- STORAGE EXTERNAL: out of line, never compressed on the way in.  pglz (this server
+    -- has no lz4) costs the jobs more CPU than it saves on cold data that is rarely read;
+    -- a detail PostgreSQL had already compressed in episodes moves as it is (compressed)
     content       text        STORAGE EXTERNAL,
     messages      jsonb       STORAGE EXTERNAL
         CHECK (messages IS NULL OR jsonb_typeof(messages) = 'array'),
