@@ -6,10 +6,11 @@ Builds a fresh database (an embedded PostgreSQL in a temporary directory that is
 afterwards, or NOUS_MEMORY_DATABASE_URL when set, which must then be an empty database)
 and generates, in SQL (generate_series; nothing goes through Python): closed episodes
 spread evenly over ``--agents`` agents, each with a 3-10 KB detail cut at a random place
-from one of 400 texts of random words over a 20,000-word vocabulary (varied,
-compressible like prose, not trivially), an end time spread uniformly over the last 200 days, a
-summary (2% under 50 characters, so trim queues regeneration work), and no embedding
-(embeddings are omitted: the jobs never read or write them).
+from one of 400 texts of random words over a 20,000-word vocabulary (varied; too few
+repeats for pglz, so PostgreSQL stores every detail uncompressed), an end time spread
+uniformly over the last 200 days, a summary (2% under 50 characters, so trim queues
+regeneration work), and no embedding (embeddings are omitted: the jobs never read or
+write them).
 
 Then a separate process, the job runner, runs the real jobs exactly as the scheduler
 does (``jobs.JobRunner.run``: the advisory lock, a ``job_runs`` row, the store's

@@ -633,6 +633,13 @@ RETURNING deleted_at;
 -- A batch keeps up to a few thousand details in its CTEs: in memory, not spilled.
 SET LOCAL work_mem = '64MB';
 
+-- name: batch_async_commit
+-- A job batch's commit does not wait for its WAL flush.  Safe because each batch is one
+-- atomic transaction whose rows stop matching once done: a crash can lose only the
+-- last batches (never part of one), which a rerun does again; and the job_runs row that
+-- reports the run commits synchronously, flushing every batch's WAL before it.
+SET LOCAL synchronous_commit = off;
+
 -- name: episode_key_range
 -- cross-agent: the next $3 episode keys after ($1, $2) in primary-key order: how many
 -- and the last one.  A batch is the key range up to it, so every batch reads exactly
@@ -661,19 +668,24 @@ FROM (SELECT agent_id, memory_id FROM episodes
 -- summary_regenerate work item (once: an item it ever had, unless failed, counts); with
 -- $9, episodes whose facts were never extracted get an episode_upgrade item.  $7 is the
 -- job's clock.  octet_length reads the stored size without detoasting; the inner query
--- detoasts each detail once (`|| ''`, OFFSET 0 keeps it from being inlined) and the
--- batch keeps only what the steps below need.
+-- detoasts each detail once (`|| ''`, OFFSET 0 keeps it from being inlined: a
+-- length(detail) test there would detoast it a second time, so the character count is
+-- taken and tested on the detoasted copy) and the batch keeps only what the steps below
+-- need.
 WITH batch AS (
     SELECT agent_id, memory_id, left(d, $6) AS head, right(d, -$6) AS tail,
-           length(d) AS chars, hashtextextended(d, 0) AS checksum
-    FROM (SELECT e.agent_id, e.memory_id, e.detail || '' AS d
-          FROM episodes e
-          WHERE (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
-            AND (e.agent_id, e.memory_id) <= ($3::text, $4::uuid)
-            AND e.state = 'closed' AND e.storage = 'hot' AND e.ended_at < $5
-            AND octet_length(e.detail) > $6 AND length(e.detail) > $6
-          OFFSET 0
-          FOR UPDATE OF e) AS locked
+           chars, hashtextextended(d, 0) AS checksum
+    FROM (SELECT agent_id, memory_id, d, length(d) AS chars
+          FROM (SELECT e.agent_id, e.memory_id, e.detail || '' AS d
+                FROM episodes e
+                WHERE (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
+                  AND (e.agent_id, e.memory_id) <= ($3::text, $4::uuid)
+                  AND e.state = 'closed' AND e.storage = 'hot' AND e.ended_at < $5
+                  AND octet_length(e.detail) > $6
+                OFFSET 0
+                FOR UPDATE OF e) AS locked
+          OFFSET 0) AS measured
+    WHERE chars > $6
 ), cold AS (
     INSERT INTO memory_archive (agent_id, memory_id, part, start_offset, content, reason,
                                 archived_at, checksum)
@@ -736,29 +748,36 @@ SELECT (SELECT count(*) FROM batch)::int AS n,
 -- trimmed one reassembled from its hot prefix and cold tail) and the transcript move to
 -- memory_archive (start_offset 0); the hot detail becomes NULL, so readers take
 -- left(coalesce(hot, ''), start_offset) || content.  Summary, metadata, links, chunks
--- and embeddings stay.  $6 is the job's clock.
+-- and embeddings stay.  $6 is the job's clock.  The cold copy is inserted from the
+-- stored value itself (not a detoasted copy), so a detail PostgreSQL had compressed
+-- moves compressed, without being compressed again; its checksum and length come from
+-- one detoasted copy (`|| ''` under OFFSET 0, evaluated once per row).
 WITH batch AS (
-    SELECT e.agent_id, e.memory_id, e.detail || '' AS detail, e.storage
+    SELECT e.agent_id, e.memory_id, e.detail, e.storage
     FROM episodes e
     WHERE (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
       AND (e.agent_id, e.memory_id) <= ($3::text, $4::uuid)
       AND e.state = 'closed' AND e.storage IN ('hot', 'trimmed') AND e.ended_at < $5
     FOR UPDATE OF e
 ), whole AS (
-    SELECT b.agent_id, b.memory_id,
-           CASE WHEN a.memory_id IS NULL THEN b.detail
-                ELSE left(b.detail, a.start_offset) || a.content END AS detail
-    FROM batch b
-    LEFT JOIN memory_archive a
-           ON a.agent_id = b.agent_id AND a.memory_id = b.memory_id AND a.part = 'detail'
-          AND (a.agent_id, a.memory_id) > ($1::text, $2::uuid)
-          AND (a.agent_id, a.memory_id) <= ($3::text, $4::uuid)
-    WHERE b.detail IS NOT NULL
+    SELECT agent_id, memory_id, detail, length(d) AS chars, hashtextextended(d, 0) AS checksum
+    FROM (SELECT agent_id, memory_id, detail, detail || '' AS d
+          FROM (SELECT b.agent_id, b.memory_id,
+                       CASE WHEN a.memory_id IS NULL THEN b.detail
+                            ELSE left(b.detail, a.start_offset) || a.content END AS detail
+                FROM batch b
+                LEFT JOIN memory_archive a
+                       ON a.agent_id = b.agent_id AND a.memory_id = b.memory_id
+                      AND a.part = 'detail'
+                      AND (a.agent_id, a.memory_id) > ($1::text, $2::uuid)
+                      AND (a.agent_id, a.memory_id) <= ($3::text, $4::uuid)
+                WHERE b.detail IS NOT NULL
+                OFFSET 0) AS joined
+          OFFSET 0) AS detoasted
 ), cold_detail AS (
     INSERT INTO memory_archive (agent_id, memory_id, part, start_offset, content, reason,
                                 archived_at, checksum)
-    SELECT agent_id, memory_id, 'detail', 0, detail, 'archive', $6,
-           hashtextextended(detail, 0)
+    SELECT agent_id, memory_id, 'detail', 0, detail, 'archive', $6, checksum
     FROM whole
     ON CONFLICT (agent_id, memory_id, part) DO UPDATE SET
         start_offset = 0, content = EXCLUDED.content, reason = 'archive',
@@ -793,7 +812,7 @@ WITH batch AS (
     SELECT b.agent_id, b.memory_id, 'archived',
            jsonb_build_object('storage', b.storage),
            jsonb_build_object('storage', 'archived',
-                              'detail_chars', coalesce(length(w.detail), 0),
+                              'detail_chars', coalesce(w.chars, 0),
                               'messages', coalesce(jsonb_array_length(t.messages), 0)),
            'job:archive', $6
     FROM batch b

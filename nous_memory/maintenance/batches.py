@@ -80,6 +80,7 @@ class Sweeps:
         total = 0
         while True:
             async with self.transaction() as conn:
+                await conn.execute("batch_async_commit")
                 await conn.execute("batch_work_mem")
                 if agent is None:
                     bound = await conn.fetchrow("episode_key_range", *lower, batch)
@@ -108,6 +109,7 @@ class Sweeps:
         total = 0
         while True:
             async with self.transaction() as conn:
+                await conn.execute("batch_async_commit")
                 row = await conn.fetchrow(query, *args)
             assert row is not None
             n = int(row["n"])
