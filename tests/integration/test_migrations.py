@@ -24,7 +24,8 @@ RELEASED = {1: FIXTURES / "schema_v1.sql"}
 CATALOG = {
     "columns": """
         SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
-               pg_get_expr(d.adbin, d.adrelid), a.attgenerated, a.attidentity
+               pg_get_expr(d.adbin, d.adrelid), a.attgenerated, a.attidentity,
+               a.attstorage, a.attcompression
         FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
         JOIN pg_namespace n ON n.oid = c.relnamespace
         LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum

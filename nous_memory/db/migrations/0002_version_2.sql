@@ -67,8 +67,12 @@ CREATE TABLE memory_archive (
     memory_id     uuid        NOT NULL,
     part          text        NOT NULL CHECK (part IN ('detail', 'transcript')),
     start_offset  integer     NOT NULL DEFAULT 0 CHECK (start_offset >= 0),
-    content       text,
-    messages      jsonb       CHECK (messages IS NULL OR jsonb_typeof(messages) = 'array'),
+    -- STORAGE EXTERNAL: out of line, never compressed on the way in.  pglz (this server
+    -- has no lz4) costs the jobs more CPU than it saves on cold data that is rarely read;
+    -- a detail PostgreSQL had already compressed in episodes moves as it is (compressed)
+    content       text        STORAGE EXTERNAL,
+    messages      jsonb       STORAGE EXTERNAL
+        CHECK (messages IS NULL OR jsonb_typeof(messages) = 'array'),
     reason        text        NOT NULL CHECK (reason IN ('trim', 'archive')),
     archived_at   timestamptz NOT NULL DEFAULT now(),
     -- hashtextextended(original, 0) of the whole original (the full detail, or the
