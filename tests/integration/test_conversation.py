@@ -13,6 +13,7 @@ from nous_memory import MemoryStore
 from nous_memory.conversation import storage
 from nous_memory.conversation.pairs import content_hash
 from nous_memory.testing import ScriptedLLMServer
+from tests.integration.db_helpers import sql
 
 AGENT = "wm-agent"
 RULE = {"mode": "rule", "protect_tail": 2}
@@ -29,14 +30,6 @@ async def episode_with(store: MemoryStore, messages: list[dict[str, Any]]) -> st
     episode = await store.start_episode(AGENT, title="working memory")
     await store.append(AGENT, episode.id, messages)
     return str(episode.id)
-
-
-async def sql(store: MemoryStore, query: str, *args: Any) -> Any:
-    conn = await asyncpg.connect(store.dsn)
-    try:
-        return await conn.fetch(query, *args)
-    finally:
-        await conn.close()
 
 
 def fold_reply(text: str, **facets: list[str]) -> dict[str, Any]:
