@@ -1,6 +1,6 @@
 -- nous-memory schema: the single source of truth for the database layout.
 --
--- schema-version: 2
+-- schema-version: 3
 --
 -- The migration runner applies this file to an empty database and records the
 -- version above; numbered files in nous_memory/db/migrations/ upgrade databases
@@ -12,6 +12,9 @@
 -- initialised for a model of another dimension, and recorded in store_meta.
 
 CREATE EXTENSION IF NOT EXISTS vector;
+-- GIN over (agent_id, tsvector): full-text search reads one agent's postings, not every
+-- agent's rows that share a word (btree_gin is in contrib and trusted)
+CREATE EXTENSION IF NOT EXISTS btree_gin;
 
 CREATE TABLE schema_version (
     version     integer     PRIMARY KEY,
@@ -61,7 +64,10 @@ WITH (toast_tuple_target = 8160);
 
 CREATE INDEX memories_embedding_hnsw ON memories
     USING hnsw (embedding vector_cosine_ops) WHERE status = 'active';
-CREATE INDEX memories_search_gin ON memories USING gin (search_tsv);
+CREATE INDEX memories_search ON memories USING gin (agent_id, search_tsv);
+-- one agent's rows that are not active (archived, superseded, deleted): recall's
+-- vector leg over the rows outside the HNSW index, the episodes whose chunks it skips
+CREATE INDEX memories_inactive ON memories (agent_id, kind) WHERE status <> 'active';
 CREATE INDEX memories_listing ON memories (agent_id, created_at DESC, id DESC);
 CREATE INDEX memories_kind_listing ON memories (agent_id, kind, created_at DESC, id DESC);
 
@@ -240,7 +246,7 @@ CREATE TABLE episode_chunks (
 WITH (toast_tuple_target = 8160);  -- as memories: keep embedding and tsvector in the row
 
 CREATE INDEX episode_chunks_hnsw ON episode_chunks USING hnsw (embedding vector_cosine_ops);
-CREATE INDEX episode_chunks_search ON episode_chunks USING gin (search_tsv);
+CREATE INDEX episode_chunks_search ON episode_chunks USING gin (agent_id, search_tsv);
 
 -- Durable deferred work, claimed with FOR UPDATE SKIP LOCKED under a lease.
 CREATE TABLE work_items (

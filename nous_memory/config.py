@@ -88,6 +88,9 @@ class Settings:
     # context assembly (issue 5): tier-2 extraction cache lifetime, sync LLM time budget
     extraction_ttl_s: int = 3_600
     extraction_sync_timeout_s: float = 2.0
+    # recall: an agent with at most this many active memories (and chunks) has its vectors
+    # scanned exactly; larger agents take the HNSW indexes (0: always the indexes)
+    recall_exact_scan_max_rows: int = 20_000
 
     api_host: str = "127.0.0.1"
     api_port: int = 8765
@@ -121,6 +124,8 @@ class Settings:
         if self.extraction_ttl_s < 1 or not self.extraction_sync_timeout_s > 0:
             raise ConfigurationError("extraction_ttl_s must be >= 1 and "
                                      "extraction_sync_timeout_s > 0")
+        if self.recall_exact_scan_max_rows < 0:
+            raise ConfigurationError("recall_exact_scan_max_rows must be >= 0")
         if self.llm_max_attempts < 1 or self.llm_timeout_s < 1:
             raise ConfigurationError("llm_max_attempts and llm_timeout_s must be >= 1")
         for name in ("trim_after_days", "trim_keep_chars", "archive_after_days",

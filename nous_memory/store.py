@@ -93,7 +93,8 @@ class MemoryStore:
         self.maintenance = Maintenance(db, self.memories, self.llm,
                                        MaintenancePolicy.from_settings(settings))
         self.job_runs = JobRuns(db)
-        self.recaller = Recaller(db, self.memories)
+        self.recaller = Recaller(db, self.memories,
+                                 exact_scan_max_rows=settings.recall_exact_scan_max_rows)
         self._init_context()
 
     # ------------------------------------------------------------------ lifecycle

@@ -1219,8 +1219,19 @@ WHERE a.agent_id = $1 AND a.memory_id = $2 ORDER BY a.part;
 
 -- name: recall_scan_settings
 -- Filtered HNSW scans (this agent, these kinds) keep going until the LIMIT is met;
--- relaxed order is re-sorted by exact distance in the recall query.
-SET LOCAL hnsw.iterative_scan = relaxed_order;
+-- relaxed order is re-sorted by exact distance in the recall query.  $1, the plan cache
+-- mode: a small agent's exact scans need no plan of their own ('force_generic_plan':
+-- no planning per call); a large agent's index scans do ('force_custom_plan': the
+-- planner sees how many rows this agent has).
+SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
+       set_config('plan_cache_mode', $1, true);
+
+-- name: recall_agent_rows
+-- The most rows one of recall's vector legs would read for this agent, counted up to $2.
+SELECT GREATEST(
+    (SELECT count(*) FROM (SELECT 1 FROM memories
+                           WHERE agent_id = $1 AND status = 'active' LIMIT $2) AS m),
+    (SELECT count(*) FROM (SELECT 1 FROM episode_chunks WHERE agent_id = $1 LIMIT $2) AS c));
 
 -- name: recall
 -- Hybrid recall in one statement.  $1 agent, $2 query text, $3 query vector, $4 model,
@@ -1228,63 +1239,73 @@ SET LOCAL hnsw.iterative_scan = relaxed_order;
 -- $10 RRF constant, $11..$16 priors (recency weight, half-life days, importance,
 -- confidence, use weight, use saturation), $17/$18 weights of the text and vector legs
 -- in the fusion, $19 how much a word of a chunk's context (weight D) counts against
--- one of its own text.  Two legs, each over memories and episode
--- chunks together (one corpus, so neither table gets top ranks for free): vector
--- (HNSW per table, merged by distance) and BM25 full text.  The full-text query is an OR of the text's
--- lexemes (to_tsvector never fails on any input; the tsvector's canonical text form
--- re-parses as a tsquery), scored by BM25 with document frequencies counted over the
--- agent's matching rows.  Term frequencies come from each matching row's tsvector cut
--- down to the query's lexemes (setweight marks them 'C', ts_filter keeps them), so a row
--- costs a handful of entries, not its whole vocabulary.  Chunks never need episode_messages (archived transcripts).
-WITH tq AS (
-    SELECT NULLIF(replace(strip(v)::text, ''' ''', ''' | '''), '')::tsquery AS q,
-           ARRAY(SELECT u.lexeme FROM unnest(v) AS u) AS lexemes
+-- one of its own text, $20 the priors' spread (largest factor / smallest), $21 true to
+-- scan the agent's vectors exactly (a small agent: reading its rows beats the index, and
+-- the answer is exact), false to take the HNSW indexes.
+-- Two legs, each over memories and episode chunks together (one corpus, so neither table
+-- gets top ranks for free): vector (per table, merged by distance) and BM25 full text.
+-- The full-text query is an OR of the text's lexemes (to_tsvector never fails on any
+-- input; the tsvector's canonical text form re-parses as a tsquery), scored by BM25 with
+-- document frequencies counted over the agent's matching rows.  Term frequencies come
+-- from each matching row's tsvector cut down to the query's lexemes (setweight marks them
+-- 'C', ts_filter keeps them), so a row costs a handful of entries, not its whole
+-- vocabulary.  Priors only scale a fused score by [min, max] factors, so an item whose
+-- fused score times the spread is below the k-th best fused score cannot reach the top
+-- k: only the rest are joined to their details.  Chunks never need episode_messages
+-- (archived transcripts).
+WITH gone AS (
+    SELECT COALESCE(array_agg(id), '{}') AS ids FROM memories
+    WHERE agent_id = $1 AND status NOT IN ('active', 'archived') AND kind = 'episode'
+),
+tq AS (
+    SELECT ARRAY(SELECT u.lexeme FROM unnest(v) AS u) AS lexemes
     FROM to_tsvector('english', $2) AS v
 ),
 vec AS MATERIALIZED (
+    -- exact scans ($21: the agent is small enough that reading its rows beats the index)
     (SELECT 'memory' AS source, m.id AS memory_id, NULL::integer AS chunk_no,
             m.embedding <=> $3 AS dist
      FROM memories m
-     WHERE m.agent_id = $1 AND m.status = 'active' AND m.kind = ANY($5::text[])
+     WHERE $21 AND m.agent_id = $1 AND m.status = 'active' AND m.kind = ANY($5::text[])
+       AND m.embedding_model = $4
+     ORDER BY (m.embedding <=> $3) + 0 LIMIT $8)
+    UNION ALL
+    (SELECT 'chunk', c.episode_id, c.chunk_no, c.embedding <=> $3
+     FROM gone, episode_chunks c
+     WHERE $21 AND $7 AND c.agent_id = $1 AND c.embedding_model = $4
+       AND c.episode_id <> ALL(gone.ids)
+     ORDER BY (c.embedding <=> $3) + 0 LIMIT $8)
+    UNION ALL
+    -- HNSW scans (a large agent)
+    (SELECT 'memory', m.id, NULL, m.embedding <=> $3
+     FROM memories m
+     WHERE NOT $21 AND m.agent_id = $1 AND m.status = 'active' AND m.kind = ANY($5::text[])
        AND m.embedding_model = $4
      ORDER BY m.embedding <=> $3 LIMIT $8)
     UNION ALL
+    (SELECT 'chunk', c.episode_id, c.chunk_no, c.embedding <=> $3
+     FROM gone, episode_chunks c
+     WHERE NOT $21 AND $7 AND c.agent_id = $1 AND c.embedding_model = $4
+       AND c.episode_id <> ALL(gone.ids)
+     ORDER BY c.embedding <=> $3 LIMIT $8)
+    UNION ALL
+    -- archived (and superseded) rows are not in the HNSW index
     (SELECT 'memory', m.id, NULL, m.embedding <=> $3 FROM memories m
-     WHERE m.agent_id = $1 AND m.status = ANY($6::text[]) AND m.status <> 'active'
+     WHERE m.agent_id = $1 AND m.status <> 'active' AND m.status = ANY($6::text[])
        AND m.kind = ANY($5::text[]) AND m.embedding_model = $4
      ORDER BY m.embedding <=> $3 LIMIT $8)
-    UNION ALL
-    (SELECT 'chunk', c.episode_id, c.chunk_no, c.embedding <=> $3
-     FROM episode_chunks c
-     JOIN memories e ON e.agent_id = c.agent_id AND e.id = c.episode_id
-     WHERE $7 AND c.agent_id = $1 AND c.embedding_model = $4
-       AND e.status IN ('active', 'archived')
-     ORDER BY c.embedding <=> $3 LIMIT $8)
 ),
-hits AS (
-    SELECT source, memory_id, chunk_no, len, lexeme, sum(tf) AS tf
-    FROM (SELECT 'memory' AS source, m.id AS memory_id, NULL::integer AS chunk_no,
-                 length(m.search_tsv) AS len, u.lexeme, cardinality(u.positions)::float8 AS tf
-          FROM tq, memories m
-          CROSS JOIN LATERAL unnest(ts_filter(setweight(m.search_tsv, 'C', tq.lexemes),
-                                              '{c}')) AS u
-          WHERE m.agent_id = $1 AND m.search_tsv @@ tq.q AND m.status = ANY($6::text[])
-            AND m.kind = ANY($5::text[])
-          UNION ALL
-          SELECT 'chunk', c.episode_id, c.chunk_no, length(c.search_tsv), t.lexeme, t.tf
-          FROM tq, episode_chunks c
-          JOIN memories e ON e.agent_id = c.agent_id AND e.id = c.episode_id
-          CROSS JOIN LATERAL (
-              SELECT u.lexeme, cardinality(u.positions)::float8 AS tf
-              FROM unnest(ts_filter(setweight(ts_filter(c.search_tsv, '{a}'), 'C',
-                                              tq.lexemes), '{c}')) AS u
-              UNION ALL
-              SELECT u.lexeme, $19::float8 * cardinality(u.positions)
-              FROM unnest(ts_filter(setweight(ts_filter(c.search_tsv, '{d}'), 'C',
-                                              tq.lexemes), '{c}')) AS u) AS t
-          WHERE $7 AND c.agent_id = $1 AND c.search_tsv @@ tq.q
-            AND e.status IN ('active', 'archived')) AS raw
-    GROUP BY source, memory_id, chunk_no, len, lexeme
+terms AS MATERIALIZED (
+    -- each query lexeme's document frequency among the agent's rows (counted, not scored)
+    SELECT t.lexeme,
+           (SELECT count(*) FROM memories m
+            WHERE m.agent_id = $1 AND m.search_tsv @@ one.q AND m.status = ANY($6::text[])
+              AND m.kind = ANY($5::text[]))
+           + (SELECT count(*) FROM gone, episode_chunks c
+              WHERE $7 AND c.agent_id = $1 AND c.search_tsv @@ one.q
+                AND c.episode_id <> ALL(gone.ids)) AS df
+    FROM tq, unnest(tq.lexemes) AS t(lexeme),
+         LATERAL (SELECT array_to_tsvector(ARRAY[t.lexeme])::text::tsquery AS q) AS one
 ),
 corpus AS (
     SELECT sum(n)::float8 AS n, GREATEST(sum(total) / GREATEST(sum(n), 1), 1)::float8 AS avgdl
@@ -1294,13 +1315,49 @@ corpus AS (
           SELECT count(*), sum(length(search_tsv)) FROM episode_chunks
           WHERE $7 AND agent_id = $1) AS parts
 ),
+weights AS MATERIALIZED (
+    -- a lexeme in half the documents or more has a Robertson-Sparck Jones idf of zero or
+    -- less: it does not select documents (it still scores the ones others select); when
+    -- every lexeme is that common, the rarest ones select
+    SELECT t.lexeme, ln(1 + (s.n - t.df + 0.5) / (t.df + 0.5)) AS idf,
+           t.df > 0 AND (2 * t.df < s.n
+                         OR t.df = min(t.df) FILTER (WHERE t.df > 0) OVER ()) AS selects
+    FROM terms t, corpus s
+),
+sel AS (
+    SELECT replace(array_to_tsvector(array_agg(lexeme) FILTER (WHERE selects))::text,
+                   ''' ''', ''' | ''')::tsquery AS q,
+           array_agg(lexeme) AS lexemes
+    FROM weights
+),
+hits AS (
+    -- each selected row's tsvector cut down to the query's lexemes: a handful of entries
+    SELECT 'memory' AS source, m.id AS memory_id, NULL::integer AS chunk_no,
+           length(m.search_tsv) AS len, u.lexeme, cardinality(u.positions)::float8 AS tf
+    FROM sel, memories m
+    CROSS JOIN LATERAL unnest(ts_filter(setweight(m.search_tsv, 'C', sel.lexemes),
+                                        '{c}')) AS u
+    WHERE m.agent_id = $1 AND m.search_tsv @@ sel.q AND m.status = ANY($6::text[])
+      AND m.kind = ANY($5::text[])
+    UNION ALL
+    SELECT 'chunk', c.episode_id, c.chunk_no, length(c.search_tsv), t.lexeme, sum(t.tf)
+    FROM sel, gone, episode_chunks c
+    CROSS JOIN LATERAL (
+        SELECT u.lexeme, cardinality(u.positions)::float8 AS tf
+        FROM unnest(ts_filter(setweight(ts_filter(c.search_tsv, '{a}'), 'C', sel.lexemes),
+                              '{c}')) AS u
+        UNION ALL
+        SELECT u.lexeme, $19::float8 * cardinality(u.positions)
+        FROM unnest(ts_filter(setweight(ts_filter(c.search_tsv, '{d}'), 'C', sel.lexemes),
+                              '{c}')) AS u) AS t
+    WHERE $7 AND c.agent_id = $1 AND c.search_tsv @@ sel.q
+      AND c.episode_id <> ALL(gone.ids)
+    GROUP BY c.agent_id, c.episode_id, c.chunk_no, t.lexeme
+),
 bm25 AS MATERIALIZED (
     SELECT h.source, h.memory_id, h.chunk_no,
-           sum(ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5))
-               * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.len / s.avgdl))) AS score
-    FROM hits h
-    JOIN (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme) d USING (lexeme)
-    CROSS JOIN corpus s
+           sum(w.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.len / s.avgdl))) AS score
+    FROM hits h JOIN weights w USING (lexeme) CROSS JOIN corpus s
     GROUP BY h.source, h.memory_id, h.chunk_no
     ORDER BY score DESC, h.memory_id, h.chunk_no NULLS FIRST LIMIT $8
 ),
@@ -1321,6 +1378,13 @@ fused AS (
            max(score) FILTER (WHERE leg = 'text') AS text_score
     FROM legs GROUP BY source, memory_id, chunk_no
 ),
+bar AS MATERIALIZED (
+    SELECT CASE WHEN count(*) < $9 THEN 0 ELSE min(fused) END AS kth
+    FROM (SELECT fused FROM fused ORDER BY fused DESC LIMIT $9) AS top
+),
+kept AS (
+    SELECT f.* FROM fused f, bar WHERE f.fused * $20 >= bar.kth
+),
 found AS (
     SELECT f.*, m.kind, m.status, m.importance, m.access_count,
            CASE WHEN f.source = 'chunk' THEN c.content ELSE m.summary END AS text,
@@ -1334,7 +1398,7 @@ found AS (
                 ELSE CASE WHEN m.embedding_model = $4 THEN 1 - (m.embedding <=> $3) END
            END AS cosine,
            COALESCE(fa.confidence, de.confidence) AS confidence
-    FROM fused f
+    FROM kept f
     JOIN memories m ON m.agent_id = $1 AND m.id = f.memory_id
     LEFT JOIN episode_chunks c ON f.source = 'chunk' AND c.agent_id = $1
          AND c.episode_id = f.memory_id AND c.chunk_no = f.chunk_no

@@ -19,7 +19,7 @@ from ..conftest import create_database, drop_database
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 # each released schema.sql, by version (copied from git when the next version started)
-RELEASED = {1: FIXTURES / "schema_v1.sql"}
+RELEASED = {1: FIXTURES / "schema_v1.sql", 2: FIXTURES / "schema_v2.sql"}
 
 CATALOG = {
     "columns": """
@@ -37,6 +37,7 @@ CATALOG = {
         JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public'""",
     "indexes": "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'",
     "views": "SELECT viewname, definition FROM pg_views WHERE schemaname = 'public'",
+    "extensions": "SELECT extname FROM pg_extension",
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
@@ -92,6 +93,44 @@ async def test_deleted_episode_and_other_agents_never_appear(store: MemoryStore)
     assert result.items[0].scores.vector_rank == 1
 
 
+async def _prefer_indexes(store: MemoryStore) -> None:
+    """A table this small is scanned exactly (seq scan or btree, then sort): make new
+    sessions take the HNSW index, the path a large agent takes."""
+    conn = await asyncpg.connect(store.dsn)
+    try:
+        name = await conn.fetchval("SELECT current_database()")
+        for setting in ("enable_seqscan", "enable_bitmapscan", "enable_sort"):
+            await conn.execute(f'ALTER DATABASE "{name}" SET {setting} = off')
+    finally:
+        await conn.close()
+
+
+async def _recall_refs(store: MemoryStore, queries: tuple[str, ...], exact_scan_max_rows: int
+                       ) -> tuple[list[list[str]], int]:
+    """Recall through a store of its own; also how many blocks of the memories HNSW index
+    its sessions read (the buffer manager counts every block; pgvector does not count
+    index scans).  A session flushes its statistics when it ends, before it leaves
+    pg_stat_activity, so the count is read once the store's sessions are gone."""
+    others = ("SELECT COALESCE(array_agg(pid), '{}') FROM pg_stat_activity "
+              "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    reads = ("SELECT idx_blks_hit + idx_blks_read FROM pg_statio_user_indexes "
+             "WHERE indexrelname = 'memories_embedding_hnsw'")
+    conn = await asyncpg.connect(store.dsn)
+    try:
+        baseline = set(await conn.fetchval(others))
+        before = await conn.fetchval(reads)
+        async with MemoryStore.open(database_url=store.dsn, embedder=store.embedder,
+                                    recall_exact_scan_max_rows=exact_scan_max_rows) as own:
+            refs = [[i.ref for i in (await own.recall("mix", q, k=10)).items] for q in queries]
+        for _ in range(200):
+            if set(await conn.fetchval(others)) <= baseline:
+                break
+            await asyncio.sleep(0.05)
+        return refs, int(await conn.fetchval(reads)) - int(before)
+    finally:
+        await conn.close()
+
+
 async def test_kind_filter_returns_k_with_a_selective_filter(store: MemoryStore) -> None:
     """40+ closer facts (this agent's and another's) come before any decision in the HNSW
     graph: the iterative scan must keep going until k decisions pass the filter."""
@@ -104,23 +143,55 @@ async def test_kind_filter_returns_k_with_a_selective_filter(store: MemoryStore)
             "on a Tuesday"} for i in range(12)]
     decisions = {m.id for m in await store.remember_many("shop", far)}
 
-    # a table this small is scanned exactly (seq scan or btree, then sort): new sessions
-    # must take the HNSW index, which is the path that needs the iterative scan
-    conn = await asyncpg.connect(store.dsn)
-    try:
-        name = await conn.fetchval("SELECT current_database()")
-        await conn.execute(f'ALTER DATABASE "{name}" SET enable_seqscan = off')
-        await conn.execute(f'ALTER DATABASE "{name}" SET enable_bitmapscan = off')
-        await conn.execute(f'ALTER DATABASE "{name}" SET enable_sort = off')
-    finally:
-        await conn.close()
-    async with MemoryStore.open(database_url=store.dsn, embedder=store.embedder) as fresh:
+    await _prefer_indexes(store)
+    async with MemoryStore.open(database_url=store.dsn, embedder=store.embedder,
+                                recall_exact_scan_max_rows=0) as fresh:
         result = await fresh.recall("shop", query, kinds=["decision"], k=10)
         facts = await fresh.recall("shop", query, kinds=[Kind.FACT], k=7)
     assert len(result.items) == 10
     assert {i.memory_id for i in result.items} <= decisions
     assert all(i.kind is Kind.DECISION and i.scores.vector_rank for i in result.items)
     assert len(facts.items) == 7 and all(i.kind is Kind.FACT for i in facts.items)
+
+
+async def _mixed_agent(store: MemoryStore) -> None:
+    await store.remember_many("mix", [
+        {"kind": "fact", "content": f"Invoice {i} for the {topic} project was paid on day {i}"}
+        for i, topic in enumerate(["garden", "kitchen", "roof", "garage", "attic"] * 8)])
+    await store.remember_many("mix", [
+        {"kind": "decision", "description": f"Chose supplier {i} for the kitchen tiles"}
+        for i in range(10)])
+    await closed_episode(store, "mix", [
+        ("Ana", "The roof repair quote came in at 4,200 euros."),
+        ("Bo", "That is more than the kitchen tiles cost."),
+        ("Ana", "Let's pay the roof invoice after the garden work.")])
+
+
+async def test_top_k_is_the_prefix_of_a_deeper_recall(store: MemoryStore) -> None:
+    """Candidates that their priors cannot lift into the top k are cut before the details
+    are read: the cut must never change what comes back."""
+    await _mixed_agent(store)
+    for query in ("roof invoice", "kitchen tiles supplier", "what did we pay for the garden"):
+        deep = await store.recall("mix", query, k=MAX_K)
+        refs = [i.ref for i in deep.items]
+        assert len(refs) > 20
+        for k in (1, 2, 5, 10, 20):
+            shallow = await store.recall("mix", query, k=k)
+            assert [i.ref for i in shallow.items] == refs[:k], (query, k)
+
+
+async def test_exact_and_index_scans_agree(store: MemoryStore) -> None:
+    """A small agent's vectors are scanned exactly, a large one's through HNSW: on a small
+    graph both find the same items in the same order."""
+    await _mixed_agent(store)
+    queries = ("roof invoice", "kitchen tiles supplier", "garden project payments")
+    await _prefer_indexes(store)
+    exact, exact_reads = await _recall_refs(store, queries, 20_000)
+    via_index, index_reads = await _recall_refs(store, queries, 0)
+    # planning reads the index's metapage (once per plan); a scan reads many blocks
+    assert exact_reads <= 3 and index_reads >= 30, (exact_reads, index_reads)
+    assert exact == via_index
+    assert all(len(refs) == 10 for refs in exact)
 
 
 HOSTILE = [

@@ -45,3 +45,11 @@ def test_weights_out_of_bounds_are_refused() -> None:
     for bad_fusion in ({"rrf_k": 0.5}, {"text_weight": -1}, {"context_weight": 1.5}):
         with pytest.raises(ValueError):
             Fusion(**bad_fusion)  # type: ignore[arg-type]
+
+
+def test_spread_is_the_largest_over_the_smallest_prior_factor() -> None:
+    # defaults: factors within [1 - 0.05 - 0.05, 1 + 0.05 + 0.05 + 0.05 + 0.05]
+    assert Priors().spread == pytest.approx(1.2 / 0.9)
+    assert Priors(recency=0, importance=0, confidence=0, use=0).spread == 1.0
+    widest = Priors(recency=0.5, importance=0.5, confidence=0.5, use=0.5)
+    assert widest.spread == pytest.approx(2.5 / 0.5)
