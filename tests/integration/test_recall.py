@@ -155,8 +155,11 @@ async def test_kind_filter_returns_k_with_a_selective_filter(store: MemoryStore)
 
 
 async def _mixed_agent(store: MemoryStore) -> None:
+    # importance and confidence spread the priors' factors over their whole range, so
+    # priors reorder items whose fused scores are close
     await store.remember_many("mix", [
-        {"kind": "fact", "content": f"Invoice {i} for the {topic} project was paid on day {i}"}
+        {"kind": "fact", "content": f"Invoice {i} for the {topic} project was paid on day {i}",
+         "importance": (i * 7 % 11) / 10, "confidence": (i * 3 % 11) / 10}
         for i, topic in enumerate(["garden", "kitchen", "roof", "garage", "attic"] * 8)])
     await store.remember_many("mix", [
         {"kind": "decision", "description": f"Chose supplier {i} for the kitchen tiles"}
