@@ -88,8 +88,8 @@ class Settings:
     # context assembly (issue 5): tier-2 extraction cache lifetime, sync LLM time budget
     extraction_ttl_s: int = 3_600
     extraction_sync_timeout_s: float = 2.0
-    # recall: an agent with at most this many active memories (and chunks) has its vectors
-    # scanned exactly; larger agents take the HNSW indexes (0: always the indexes)
+    # recall: an agent with at most this many memories (and chunks) is read whole and
+    # ranked exactly; larger agents take the HNSW and GIN indexes (0: always the indexes)
     recall_exact_scan_max_rows: int = 20_000
 
     api_host: str = "127.0.0.1"

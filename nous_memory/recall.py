@@ -31,10 +31,10 @@ from .memories import MemoryManager
 MIN_K = 1
 MAX_K = 100
 MAX_QUERY_CHARS = 4_000
-# An agent with at most this many active memories and chunks has its vectors scanned
-# exactly: measured on bench/context_latency.py, reading 1,000 rows takes about 1.5 ms
-# where a filtered HNSW scan over many agents' rows takes longer, and the answer is exact.
-# Past it, the HNSW indexes (with iterative scans) keep the cost flat as the agent grows.
+# An agent with at most this many memories (deleted ones aside) and at most this many
+# chunks is read whole and ranked in memory: on bench/context_latency.py an exact scan of
+# 1,000 rows costs about 1.5 ms, less than a filtered HNSW scan over every agent's rows,
+# and the answer is exact.  Past it, the HNSW and GIN indexes keep the cost flat.
 EXACT_SCAN_MAX_ROWS = 20_000
 AGENT_ROWS_TTL_S = 300.0  # how long a counted agent size is trusted
 AGENT_ROWS_CACHED = 10_000  # agents whose size is remembered (least recently used go)
@@ -263,8 +263,8 @@ class Recaller:
             total_ms=(done - started) * 1000))
 
     async def _scans_exactly(self, conn: Connection, agent: str) -> bool:
-        """Whether this agent is small enough for exact vector scans (its size is counted,
-        up to the limit, at most once per ``AGENT_ROWS_TTL_S``)."""
+        """Whether this agent is small enough to be read whole (its size is counted, up to
+        the limit, at most once per ``AGENT_ROWS_TTL_S``)."""
         now = time.monotonic()
         known = self._agent_rows.get(agent)
         if known is None or now - known[1] > AGENT_ROWS_TTL_S:

@@ -1227,10 +1227,11 @@ SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
        set_config('plan_cache_mode', $1, true);
 
 -- name: recall_agent_rows
--- The most rows one of recall's vector legs would read for this agent, counted up to $2.
+-- The most rows a small agent's recall would read from one table (every memory but the
+-- deleted ones, every chunk), counted up to $2.
 SELECT GREATEST(
     (SELECT count(*) FROM (SELECT 1 FROM memories
-                           WHERE agent_id = $1 AND status = 'active' LIMIT $2) AS m),
+                           WHERE agent_id = $1 AND status <> 'deleted' LIMIT $2) AS m),
     (SELECT count(*) FROM (SELECT 1 FROM episode_chunks WHERE agent_id = $1 LIMIT $2) AS c));
 
 -- name: recall
@@ -1239,21 +1240,26 @@ SELECT GREATEST(
 -- $10 RRF constant, $11..$16 priors (recency weight, half-life days, importance,
 -- confidence, use weight, use saturation), $17/$18 weights of the text and vector legs
 -- in the fusion, $19 how much a word of a chunk's context (weight D) counts against
--- one of its own text, $20 the priors' spread (largest factor / smallest), $21 true to
--- scan the agent's vectors exactly (a small agent: reading its rows beats the index, and
--- the answer is exact), false to take the HNSW indexes.
+-- one of its own text, $20 the priors' spread (largest factor / smallest), $21 true for
+-- a small agent: its rows are read once (mem_rows, chunk_rows) and every leg works on
+-- them in memory (an exact vector scan beats a filtered HNSW scan there, and is exact);
+-- false for a large agent: HNSW indexes for the vector legs, the GIN indexes for the
+-- text leg.  Each half is gated on $21, so only one of them runs.
 -- Two legs, each over memories and episode chunks together (one corpus, so neither table
 -- gets top ranks for free): vector (per table, merged by distance) and BM25 full text.
 -- The full-text query is an OR of the text's lexemes (to_tsvector never fails on any
 -- input; the tsvector's canonical text form re-parses as a tsquery), scored by BM25 with
--- document frequencies counted over the agent's matching rows.  Term frequencies come
--- from each matching row's tsvector cut down to the query's lexemes (setweight marks them
--- 'C', ts_filter keeps them), so a row costs a handful of entries, not its whole
--- vocabulary.  Priors only scale a fused score by [min, max] factors, so an item whose
--- fused score times the spread is below the k-th best fused score cannot reach the top
--- k: only the rest are joined to their details.  Chunks never need episode_messages
--- (archived transcripts).
+-- each lexeme's document frequency counted over the agent's rows.  A lexeme in half the
+-- documents or more has a Robertson-Sparck Jones idf of zero or less: it does not select
+-- documents (it still scores the ones the other lexemes select); when every lexeme is
+-- that common, the rarest ones select.  Term frequencies come from each selected row's
+-- tsvector cut down to the query's lexemes (setweight marks them 'C', ts_filter keeps
+-- them).  Priors only scale a fused score by [min, max] factors, so an item whose fused
+-- score times the spread is below the k-th best fused score cannot reach the top k: only
+-- the rest are joined to their details.  Chunks never need episode_messages (archived
+-- transcripts).
 WITH gone AS (
+    -- episodes whose chunks recall never returns
     SELECT COALESCE(array_agg(id), '{}') AS ids FROM memories
     WHERE agent_id = $1 AND status NOT IN ('active', 'archived') AND kind = 'episode'
 ),
@@ -1261,26 +1267,38 @@ tq AS (
     SELECT ARRAY(SELECT u.lexeme FROM unnest(v) AS u) AS lexemes
     FROM to_tsvector('english', $2) AS v
 ),
+mem_rows AS MATERIALIZED (
+    SELECT m.id, m.status, length(m.search_tsv) AS len, m.search_tsv AS tsv,
+           CASE WHEN m.embedding_model = $4 THEN m.embedding <=> $3 END AS dist
+    FROM memories m
+    WHERE $21 AND m.agent_id = $1 AND m.status = ANY($6::text[]) AND m.kind = ANY($5::text[])
+),
+chunk_rows AS MATERIALIZED (
+    SELECT c.episode_id, c.chunk_no, length(c.search_tsv) AS len, c.search_tsv AS tsv,
+           CASE WHEN c.embedding_model = $4 THEN c.embedding <=> $3 END AS dist
+    FROM gone, episode_chunks c
+    WHERE $21 AND $7 AND c.agent_id = $1 AND c.episode_id <> ALL(gone.ids)
+),
 vec AS MATERIALIZED (
-    -- exact scans ($21: the agent is small enough that reading its rows beats the index)
-    (SELECT 'memory' AS source, m.id AS memory_id, NULL::integer AS chunk_no,
-            m.embedding <=> $3 AS dist
-     FROM memories m
-     WHERE $21 AND m.agent_id = $1 AND m.status = 'active' AND m.kind = ANY($5::text[])
-       AND m.embedding_model = $4
-     ORDER BY (m.embedding <=> $3) + 0 LIMIT $8)
+    (SELECT 'memory' AS source, id AS memory_id, NULL::integer AS chunk_no, dist
+     FROM mem_rows WHERE status = 'active' AND dist IS NOT NULL ORDER BY dist LIMIT $8)
     UNION ALL
-    (SELECT 'chunk', c.episode_id, c.chunk_no, c.embedding <=> $3
-     FROM gone, episode_chunks c
-     WHERE $21 AND $7 AND c.agent_id = $1 AND c.embedding_model = $4
-       AND c.episode_id <> ALL(gone.ids)
-     ORDER BY (c.embedding <=> $3) + 0 LIMIT $8)
+    (SELECT 'memory', id, NULL, dist FROM mem_rows
+     WHERE status <> 'active' AND dist IS NOT NULL ORDER BY dist LIMIT $8)
     UNION ALL
-    -- HNSW scans (a large agent)
+    (SELECT 'chunk', episode_id, chunk_no, dist FROM chunk_rows
+     WHERE dist IS NOT NULL ORDER BY dist LIMIT $8)
+    UNION ALL
     (SELECT 'memory', m.id, NULL, m.embedding <=> $3
      FROM memories m
      WHERE NOT $21 AND m.agent_id = $1 AND m.status = 'active' AND m.kind = ANY($5::text[])
        AND m.embedding_model = $4
+     ORDER BY m.embedding <=> $3 LIMIT $8)
+    UNION ALL
+    -- archived (and superseded) rows are not in the HNSW index
+    (SELECT 'memory', m.id, NULL, m.embedding <=> $3 FROM memories m
+     WHERE NOT $21 AND m.agent_id = $1 AND m.status <> 'active' AND m.status = ANY($6::text[])
+       AND m.kind = ANY($5::text[]) AND m.embedding_model = $4
      ORDER BY m.embedding <=> $3 LIMIT $8)
     UNION ALL
     (SELECT 'chunk', c.episode_id, c.chunk_no, c.embedding <=> $3
@@ -1288,37 +1306,38 @@ vec AS MATERIALIZED (
      WHERE NOT $21 AND $7 AND c.agent_id = $1 AND c.embedding_model = $4
        AND c.episode_id <> ALL(gone.ids)
      ORDER BY c.embedding <=> $3 LIMIT $8)
-    UNION ALL
-    -- archived (and superseded) rows are not in the HNSW index
-    (SELECT 'memory', m.id, NULL, m.embedding <=> $3 FROM memories m
-     WHERE m.agent_id = $1 AND m.status <> 'active' AND m.status = ANY($6::text[])
-       AND m.kind = ANY($5::text[]) AND m.embedding_model = $4
-     ORDER BY m.embedding <=> $3 LIMIT $8)
 ),
 terms AS MATERIALIZED (
     -- each query lexeme's document frequency among the agent's rows (counted, not scored)
     SELECT t.lexeme,
-           (SELECT count(*) FROM memories m
-            WHERE m.agent_id = $1 AND m.search_tsv @@ one.q AND m.status = ANY($6::text[])
-              AND m.kind = ANY($5::text[]))
-           + (SELECT count(*) FROM gone, episode_chunks c
-              WHERE $7 AND c.agent_id = $1 AND c.search_tsv @@ one.q
-                AND c.episode_id <> ALL(gone.ids)) AS df
+           CASE WHEN $21
+                THEN (SELECT count(*) FROM mem_rows r WHERE r.tsv @@ one.q)
+                     + (SELECT count(*) FROM chunk_rows r WHERE r.tsv @@ one.q)
+                ELSE (SELECT count(*) FROM memories m
+                      WHERE m.agent_id = $1 AND m.search_tsv @@ one.q
+                        AND m.status = ANY($6::text[]) AND m.kind = ANY($5::text[]))
+                     + (SELECT count(*) FROM gone, episode_chunks c
+                        WHERE $7 AND c.agent_id = $1 AND c.search_tsv @@ one.q
+                          AND c.episode_id <> ALL(gone.ids))
+           END AS df
     FROM tq, unnest(tq.lexemes) AS t(lexeme),
          LATERAL (SELECT array_to_tsvector(ARRAY[t.lexeme])::text::tsquery AS q) AS one
 ),
 corpus AS (
     SELECT sum(n)::float8 AS n, GREATEST(sum(total) / GREATEST(sum(n), 1), 1)::float8 AS avgdl
-    FROM (SELECT count(*) AS n, sum(length(search_tsv)) AS total FROM memories
-          WHERE agent_id = $1 AND status = ANY($6::text[]) AND kind = ANY($5::text[])
+    FROM (SELECT count(*) AS n, sum(len) AS total FROM mem_rows
           UNION ALL
-          SELECT count(*), sum(length(search_tsv)) FROM episode_chunks
-          WHERE $7 AND agent_id = $1) AS parts
+          SELECT count(*), sum(len) FROM chunk_rows
+          UNION ALL
+          SELECT count(*), sum(length(search_tsv)) FROM memories
+          WHERE NOT $21 AND agent_id = $1 AND status = ANY($6::text[])
+            AND kind = ANY($5::text[])
+          UNION ALL
+          SELECT count(*), sum(length(c.search_tsv)) FROM gone, episode_chunks c
+          WHERE NOT $21 AND $7 AND c.agent_id = $1 AND c.episode_id <> ALL(gone.ids)
+         ) AS parts
 ),
 weights AS MATERIALIZED (
-    -- a lexeme in half the documents or more has a Robertson-Sparck Jones idf of zero or
-    -- less: it does not select documents (it still scores the ones others select); when
-    -- every lexeme is that common, the rarest ones select
     SELECT t.lexeme, ln(1 + (s.n - t.df + 0.5) / (t.df + 0.5)) AS idf,
            t.df > 0 AND (2 * t.df < s.n
                          OR t.df = min(t.df) FILTER (WHERE t.df > 0) OVER ()) AS selects
@@ -1330,29 +1349,42 @@ sel AS (
            array_agg(lexeme) AS lexemes
     FROM weights
 ),
-hits AS (
-    -- each selected row's tsvector cut down to the query's lexemes: a handful of entries
-    SELECT 'memory' AS source, m.id AS memory_id, NULL::integer AS chunk_no,
-           length(m.search_tsv) AS len, u.lexeme, cardinality(u.positions)::float8 AS tf
-    FROM sel, memories m
-    CROSS JOIN LATERAL unnest(ts_filter(setweight(m.search_tsv, 'C', sel.lexemes),
-                                        '{c}')) AS u
-    WHERE m.agent_id = $1 AND m.search_tsv @@ sel.q AND m.status = ANY($6::text[])
-      AND m.kind = ANY($5::text[])
+docs AS (
+    -- the selected documents: their length and their tsvector
+    SELECT 'memory' AS source, r.id AS memory_id, NULL::integer AS chunk_no, r.len, r.tsv
+    FROM sel, mem_rows r WHERE r.tsv @@ sel.q
     UNION ALL
-    SELECT 'chunk', c.episode_id, c.chunk_no, length(c.search_tsv), t.lexeme, sum(t.tf)
+    SELECT 'chunk', r.episode_id, r.chunk_no, r.len, r.tsv
+    FROM sel, chunk_rows r WHERE r.tsv @@ sel.q
+    UNION ALL
+    SELECT 'memory', m.id, NULL, length(m.search_tsv), m.search_tsv
+    FROM sel, memories m
+    WHERE NOT $21 AND m.agent_id = $1 AND m.search_tsv @@ sel.q
+      AND m.status = ANY($6::text[]) AND m.kind = ANY($5::text[])
+    UNION ALL
+    SELECT 'chunk', c.episode_id, c.chunk_no, length(c.search_tsv), c.search_tsv
     FROM sel, gone, episode_chunks c
-    CROSS JOIN LATERAL (
-        SELECT u.lexeme, cardinality(u.positions)::float8 AS tf
-        FROM unnest(ts_filter(setweight(ts_filter(c.search_tsv, '{a}'), 'C', sel.lexemes),
-                              '{c}')) AS u
-        UNION ALL
-        SELECT u.lexeme, $19::float8 * cardinality(u.positions)
-        FROM unnest(ts_filter(setweight(ts_filter(c.search_tsv, '{d}'), 'C', sel.lexemes),
-                              '{c}')) AS u) AS t
-    WHERE $7 AND c.agent_id = $1 AND c.search_tsv @@ sel.q
+    WHERE NOT $21 AND $7 AND c.agent_id = $1 AND c.search_tsv @@ sel.q
       AND c.episode_id <> ALL(gone.ids)
-    GROUP BY c.agent_id, c.episode_id, c.chunk_no, t.lexeme
+),
+hits AS (
+    -- a document's tsvector cut down to the query's lexemes (a handful of entries); in a
+    -- chunk, a word of its own (weight A) counts 1 and one of its context (D) $19
+    SELECT d.source, d.memory_id, d.chunk_no, d.len, u.lexeme,
+           sum(cardinality(u.positions)
+               * CASE WHEN d.source = 'chunk' AND u.part = 'd' THEN $19::float8 ELSE 1 END) AS tf
+    FROM sel, docs d
+    CROSS JOIN LATERAL (
+        SELECT 'a' AS part, f.lexeme, f.positions
+        FROM unnest(ts_filter(setweight(CASE WHEN d.source = 'chunk'
+                                             THEN ts_filter(d.tsv, '{a}') ELSE d.tsv END,
+                                        'C', sel.lexemes), '{c}')) AS f
+        UNION ALL
+        SELECT 'd', f.lexeme, f.positions
+        FROM unnest(ts_filter(setweight(ts_filter(d.tsv, '{d}'), 'C', sel.lexemes),
+                              '{c}')) AS f
+        WHERE d.source = 'chunk') AS u
+    GROUP BY d.source, d.memory_id, d.chunk_no, d.len, u.lexeme
 ),
 bm25 AS MATERIALIZED (
     SELECT h.source, h.memory_id, h.chunk_no,
