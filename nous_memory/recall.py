@@ -36,7 +36,7 @@ MAX_QUERY_CHARS = 4_000
 # 1,000 rows costs about 1.5 ms, less than a filtered HNSW scan over every agent's rows,
 # and the answer is exact.  Past it, the HNSW and GIN indexes keep the cost flat.
 EXACT_SCAN_MAX_ROWS = 20_000
-AGENT_ROWS_TTL_S = 300.0  # how long a counted agent size is trusted
+AGENT_ROWS_TTL_S = 30.0  # how long a counted agent size is trusted (a count costs < 5 ms)
 AGENT_ROWS_CACHED = 10_000  # agents whose size is remembered (least recently used go)
 
 
@@ -249,7 +249,8 @@ class Recaller:
         async with self._db.transaction() as conn:
             exact = await self._scans_exactly(conn, req.agent)
             await conn.fetchval("recall_scan_settings",
-                                "force_generic_plan" if exact else "force_custom_plan")
+                                "force_generic_plan" if exact else "force_custom_plan",
+                                "off" if exact else "on")
             rows = await conn.fetch(
                 "recall", req.agent, req.query, PgVector(vector), self._memories.model_name,
                 [kind.value for kind in req.kinds], statuses, Kind.EPISODE in req.kinds,
@@ -264,7 +265,9 @@ class Recaller:
 
     async def _scans_exactly(self, conn: Connection, agent: str) -> bool:
         """Whether this agent is small enough to be read whole (its size is counted, up to
-        the limit, at most once per ``AGENT_ROWS_TTL_S``)."""
+        the limit, at most once per ``AGENT_ROWS_TTL_S``; a limit of 0 means never)."""
+        if self._exact_max == 0:
+            return False
         now = time.monotonic()
         known = self._agent_rows.get(agent)
         if known is None or now - known[1] > AGENT_ROWS_TTL_S:

@@ -4,15 +4,32 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 import pytest
 
 from nous_memory import MemoryStore
+from nous_memory.embeddings import SentenceTransformerEmbedder
 from nous_memory.errors import InvalidInputError
 from nous_memory.kinds import Kind, Status
-from nous_memory.recall import MAX_K, Priors
+from nous_memory.recall import EXACT_SCAN_MAX_ROWS, MAX_K, Priors
+
+
+@pytest.fixture(params=["exact", "index"])
+async def store(request: pytest.FixtureRequest, database_url: str,
+                embedder: SentenceTransformerEmbedder) -> AsyncIterator[MemoryStore]:
+    """Every test runs both ways: a small agent read whole and ranked in memory, and the
+    index path a large agent takes (HNSW and GIN; on tables this small the planner may
+    still scan, but every index-mode branch of the statement runs)."""
+    limit = EXACT_SCAN_MAX_ROWS if request.param == "exact" else 0
+    async with MemoryStore.open(database_url=database_url, embedder=embedder,
+                                data_dir=Path("/nonexistent-unused"),
+                                recall_exact_scan_max_rows=limit) as opened:
+        yield opened
+
 
 REF = re.compile(r"^(decision|fact|episode|procedure|censor):[0-9a-f]{8}(#c\d+)?$")
 
@@ -121,7 +138,11 @@ async def _recall_refs(store: MemoryStore, queries: tuple[str, ...], exact_scan_
         before = await conn.fetchval(reads)
         async with MemoryStore.open(database_url=store.dsn, embedder=store.embedder,
                                     recall_exact_scan_max_rows=exact_scan_max_rows) as own:
-            refs = [[i.ref for i in (await own.recall("mix", q, k=10)).items] for q in queries]
+            refs = []
+            for query in queries:  # every kind; one kind; superseded rows too
+                for options in ({}, {"kinds": ["fact"]}, {"include_superseded": True}):
+                    result = await own.recall("mix", query, k=30, **options)
+                    refs.append([i.ref for i in result.items])
         for _ in range(200):
             if set(await conn.fetchval(others)) <= baseline:
                 break
@@ -170,6 +191,28 @@ async def _mixed_agent(store: MemoryStore) -> None:
         ("Ana", "Let's pay the roof invoice after the garden work.")])
 
 
+async def _mixed_agent_with_history(store: MemoryStore) -> None:
+    """The mixed agent plus rows recall must treat differently: another agent with the
+    same texts, archived and superseded memories, a deleted episode's chunks."""
+    await _mixed_agent(store)
+    await store.remember_many("other", [
+        {"kind": "fact", "content": f"Invoice {i} for the roof project was paid on day {i}"}
+        for i in range(20)])
+    gone = await closed_episode(store, "mix", [
+        ("Ana", "The roof invoice from the old house was paid twice."),
+        ("Bo", "Kitchen tiles supplier refunded the garden deposit.")], first_id=10)
+    await store.delete("mix", gone.id)
+    conn = await asyncpg.connect(store.dsn)
+    try:
+        await conn.execute(
+            "UPDATE memories SET status = CASE WHEN n % 2 = 0 THEN 'archived' "
+            "ELSE 'superseded' END FROM (SELECT id, row_number() OVER (ORDER BY id) AS n "
+            "FROM memories WHERE agent_id = 'mix' AND kind = 'fact' ORDER BY id LIMIT 8) t "
+            "WHERE memories.agent_id = 'mix' AND memories.id = t.id")
+    finally:
+        await conn.close()
+
+
 async def test_top_k_is_the_prefix_of_a_deeper_recall(store: MemoryStore) -> None:
     """Candidates that their priors cannot lift into the top k are cut before the details
     are read: the cut must never change what comes back."""
@@ -186,7 +229,7 @@ async def test_top_k_is_the_prefix_of_a_deeper_recall(store: MemoryStore) -> Non
 async def test_exact_and_index_scans_agree(store: MemoryStore) -> None:
     """A small agent's vectors are scanned exactly, a large one's through HNSW: on a small
     graph both find the same items in the same order."""
-    await _mixed_agent(store)
+    await _mixed_agent_with_history(store)
     queries = ("roof invoice", "kitchen tiles supplier", "garden project payments")
     await _prefer_indexes(store)
     exact, exact_reads = await _recall_refs(store, queries, 20_000)
@@ -194,7 +237,8 @@ async def test_exact_and_index_scans_agree(store: MemoryStore) -> None:
     # planning reads the index's metapage (once per plan); a scan reads many blocks
     assert exact_reads <= 3 and index_reads >= 30, (exact_reads, index_reads)
     assert exact == via_index
-    assert all(len(refs) == 10 for refs in exact)
+    assert all(len(refs) == 30 for refs in exact)
+    assert any("#c" in ref for refs in exact for ref in refs)  # chunks compete too
 
 
 HOSTILE = [
