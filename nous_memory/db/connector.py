@@ -19,6 +19,14 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
     await conn.set_type_codec("jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
 
 
+async def _no_session_reset(conn: asyncpg.Connection) -> None:
+    """Pool release without asyncpg's full reset (RESET ALL, unlock all, ...: one more
+    round trip on every read).  Pool connections keep no session state: settings are SET
+    LOCAL, locks are transaction locks, session locks use ``Database.session``; an
+    unfinished transaction is still rolled back (asyncpg does that before calling this)."""
+    del conn
+
+
 class Connection:
     """One checked-out connection (inside or outside a transaction); same verbs as Database."""
 
@@ -49,18 +57,21 @@ class Connection:
 class Database:
     """The pool.  Every statement is a named query from ``queries.sql``."""
 
-    def __init__(self, pool: asyncpg.Pool, queries: Queries = QUERIES) -> None:
+    def __init__(self, pool: asyncpg.Pool, queries: Queries = QUERIES, *,
+                 dsn: str | None = None) -> None:
         self._pool = pool
         self._queries = queries
+        self._dsn = dsn
 
     @classmethod
     async def connect(cls, dsn: str, *, min_size: int = 1, max_size: int = 10) -> Database:
         with translated():
             pool = await asyncpg.create_pool(
-                dsn, min_size=min_size, max_size=max_size, init=_init_connection
+                dsn, min_size=min_size, max_size=max_size, init=_init_connection,
+                reset=_no_session_reset,
             )
         assert pool is not None
-        return cls(pool)
+        return cls(pool, dsn=dsn)
 
     async def close(self) -> None:
         await self._pool.close()
@@ -77,6 +88,20 @@ class Database:
         with translated():
             async with self._pool.acquire() as conn, conn.transaction():
                 yield Connection(conn, self._queries)
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[Connection]:
+        """A connection of its own, outside the pool, closed afterwards: for session state
+        such as an advisory lock held across transactions (closing releases it)."""
+        if self._dsn is None:
+            raise RuntimeError("this Database was built without a DSN: no session()")
+        with translated():
+            conn = await asyncpg.connect(self._dsn)
+            try:
+                await _init_connection(conn)
+                yield Connection(conn, self._queries)
+            finally:
+                await conn.close()
 
     @asynccontextmanager
     async def rehearsal(self) -> AsyncIterator[Connection]:

@@ -1311,21 +1311,28 @@ vec AS MATERIALIZED (
        AND c.episode_id <> ALL(gone.ids)
      ORDER BY c.embedding <=> $3 LIMIT $8)
 ),
+qs AS MATERIALIZED (
+    -- each query lexeme as a tsquery of its own
+    SELECT t.lexeme, array_to_tsvector(ARRAY[t.lexeme])::text::tsquery AS q
+    FROM tq, unnest(tq.lexemes) AS t(lexeme)
+),
 terms AS MATERIALIZED (
-    -- each query lexeme's document frequency among the agent's rows (counted, not scored)
-    SELECT t.lexeme,
-           CASE WHEN $21
-                THEN (SELECT count(*) FROM mem_rows r WHERE r.tsv @@ one.q)
-                     + (SELECT count(*) FROM chunk_rows r WHERE r.tsv @@ one.q)
-                ELSE (SELECT count(*) FROM memories m
-                      WHERE m.agent_id = $1 AND m.search_tsv @@ one.q
-                        AND m.status = ANY($6::text[]) AND m.kind = ANY($5::text[]))
-                     + (SELECT count(*) FROM gone, episode_chunks c
-                        WHERE $7 AND c.agent_id = $1 AND c.search_tsv @@ one.q
-                          AND c.episode_id <> ALL(gone.ids))
-           END AS df
-    FROM tq, unnest(tq.lexemes) AS t(lexeme),
-         LATERAL (SELECT array_to_tsvector(ARRAY[t.lexeme])::text::tsquery AS q) AS one
+    -- each query lexeme's document frequency among the agent's rows (counted, not scored):
+    -- one join over the rows in memory, or per lexeme through the GIN indexes
+    SELECT qs.lexeme, count(d.tsv) AS df
+    FROM qs LEFT JOIN (SELECT tsv FROM mem_rows UNION ALL SELECT tsv FROM chunk_rows) AS d
+         ON d.tsv @@ qs.q
+    WHERE $21
+    GROUP BY qs.lexeme
+    UNION ALL
+    SELECT qs.lexeme,
+           (SELECT count(*) FROM memories m
+            WHERE m.agent_id = $1 AND m.search_tsv @@ qs.q AND m.status = ANY($6::text[])
+              AND m.kind = ANY($5::text[]))
+           + (SELECT count(*) FROM gone, episode_chunks c
+              WHERE $7 AND c.agent_id = $1 AND c.search_tsv @@ qs.q
+                AND c.episode_id <> ALL(gone.ids))
+    FROM qs WHERE NOT $21
 ),
 corpus AS (
     SELECT sum(n)::float8 AS n, GREATEST(sum(total) / GREATEST(sum(n), 1), 1)::float8 AS avgdl

@@ -58,8 +58,9 @@ class JobRuns:
 
     @contextlib.asynccontextmanager
     async def lock(self, job: str) -> AsyncIterator[bool]:
-        """Yields whether this runner got the job's lock (never waits for it)."""
-        async with self._db.acquire() as conn:
+        """Yields whether this runner got the job's lock (never waits for it).  The lock is
+        a session lock on a connection of its own: if the runner dies, so does the lock."""
+        async with self._db.session() as conn:
             got = bool(await conn.fetchval("job_lock", job))
             try:
                 yield got

@@ -153,3 +153,28 @@ async def test_missing_pgvector_is_reported(empty_database_url: str,
 
 def test_migration_files_line_up_with_schema_version() -> None:
     assert [m.version for m in migrations()] == list(range(2, schema_version() + 1))
+
+
+async def test_pool_connections_come_back_clean(database_url: str) -> None:
+    """Released connections skip asyncpg's full reset, so nothing may leak through them:
+    an unfinished transaction is rolled back, transaction settings end with it, and a
+    session lock lives on a connection of its own that closing releases."""
+    from nous_memory.db import Database
+
+    db = await Database.connect(database_url, min_size=1, max_size=1)
+    try:
+        async with db.acquire() as conn:
+            await conn.raw.execute("BEGIN; SET LOCAL work_mem = '77MB'")
+            assert conn.raw.is_in_transaction()
+        async with db.acquire() as conn:  # the same (only) connection
+            assert not conn.raw.is_in_transaction()
+            assert await conn.raw.fetchval("SHOW work_mem") != "77MB"
+        async with db.session() as held:
+            assert await held.fetchval("job_lock", "pool-test")
+            async with db.acquire() as other:
+                assert not await other.fetchval("job_lock", "pool-test")
+        async with db.acquire() as conn:  # the session closed: its lock is gone
+            assert await conn.fetchval("job_lock", "pool-test")
+            await conn.fetchval("job_unlock", "pool-test")
+    finally:
+        await db.close()
