@@ -40,17 +40,24 @@ def item_line(ref: str, text: str) -> str:
 
 def line_tokens(cand: Candidate, line: str) -> int:
     """Tokens of ``line`` and its newline.  A summary's count is stored at write time, so
-    an unchanged text costs only its ref's count; the final text is counted exactly."""
+    an unchanged text costs only its ref's count; other lines (verbatim excerpts, tier-2
+    texts) recur from call to call and are remembered; the final text is counted exactly."""
     prefix = f"[{cand.ref}] "
     if cand.tokens is not None and line == prefix + cand.text:
         return _counted(prefix) + cand.tokens + 1
-    return count_tokens(line + "\n")
+    return _counted_line(line + "\n")
 
 
 @lru_cache(maxsize=65_536)
 def _counted(text: str) -> int:
     """Counts of short strings that recur on every call (refs, headers, the wrapper)."""
     return count_tokens(text)
+
+
+@lru_cache(maxsize=8_192)
+def _counted_line(line: str) -> int:
+    """Counts of whole item lines (a few hundred characters each: a few MB at most)."""
+    return count_tokens(line)
 
 
 def section_header(section: Section) -> str:

@@ -9,6 +9,7 @@ tokens, counted exactly.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from .tokens import count_tokens
 
@@ -43,11 +44,18 @@ def sentences(text: str) -> list[str]:
 _NON_WORD = re.compile(r"[^a-z0-9]+")
 
 
-def _matches(sentence: str, terms: frozenset[str]) -> int:
+def _matches(padded: str, terms: frozenset[str]) -> int:
     """How many query terms start a word of the sentence (``meeting`` finds ``meetings``);
     substring tests in C, since this runs over every sentence on the hot path."""
-    padded = " " + _NON_WORD.sub(" ", sentence.lower())
     return sum(1 for term in terms if " " + term in padded)
+
+
+@lru_cache(maxsize=1_024)
+def _prepared(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A text's sentences and their lower-cased word forms: the same records are
+    truncated for query after query, so they are split once."""
+    parts = tuple(sentences(text))
+    return parts, tuple(" " + _NON_WORD.sub(" ", part.lower()) for part in parts)
 
 
 def cut_at_word(text: str, max_tokens: int) -> str:
@@ -66,20 +74,20 @@ def cut_at_word(text: str, max_tokens: int) -> str:
 def truncate(text: str, query: str, max_tokens: int) -> str:
     """The most query-relevant whole sentences of ``text`` within ``max_tokens``.
 
-    It runs on the hot path: sentences are planned with an optimistic size estimate,
+    It runs on the hot path: sentences are planned with their own (remembered) counts,
     then the result is counted exactly and the least relevant sentence removed until it
     fits."""
     if max_tokens < 1 or not text.strip():
         return ""
     if len(text) <= 6 * max_tokens and count_tokens(text) <= max_tokens:
         return text.strip()
-    parts = sentences(text)
+    parts, padded = _prepared(text)
     terms = query_terms(query)
-    ranked = sorted(range(len(parts)), key=lambda i: (-_matches(parts[i], terms), i))
+    ranked = sorted(range(len(parts)), key=lambda i: (-_matches(padded[i], terms), i))
     chosen: list[int] = []
     used = 0
     for index in ranked[:MAX_CONSIDERED]:
-        cost = estimate(parts[index]) + 1  # a separator costs about one token
+        cost = _sentence_tokens(parts[index]) + 1  # a separator costs about one token
         if used + cost <= max_tokens:
             chosen.append(index)
             used += cost
@@ -88,21 +96,25 @@ def truncate(text: str, query: str, max_tokens: int) -> str:
     if not chosen:  # even the best sentence is too long: cut it at a word
         return cut_at_word(parts[ranked[0]], max_tokens)
     result = _join(parts, sorted(chosen))
-    while count_tokens(result) > max_tokens and len(chosen) > 1:
+    tokens = count_tokens(result)
+    while tokens > max_tokens and len(chosen) > 1:
         chosen.pop()  # the least relevant one goes first
         result = _join(parts, sorted(chosen))
-    if count_tokens(result) > max_tokens:
+        tokens = count_tokens(result)
+    if tokens > max_tokens:
         return cut_at_word(result, max_tokens)
     return result
 
 
-def estimate(text: str) -> int:
-    """Tokens, optimistically: five characters each (English prose is about 4.5 in
-    cl100k), so planning over-fills a little and the exact count trims."""
-    return (len(text) + 4) // 5
+@lru_cache(maxsize=16_384)
+def _sentence_tokens(sentence: str) -> int:
+    """A sentence's own count: the same records are truncated for query after query, so
+    their sentences are counted once; joined, counts can differ by a token at a seam,
+    which the exact count of the result settles."""
+    return count_tokens(sentence)
 
 
-def _join(parts: list[str], indexes: list[int]) -> str:
+def _join(parts: tuple[str, ...], indexes: list[int]) -> str:
     out = "" if indexes[0] == 0 else "… "
     for position, index in enumerate(indexes):
         if position:
