@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 from . import blocks
 from .context_model import SECTION_TITLES, Candidate, ContextItem, DroppedItem, Section
-from .tokens import count_tokens
+from .tokens import count_recurring, count_tokens
 
 WRAP_KIND = "context"
 _TAG_OPEN = f"<{blocks.TAG}"
@@ -44,20 +43,8 @@ def line_tokens(cand: Candidate, line: str) -> int:
     texts) recur from call to call and are remembered; the final text is counted exactly."""
     prefix = f"[{cand.ref}] "
     if cand.tokens is not None and line == prefix + cand.text:
-        return _counted(prefix) + cand.tokens + 1
-    return _counted_line(line + "\n")
-
-
-@lru_cache(maxsize=65_536)
-def _counted(text: str) -> int:
-    """Counts of short strings that recur on every call (refs, headers, the wrapper)."""
-    return count_tokens(text)
-
-
-@lru_cache(maxsize=8_192)
-def _counted_line(line: str) -> int:
-    """Counts of whole item lines (a few hundred characters each: a few MB at most)."""
-    return count_tokens(line)
+        return count_recurring(prefix) + cand.tokens + 1
+    return count_recurring(line + "\n")
 
 
 def section_header(section: Section) -> str:
@@ -95,7 +82,7 @@ def assemble(candidates: Sequence[Candidate], budgets: Mapping[Section, int],
              budget_tokens: int) -> Assembled:
     """Fill sections in order; an item that does not fit is dropped (with the reason) and
     smaller ones after it may still go in; a section's unused tokens go to the next."""
-    overhead = _counted(blocks.wrap("", WRAP_KIND))
+    overhead = count_recurring(blocks.wrap("", WRAP_KIND))
     available = max(budget_tokens - overhead, 0)
     allowances = section_allowances(budgets, available)
     by_section: dict[Section, list[Candidate]] = {s: [] for s in budgets}
@@ -115,7 +102,7 @@ def assemble(candidates: Sequence[Candidate], budgets: Mapping[Section, int],
     carry = 0
     for section, allowance in allowances.items():
         left = allowance + carry
-        header_cost = _counted(section_header(section) + "\n")
+        header_cost = count_recurring(section_header(section) + "\n")
         started = False
         for cand in order_section(by_section[section]):
             line = item_line(cand.ref, cand.text)

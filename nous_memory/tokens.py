@@ -22,6 +22,14 @@ def count_tokens(text: str) -> int:
     return len(_encoding().encode(text, disallowed_special=()))
 
 
+@lru_cache(maxsize=16_384)
+def count_recurring(text: str) -> int:
+    """``count_tokens`` for text that recurs from call to call (role labels, refs and
+    headers, item lines, the sentences of records truncated for query after query):
+    each distinct text is counted once, in a bounded cache shared by all callers."""
+    return count_tokens(text)
+
+
 def estimate_tokens(text: str) -> int:
     """About four characters per token: cheap, and an over-estimate for English prose."""
     return (len(text) + 3) // 4

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from .tokens import count_tokens
+from .tokens import count_recurring, count_tokens
 
 GAP = " … "
 MAX_CONSIDERED = 40
@@ -87,7 +87,7 @@ def truncate(text: str, query: str, max_tokens: int) -> str:
     chosen: list[int] = []
     used = 0
     for index in ranked[:MAX_CONSIDERED]:
-        cost = _sentence_tokens(parts[index]) + 1  # a separator costs about one token
+        cost = count_recurring(parts[index]) + 1  # a separator costs about one token
         if used + cost <= max_tokens:
             chosen.append(index)
             used += cost
@@ -106,12 +106,6 @@ def truncate(text: str, query: str, max_tokens: int) -> str:
     return result
 
 
-@lru_cache(maxsize=16_384)
-def _sentence_tokens(sentence: str) -> int:
-    """A sentence's own count: the same records are truncated for query after query, so
-    their sentences are counted once; joined, counts can differ by a token at a seam,
-    which the exact count of the result settles."""
-    return count_tokens(sentence)
 
 
 def _join(parts: tuple[str, ...], indexes: list[int]) -> str:

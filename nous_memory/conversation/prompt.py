@@ -16,12 +16,11 @@ import json
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Literal
 
 from .. import blocks
 from ..errors import InvalidInputError
-from ..tokens import count_tokens
+from ..tokens import count_recurring, count_tokens
 from .facets import Facets, render
 from .pairs import ConvMessage, pair_index
 
@@ -34,21 +33,15 @@ DEFAULT_CONTEXT_SHARE = 0.25
 ChatMessage = dict[str, Any]
 
 
-@lru_cache(maxsize=4096)
-def _label_tokens(label: str) -> int:
-    """Roles, names and call ids repeat on every message: count each once."""
-    return count_tokens(label)
-
-
 def message_tokens(message: ChatMessage, content_tokens: int | None = None) -> int:
     """``content_tokens``: the content's count when already known (stored messages)."""
     if content_tokens is None:
         content_tokens = count_tokens(message["content"])
-    n = MESSAGE_OVERHEAD + _label_tokens(message["role"]) + content_tokens
+    n = MESSAGE_OVERHEAD + count_recurring(message["role"]) + content_tokens
     if message.get("name"):
-        n += 1 + _label_tokens(message["name"])
+        n += 1 + count_recurring(message["name"])
     if message.get("tool_call_id"):
-        n += _label_tokens(message["tool_call_id"])
+        n += count_recurring(message["tool_call_id"])
     if message.get("tool_calls"):
         n += count_tokens(json.dumps(message["tool_calls"]))
     return n
