@@ -9,6 +9,7 @@ place in a ranked list and no words are shown twice.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -81,30 +82,38 @@ def chunk_messages(messages: Sequence[TranscriptMessage], *, max_tokens: int,
     if max_turns < 1 or context_turns < 0:
         raise ValueError("max_turns must be >= 1 and context_turns >= 0")
     spoken = [m for m in messages if m.content.strip()]
-    earlier = [m for m in before if m.content.strip()]
     groups: list[list[TranscriptMessage]] = []
     group: list[TranscriptMessage] = []
     used = 0
+    last_cost = 0
+    one_line_tokens: dict[int, int] = {}  # a one-message chunk's count, known already
     for message in spoken:
         cost = count_tokens(line(message)) + 1
         if group and (used + cost > max_tokens or len(group) >= max_turns):
+            if len(group) == 1:
+                one_line_tokens[len(groups)] = last_cost - 1
             groups.append(group)
             group, used = [], 0
         group.append(message)
         used += cost
+        last_cost = cost
     if group:
+        if len(group) == 1:
+            one_line_tokens[len(groups)] = last_cost - 1
         groups.append(group)
     chunks: list[Chunk] = []
-    history = list(earlier)
-    for group in groups:
-        context = history[-context_turns:] if context_turns else []
-        chunks.append(_make(group, first_chunk_no + len(chunks), context))
+    # only the last context_turns spoken messages are ever context
+    history: deque[TranscriptMessage] = deque(
+        (m for m in before if m.content.strip()), maxlen=context_turns)
+    for index, group in enumerate(groups):
+        chunks.append(_make(group, first_chunk_no + index, list(history),
+                            one_line_tokens.get(index)))
         history.extend(group)
     return chunks
 
 
 def _make(group: list[TranscriptMessage], chunk_no: int,
-          context: Sequence[TranscriptMessage] = ()) -> Chunk:
+          context: Sequence[TranscriptMessage] = (), tokens: int | None = None) -> Chunk:
     content = "\n".join(line(m) for m in group)
     times = [m.created_at for m in group if m.created_at is not None]
     speakers: list[str] = []
@@ -112,7 +121,9 @@ def _make(group: list[TranscriptMessage], chunk_no: int,
         if m.speaker not in speakers:
             speakers.append(m.speaker)
     return Chunk(chunk_no=chunk_no, first_seq=group[0].seq, last_seq=group[-1].seq,
-                 content=content, tokens=count_tokens(content), speakers=speakers,
+                 content=content,
+                 tokens=count_tokens(content) if tokens is None else tokens,
+                 speakers=speakers,
                  started_at=min(times) if times else None,
                  ended_at=max(times) if times else None,
                  message_metadata=[m.metadata for m in group],

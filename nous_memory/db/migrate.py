@@ -110,6 +110,12 @@ async def _current_version(conn: Connection) -> int | None:
     return version
 
 
+def _for_dim(sql: str, dim: int) -> str:
+    """DDL for this database's embedding dimension (the files are written for 384)."""
+    return sql if dim == _DEFAULT_DIM else sql.replace(f"vector({_DEFAULT_DIM})",
+                                                       f"vector({dim})")
+
+
 async def _initialise(conn: Connection, dim: int, model: str) -> None:
     if not await conn.fetchval("pgvector_available"):
         raise PgvectorMissingError(
@@ -119,9 +125,7 @@ async def _initialise(conn: Connection, dim: int, model: str) -> None:
         )
     if not 1 <= dim <= 2000:
         raise EmbeddingMismatchError(f"embedding dimension {dim} is outside 1..2000 (HNSW limit)")
-    sql = schema_sql()
-    if dim != _DEFAULT_DIM:
-        sql = sql.replace(f"vector({_DEFAULT_DIM})", f"vector({dim})")
+    sql = _for_dim(schema_sql(), dim)
     await conn.raw.execute(sql)
     await conn.execute("schema_version_record", schema_version(sql), "schema.sql")
     await conn.execute("store_meta_set", "embedding_dim", str(dim))
@@ -139,9 +143,7 @@ async def _upgrade(conn: Connection, current: int) -> None:
     dim = await conn.fetchval("store_meta_get", "embedding_dim")
     for migration in migrations():
         if migration.version > current:
-            sql = migration.sql
-            if dim is not None and int(dim) != _DEFAULT_DIM:  # as _initialise does
-                sql = sql.replace(f"vector({_DEFAULT_DIM})", f"vector({dim})")
+            sql = migration.sql if dim is None else _for_dim(migration.sql, int(dim))
             await conn.raw.execute(sql)
             await conn.execute("schema_version_record", migration.version, migration.name)
             _log.info("applied migration %04d_%s", migration.version, migration.name)
