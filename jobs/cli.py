@@ -18,7 +18,7 @@ from nous_memory.cli_episodes import _stop_on_signals
 from nous_memory.errors import JobFailedError
 from nous_memory.maintenance.runs import JobRun
 
-from .registry import JOBS, job_named
+from .registry import JOBS
 from .runner import JobRunner, utc_now
 from .scheduler import JobScheduler, cron_trigger
 
@@ -108,7 +108,6 @@ async def _list(store: MemoryStore, args: argparse.Namespace) -> Output:
 
 
 async def _run(store: MemoryStore, args: argparse.Namespace) -> Output:
-    job_named(args.name)
     run = await JobRunner(store).run(args.name, dry_run=args.dry_run)
     if run.status == "failed":
         raise JobFailedError(f"job {run.job} failed (run {run.id}): {run.error}")

@@ -13,7 +13,7 @@ from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import InvalidInputError
+from ..errors import FieldProblem, InvalidInputError
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
 """Largest accepted request body (8 MiB); larger ones get 413 before they are parsed."""
@@ -101,6 +101,17 @@ async def json_object(request: Request) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise InvalidInputError.single("body", f"expected a JSON object, got {_json_type(value)}")
     return value
+
+
+async def optional_json_object(request: Request) -> dict[str, Any]:
+    """The body as a JSON object; an absent body is an empty one."""
+    return await json_object(request) if (await request.body()).strip() else {}
+
+
+def unknown_fields(body: dict[str, Any], allowed: tuple[str, ...] | frozenset[str]
+                   ) -> list[FieldProblem]:
+    """A problem for each name of ``body`` the route does not take."""
+    return [FieldProblem(name, "unknown field") for name in body if name not in allowed]
 
 
 def _json_type(value: object) -> str:

@@ -25,7 +25,7 @@ from ..context_model import (
 )
 from ..errors import FieldProblem, InvalidInputError
 from ..expand import Expanded
-from .body import json_object
+from .body import json_object, unknown_fields
 from .errors import problem_responses
 from .routes import AgentId, Store
 from .schemas import REF, request_body
@@ -78,7 +78,7 @@ async def assemble_context(agent_id: AgentId, request: Request, store: Store) ->
     """``text`` (wrapped in a ``<nous-memory kind="context">`` block) is never over
     ``budget_tokens``; every line carries its ref for ``expand``."""
     body = await json_object(request)
-    problems = [FieldProblem(name, "unknown field") for name in body if name not in FIELDS]
+    problems = unknown_fields(body, FIELDS)
     if "query" not in body:
         problems.insert(0, FieldProblem("query", "missing"))
     if problems:

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Path, Query, Request
 
 from ..conversation import MessageChange, Prompt, SummarizeResult
 from ..errors import FieldProblem, InvalidInputError
-from .body import json_object
+from .body import json_object, optional_json_object, unknown_fields
 from .episodes import EpisodeId
 from .errors import problem_responses
 from .routes import AgentId, Store
@@ -27,7 +27,7 @@ ERRORS = problem_responses(401, 403, 404, 413, 422, 503)
 
 
 def _fields(body: dict[str, Any], allowed: tuple[str, ...]) -> None:
-    problems = [FieldProblem(name, "unknown field") for name in body if name not in allowed]
+    problems = unknown_fields(body, allowed)
     for name in ("summarize", "force"):
         if name in body and not isinstance(body[name], bool):
             problems.append(FieldProblem(name, "must be true or false"))
@@ -35,10 +35,6 @@ def _fields(body: dict[str, Any], allowed: tuple[str, ...]) -> None:
         problems.append(FieldProblem("policy", "must be an object of knobs"))
     if problems:
         raise InvalidInputError(problems)
-
-
-async def _optional(request: Request) -> dict[str, Any]:
-    return await json_object(request) if (await request.body()).strip() else {}
 
 
 def result_json(result: SummarizeResult) -> dict[str, Any]:
@@ -92,7 +88,7 @@ async def summarize(agent_id: AgentId, episode_id: EpisodeId, request: Request,
                     store: Store) -> dict[str, Any]:
     """Fold what the policy says is due (``force``: all but the protected tail).  Returns
     the pass (folded, reasons, gaps, invalidation) and the summary after it."""
-    body = await _optional(request)
+    body = await optional_json_object(request)
     _fields(body, SUMMARIZE_FIELDS)
     result = await store.summarize_conversation(agent_id, episode_id,
                                                 force=body.get("force", False),

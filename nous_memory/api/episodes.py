@@ -25,7 +25,7 @@ from ..episodes import MAX_MESSAGES_PER_APPEND, TRANSCRIPT_PAGE, AppendResult, M
 from ..errors import FieldProblem, InvalidInputError
 from ..kinds import EpisodeDetail
 from ..records import Memory
-from .body import json_object
+from .body import json_object, optional_json_object, unknown_fields
 from .errors import problem_responses
 from .routes import AgentId, Store
 from .schemas import REF, request_body
@@ -116,20 +116,9 @@ APPEND_EXAMPLES: dict[str, Any] = {
 }
 
 
-def _refuse_unknown(body: dict[str, Any], allowed: tuple[str, ...]) -> list[FieldProblem]:
-    return [FieldProblem(name, "unknown field") for name in body if name not in allowed]
-
-
 def _optional_body(extra: dict[str, Any]) -> dict[str, Any]:
     extra["requestBody"]["required"] = False
     return extra
-
-
-async def _optional_object(request: Request) -> dict[str, Any]:
-    """The body as a JSON object; an absent body is an empty one."""
-    if not (await request.body()).strip():
-        return {}
-    return await json_object(request)
 
 
 @router.post(
@@ -138,8 +127,8 @@ async def _optional_object(request: Request) -> dict[str, Any]:
     responses=problem_responses(401, 403, 413, 422, 503))
 async def start_episode(agent_id: AgentId, request: Request, store: Store) -> Memory:
     """Creates an episode in state ``open``, ready for messages."""
-    body = await _optional_object(request)
-    problems = _refuse_unknown(body, START_FIELDS)
+    body = await optional_json_object(request)
+    problems = unknown_fields(body, START_FIELDS)
     if problems:
         raise InvalidInputError(problems)
     fields = {name: value for name, value in body.items() if value is not None}
@@ -159,7 +148,7 @@ async def append_messages(agent_id: AgentId, episode_id: EpisodeId, request: Req
     over the size limits is 413.
     """
     body = await json_object(request)
-    problems = _refuse_unknown(body, ("messages",))
+    problems = unknown_fields(body, ("messages",))
     messages = body.get("messages")
     if not isinstance(messages, list):
         problems.insert(0, FieldProblem("messages", "missing; expected an array of messages"))

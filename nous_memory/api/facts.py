@@ -19,7 +19,7 @@ from ..errors import FieldProblem, InvalidInputError
 from ..facts import FactHistory, LearnResult
 from ..kinds import FactDetail
 from ..records import Memory
-from .body import json_object
+from .body import json_object, unknown_fields
 from .errors import problem_responses
 from .routes import AgentId, Store
 from .schemas import REF, request_body
@@ -109,7 +109,7 @@ async def learn_fact(agent_id: AgentId, request: Request, store: Store) -> Learn
     possible conflict.  ``rejected`` (with a ``reason``) stores nothing and is still a 200.
     """
     body = await json_object(request)
-    problems = [FieldProblem(name, "unknown field") for name in body if name not in LEARN_FIELDS]
+    problems = unknown_fields(body, LEARN_FIELDS)
     if "content" not in body:
         problems.insert(0, FieldProblem("content", "missing"))
     if problems:

@@ -17,7 +17,7 @@ from pydantic.json_schema import models_json_schema
 from ..errors import FieldProblem, InvalidInputError
 from ..kinds import Kind
 from ..recall import MAX_K, MAX_QUERY_CHARS, MIN_K, RecallResult
-from .body import json_object
+from .body import json_object, unknown_fields
 from .errors import problem_responses
 from .routes import AgentId, Store
 from .schemas import REF, request_body
@@ -62,7 +62,7 @@ async def recall(agent_id: AgentId, request: Request, store: Store) -> RecallRes
     chunks, fused by reciprocal rank fusion with bounded priors.  Each item has typed
     scores; only ``scores.cosine`` is meant for thresholds."""
     body = await json_object(request)
-    problems = [FieldProblem(name, "unknown field") for name in body if name not in RECALL_FIELDS]
+    problems = unknown_fields(body, RECALL_FIELDS)
     if "query" not in body:
         problems.insert(0, FieldProblem("query", "missing"))
     if problems:

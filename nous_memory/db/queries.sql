@@ -1102,10 +1102,6 @@ RETURNING id;
 SELECT EXISTS (SELECT 1 FROM job_runs WHERE job = $1 AND slot = $2 AND status = 'ok'
                AND NOT dry_run);
 
--- name: job_last_ok
-SELECT max(slot) AS slot, max(started_at) AS started_at FROM job_runs
-WHERE job = $1 AND status = 'ok' AND NOT dry_run;
-
 -- name: job_history
 SELECT id, job, slot, trigger, started_at, finished_at, status, dry_run, counts, note,
        error, runner

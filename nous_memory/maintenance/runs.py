@@ -76,10 +76,6 @@ class JobRuns:
     async def slot_done(self, job: str, slot: datetime) -> bool:
         return bool(await self._db.fetchval("job_slot_done", job, slot))
 
-    async def last_ok(self, job: str) -> datetime | None:
-        row = await self._db.fetchrow("job_last_ok", job)
-        return None if row is None else row["started_at"]
-
     async def start(self, job: str, *, slot: datetime | None, trigger: str, dry_run: bool,
                     runner: str, now: datetime) -> int:
         return int(await self._db.fetchval("job_run_start", job, slot, trigger, dry_run,
