@@ -16,6 +16,7 @@ from ..db import Database
 from ..episodes import MAX_MESSAGE_CHARS
 from ..errors import ConflictError, InvalidInputError, NotFoundError
 from ..tokens import count_tokens
+from .storage import invalidate_in
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,9 +74,8 @@ async def change(db: Database, agent: str, episode: UUID, seq: object, *,
         behind = number <= state["watermark_seq"]
         if behind:
             action = "deleted" if delete else "edited"
-            await conn.fetchval("conv_state_invalidate", agent, episode,
+            await invalidate_in(conn, agent, episode,
                                 f"message {number} {action} behind the watermark", None)
-            await conn.execute("conv_summaries_invalidate", agent, episode)
     return MessageChange(episode_id=episode, seq=number,
                          action="deleted" if delete else "edited", at=at,
                          invalidated=behind, versions=len(message["edits"] or []) + (

@@ -178,10 +178,15 @@ async def invalidate(db: Database, agent: str, episode: UUID, reason: str,
                      version: int | None) -> bool:
     """Drop the current chain (kept as ``invalidated``) and reset the watermark."""
     async with db.transaction() as conn:
-        if await conn.fetchval("conv_state_invalidate", agent, episode, reason,
-                               version) is None:
-            return False
-        await conn.execute("conv_summaries_invalidate", agent, episode)
+        return await invalidate_in(conn, agent, episode, reason, version)
+
+
+async def invalidate_in(conn: Connection, agent: str, episode: UUID, reason: str,
+                        version: int | None) -> bool:
+    """``invalidate`` inside the caller's transaction; False when ``version`` is stale."""
+    if await conn.fetchval("conv_state_invalidate", agent, episode, reason, version) is None:
+        return False
+    await conn.execute("conv_summaries_invalidate", agent, episode)
     return True
 
 
