@@ -6,7 +6,7 @@ import logging
 from uuid import UUID
 
 from .chunks import TranscriptMessage
-from .conversation import current_summary
+from .conversation import rolling_summary_text
 from .db import Database
 from .episode_close import EpisodeCloser
 from .episodes import TRANSCRIPT_PAGE, EpisodeManager, to_message
@@ -91,7 +91,4 @@ class EpisodeTasks:
     async def _rolling_summary(self, agent: str, ident: UUID) -> str | None:
         """Working memory's summary of the conversation, if it kept one (context for the
         close call beside the transcript, which stays the source of truth)."""
-        if await self._db.fetchrow("conv_state_get", agent, ident) is None:
-            return None
-        summary = await current_summary(self._db, agent, ident)
-        return summary.text or None
+        return await rolling_summary_text(self._db, agent, ident)

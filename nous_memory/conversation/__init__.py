@@ -11,7 +11,13 @@ from .messages import MessageChange
 from .pairs import ConvMessage
 from .policy import Decision, Policy, resolve, should_summarize
 from .prompt import ContextProvider
-from .service import ConversationSummary, Prompt, WorkingMemory, current_summary
+from .service import (
+    ConversationSummary,
+    Prompt,
+    WorkingMemory,
+    current_summary,
+    rolling_summary_text,
+)
 from .storage import SummaryRecord
 
 __all__ = [
@@ -29,5 +35,6 @@ __all__ = [
     "WorkingMemory",
     "current_summary",
     "resolve",
+    "rolling_summary_text",
     "should_summarize",
 ]

@@ -88,6 +88,16 @@ async def current_summary(db: Database, agent_id: str,
     return _summary_of(episode, state, story, chapter)
 
 
+async def rolling_summary_text(db: Database, agent: str, episode: UUID) -> str | None:
+    """The text of the episode's rolling summary, or None when there is none; reads only
+    (two queries), for the close call, which sends it beside the transcript."""
+    state = await storage.find_state(db, agent, episode)
+    if state is None:
+        return None
+    story, chapter = await storage.heads(db, agent, episode, state)
+    return summary_text(story, chapter) or None
+
+
 def _summary_of(episode: UUID, state: storage.State, story: storage.SummaryRecord | None,
                 chapter: storage.SummaryRecord | None) -> ConversationSummary:
     text = summary_text(story, chapter)

@@ -114,13 +114,19 @@ async def episode_state(db: Database | Connection, agent: str, episode: UUID) ->
     return str(row["state"])
 
 
-async def load_state(db: Database, agent: str, episode: UUID) -> State:
+async def find_state(db: Database, agent: str, episode: UUID) -> State | None:
+    """The conversation's state, or None when working memory never saw it (read only)."""
     row = await db.fetchrow("conv_state_get", agent, episode)
-    if row is None:  # the first pass over this conversation
+    return None if row is None else State(**{k: row[k] for k in State.__dataclass_fields__})
+
+
+async def load_state(db: Database, agent: str, episode: UUID) -> State:
+    state = await find_state(db, agent, episode)
+    if state is None:  # the first pass over this conversation
         await db.execute("conv_state_ensure", agent, episode)
-        row = await db.fetchrow("conv_state_get", agent, episode)
-    assert row is not None
-    return State(**{k: row[k] for k in State.__dataclass_fields__})
+        state = await find_state(db, agent, episode)
+    assert state is not None
+    return state
 
 
 async def heads(db: Database, agent: str, episode: UUID, state: State
