@@ -1109,8 +1109,12 @@ FROM job_runs WHERE ($1::text IS NULL OR job = $1)
 ORDER BY id DESC LIMIT $2;
 
 -- name: archived_detail
-SELECT start_offset, content FROM memory_archive
-WHERE agent_id = $1 AND memory_id = $2 AND part = 'detail';
+-- An episode's whole detail when part of it is archived: the hot head as stored (raw, as
+-- memory_archive_parts does; a validated record has its whitespace trimmed) and the rest.
+SELECT left(COALESCE(e.detail, ''), a.start_offset) || a.content AS full_detail
+FROM memory_archive a
+LEFT JOIN episodes e ON e.agent_id = a.agent_id AND e.memory_id = a.memory_id
+WHERE a.agent_id = $1 AND a.memory_id = $2 AND a.part = 'detail';
 
 -- name: memory_resummarize_if
 -- The summary_regenerate task: applies only if the summary is still the one it replaced.

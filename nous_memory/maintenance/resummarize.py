@@ -75,10 +75,8 @@ class Resummarizer:
                 "new_values": {"summary": summary, "summary_source": source.value}}])
 
     async def _full_detail(self, agent: str, ident: object, hot: str | None) -> str:
-        cold = await self._db.fetchrow("archived_detail", agent, ident)
-        if cold is None:
-            return hot or ""
-        return (hot or "")[: cold["start_offset"]] + str(cold["content"])
+        full = await self._db.fetchval("archived_detail", agent, ident)
+        return (hot or "") if full is None else str(full)
 
     async def _summarize(self, agent: str, detail: EpisodeDetail, full: str
                          ) -> tuple[str, SummarySource]:
