@@ -969,6 +969,12 @@ WHERE (m.agent_id, m.id) > ($1::text, $2::uuid) AND m.kind = 'procedure'
 ORDER BY m.agent_id, m.id
 LIMIT $4;
 
+-- name: compress_candidates_count
+-- cross-agent: how many procedures compress_candidates would page through ($1 notes).
+SELECT count(*)
+FROM memories m JOIN procedures p ON p.agent_id = m.agent_id AND p.memory_id = m.id
+WHERE m.kind = 'procedure' AND m.status = 'active' AND cardinality(p.implementation_notes) > $1;
+
 -- name: compress_write
 -- Only when the notes are still the ones the LLM saw ($3); the old ones go to history.
 WITH up AS (

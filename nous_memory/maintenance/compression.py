@@ -84,15 +84,8 @@ class Compression:
         return JobResult(counts=counts, note=note)
 
     async def _count(self) -> int:
-        total, cursor = 0, FIRST_KEY
-        while True:
-            rows = await self._db.fetch("compress_candidates", *cursor,
-                                        self._policy.compress_over_notes,
-                                        self._policy.batch_size)
-            total += len(rows)
-            if len(rows) < self._policy.batch_size:
-                return total
-            cursor = (rows[-1]["agent_id"], rows[-1]["id"])
+        return int(await self._db.fetchval("compress_candidates_count",
+                                           self._policy.compress_over_notes))
 
     async def _consolidate(self, agent: str, name: str, notes: list[str]) -> list[str] | None:
         assert self._llm is not None

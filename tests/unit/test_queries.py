@@ -23,6 +23,7 @@ CROSS_AGENT |= {
     "episode_key_range", "trim_episodes_batch",
     "archive_episodes_batch", "retention_batch", "lifecycle_promote_facts",
     "lifecycle_flag_procedures", "lifecycle_retire_censors", "compress_candidates",
+    "compress_candidates_count",
     "expire_extraction_cache", "requeue_stuck_work", "stale_embeddings_batch",
     "reembed_write", "stale_chunk_embeddings_batch", "reembed_chunks_write",
     "count_stale_embeddings"}
