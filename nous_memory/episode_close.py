@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from . import blocks
 from .chunks import TranscriptMessage, chunk_messages
+from .conversation.prompt import fit
 from .db import Connection
 from .kinds import (
     MAX_LABEL_CHARS,
@@ -141,11 +142,8 @@ def render_rolling_summary(summary: str | None, max_tokens: int) -> str:
     """Working memory's summary as a delimited preface; its newest part when too long."""
     text = blocks.strip(summary or "").replace("</conversation-summary",
                                                "&lt;/conversation-summary")
-    if not text:
-        return ""
-    while count_tokens(text) > max_tokens and len(text) > 100:
-        text = "... " + text[len(text) // 4:].lstrip()
-    return f"<conversation-summary>\n{text}\n</conversation-summary>\n"
+    text = fit(text, max_tokens, "tail")
+    return f"<conversation-summary>\n{text}\n</conversation-summary>\n" if text else ""
 
 
 def _attr(value: str) -> str:
