@@ -49,7 +49,8 @@ from .extraction import (
 )
 from .fact_rules import censor_matches
 from .kinds import Kind, parse_agent_id
-from .recall import Recaller, RecallItem
+from .recall import Recaller, make_ref
+from .recall import parse_request as parse_recall_request
 from .truncation import truncate
 
 _log = logging.getLogger(__name__)
@@ -72,14 +73,19 @@ SECTION_OF_KIND: Mapping[Kind, Section] = {
 }
 
 
-def candidate_from_recall(item: RecallItem) -> Candidate:
-    if item.source == "chunk":
-        return Candidate(ref=item.ref, memory_id=item.memory_id, kind="chunk",
-                         section=Section.EXCERPTS, text=item.text, score=item.scores.final,
-                         chunk_no=item.chunk_no, tier=Tier.VERBATIM, tokens=item.tokens)
-    return Candidate(ref=item.ref, memory_id=item.memory_id, kind=item.kind.value,
-                     section=SECTION_OF_KIND[item.kind], text=item.text,
-                     score=item.scores.final, cosine=item.scores.cosine, tokens=item.tokens)
+def candidate_from_row(row: Mapping[str, Any]) -> Candidate:
+    """A ranked row of recall's statement as a candidate (no ``RecallItem`` in between:
+    this runs for every candidate of every call)."""
+    chunk_no = row["chunk_no"]
+    if row["source"] == "chunk":
+        return Candidate(ref=make_ref(row["kind"], row["memory_id"], chunk_no),
+                         memory_id=row["memory_id"], kind="chunk", section=Section.EXCERPTS,
+                         text=row["text"], score=row["final"], chunk_no=chunk_no,
+                         tier=Tier.VERBATIM)
+    kind = Kind(row["kind"])
+    return Candidate(ref=make_ref(kind.value, row["memory_id"]), memory_id=row["memory_id"],
+                     kind=kind.value, section=SECTION_OF_KIND[kind], text=row["text"],
+                     score=row["final"], cosine=row["cosine"])
 
 
 def ref_of(kind: str, memory_id: UUID) -> str:
@@ -116,22 +122,22 @@ class ContextAssembler:
         req = parse_request(agent, query, budget_tokens, sections, extraction)
         kinds = sorted({k for k, s in SECTION_OF_KIND.items() if s in req.budgets}
                        | ({Kind.EPISODE} if Section.EXCERPTS in req.budgets else set()))
+        ranking = parse_recall_request(agent, req.query, kinds, CANDIDATE_K, False)
+        given = (self._recaller.check_vector(query_embedding)
+                 if query_embedding is not None else None)
         always = asyncio.create_task(self._db.fetch(
             "context_always_on", agent, list(PROFILE_CATEGORIES), CENSOR_LIMIT,
             PINNED_FACT_LIMIT if Section.FACTS in req.budgets else 0))
         try:
-            vector = (query_embedding if query_embedding is not None
-                      else (await self._embedder.embed([req.query]))[0])
+            vector = given if given is not None else (await self._embedder.embed([req.query]))[0]
             embedded = time.perf_counter()
-            recalled = await self._recaller.recall(agent, req.query, kinds=kinds,
-                                                   k=CANDIDATE_K, query_embedding=vector)
+            ranked = await self._recaller.ranked_rows(ranking, vector)
             always_rows = await always
         finally:
             if not always.done():
                 always.cancel()
         fetched = time.perf_counter()
-        candidates = self._merge(req, [candidate_from_recall(i) for i in recalled.items],
-                                 always_rows)
+        candidates = self._merge(req, [candidate_from_row(row) for row in ranked], always_rows)
         candidates, hits, misses, queued = await self._tier2(req, candidates)
         extracted = time.perf_counter()
         result = assemble(candidates, req.budgets, req.budget_tokens)
@@ -170,7 +176,7 @@ class ContextAssembler:
             out.append(Candidate(ref=ref_of(kind.value, ident), memory_id=ident,
                                  kind=kind.value, section=SECTION_OF_KIND[kind],
                                  text=row["summary"], score=float(row["importance"]),
-                                 pinned=True, tokens=row["summary_tokens"]))
+                                 pinned=True))
         return out
 
     async def _tier2(self, req: ContextRequest, candidates: list[Candidate]
@@ -222,7 +228,7 @@ class ContextAssembler:
             queued = len(pending)
             self._later(self._extractor.queue(req.agent_id, req.query, max_tokens, pending))
         resolved = [dataclasses.replace(c, text=texts[c.memory_id][0],
-                                        tier=texts[c.memory_id][1], tokens=None)
+                                        tier=texts[c.memory_id][1])
                     if c.chunk_no is None and c.memory_id in texts else c
                     for c in candidates]
         return resolved, hits, misses, queued

@@ -85,7 +85,6 @@ class Candidate:
     chunk_no: int | None = None
     tier: Tier = Tier.SUMMARY
     cosine: float | None = None  # raw similarity to the query, when recall measured it
-    tokens: int | None = None  # exact tokens of ``text`` when known (stored at write time)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,10 +1,9 @@
 """Section budgeting: whole items, per-section budgets with spill-over, never over budget.
 
 Pure (no database): given the resolved candidates it decides what goes in, renders the
-text and proves the budget with an exact cl100k count of the final text.  Per-line
-counts plan the fill; because token boundaries can merge across lines, the final text
-is counted again and, in the rare case it is over, the last item added is removed until
-it fits.
+text and proves the budget with an exact cl100k count.  Every line of the text starts
+with a non-space character, so the text's count is the sum of its lines' exact counts
+(``tokens.count_line``); lines recur from call to call and are counted once.
 """
 
 from __future__ import annotations
@@ -14,9 +13,10 @@ from dataclasses import dataclass
 
 from . import blocks
 from .context_model import SECTION_TITLES, Candidate, ContextItem, DroppedItem, Section
-from .tokens import count_recurring, count_tokens
+from .tokens import count_line, count_recurring
 
 WRAP_KIND = "context"
+_OPENING, _CLOSING = blocks.wrap("", WRAP_KIND).split("\n\n")  # the block's own lines
 _TAG_OPEN = f"<{blocks.TAG}"
 _TAG_CLOSE = f"</{blocks.TAG}"
 
@@ -35,16 +35,6 @@ def item_line(ref: str, text: str) -> str:
     body = text.replace(_TAG_CLOSE, "</nous_memory").replace(_TAG_OPEN, "<nous_memory")
     lines = [" ".join(line.split()) for line in body.strip().splitlines()]
     return f"[{ref}] " + "\n  ".join(line for line in lines if line)
-
-
-def line_tokens(cand: Candidate, line: str) -> int:
-    """Tokens of ``line`` and its newline.  A summary's count is stored at write time, so
-    an unchanged text costs only its ref's count; other lines (verbatim excerpts, tier-2
-    texts) recur from call to call and are remembered; the final text is counted exactly."""
-    prefix = f"[{cand.ref}] "
-    if cand.tokens is not None and line == prefix + cand.text:
-        return count_recurring(prefix) + cand.tokens + 1
-    return count_recurring(line + "\n")
 
 
 def section_header(section: Section) -> str:
@@ -82,7 +72,7 @@ def assemble(candidates: Sequence[Candidate], budgets: Mapping[Section, int],
              budget_tokens: int) -> Assembled:
     """Fill sections in order; an item that does not fit is dropped (with the reason) and
     smaller ones after it may still go in; a section's unused tokens go to the next."""
-    overhead = count_recurring(blocks.wrap("", WRAP_KIND))
+    overhead = count_line(_OPENING) + count_recurring(_CLOSING)
     available = max(budget_tokens - overhead, 0)
     allowances = section_allowances(budgets, available)
     by_section: dict[Section, list[Candidate]] = {s: [] for s in budgets}
@@ -102,11 +92,11 @@ def assemble(candidates: Sequence[Candidate], budgets: Mapping[Section, int],
     carry = 0
     for section, allowance in allowances.items():
         left = allowance + carry
-        header_cost = count_recurring(section_header(section) + "\n")
+        header_cost = count_line(section_header(section))
         started = False
         for cand in order_section(by_section[section]):
             line = item_line(cand.ref, cand.text)
-            line_cost = line_tokens(cand, line)
+            line_cost = count_line(line)
             cost = line_cost + (0 if started else header_cost)
             if cost > left or cost > remaining:
                 reason = "total budget" if cost > remaining else "section budget"
@@ -119,12 +109,7 @@ def assemble(candidates: Sequence[Candidate], budgets: Mapping[Section, int],
         carry = max(left, 0)
 
     text = render([(c.section, line) for c, line, _ in picked])
-    tokens = count_tokens(text)
-    while tokens > budget_tokens:  # merges across line ends: drop the last item added
-        cand, _, cost = picked.pop()
-        dropped.append(_dropped(cand, cost, "total budget"))
-        text = render([(c.section, line) for c, line, _ in picked])
-        tokens = count_tokens(text)
+    tokens = available - remaining + overhead if picked else 0  # exact: see count_line
     # sections are filled in text order and items appended in rank order: this is the text's
     items = [ContextItem(ref=c.ref, id=c.memory_id, kind=c.kind, section=c.section,
                          score=c.score, tokens=cost, tier=c.tier, chunk_no=c.chunk_no)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -240,8 +240,20 @@ class Recaller:
         if query_embedding is None:
             vector = (await self._memories.embed_query(req.agent, req.query))
         else:
-            vector = self._check_vector(query_embedding)
+            vector = self.check_vector(query_embedding)
         embedded = time.perf_counter()
+        rows = await self.ranked_rows(req, vector)
+        done = time.perf_counter()
+        items = [_item(row) for row in rows]
+        return RecallResult(query=req.query, k=req.k, items=items, timings=RecallTimings(
+            embed_ms=(embedded - started) * 1000, sql_ms=(done - embedded) * 1000,
+            total_ms=(done - started) * 1000))
+
+    async def ranked_rows(self, req: RecallRequest, vector: np.ndarray[Any, Any]
+                          ) -> Sequence[Mapping[str, Any]]:
+        """The ranking statement's rows for a validated request (``parse_request``) and a
+        checked vector (``check_vector``): for callers that make their own records from
+        them (context assembly) rather than ``RecallItem``s."""
         statuses = [Status.ACTIVE.value, Status.ARCHIVED.value]
         if req.include_superseded:
             statuses.append(Status.SUPERSEDED.value)
@@ -257,11 +269,7 @@ class Recaller:
                 leg_size(req.k), req.k, f.rrf_k, p.recency, p.half_life_days,
                 p.importance, p.confidence, p.use, float(p.use_saturation), f.text_weight,
                 f.vector_weight, f.context_weight, p.spread, exact)
-        done = time.perf_counter()
-        items = [_item(row) for row in rows]
-        return RecallResult(query=req.query, k=req.k, items=items, timings=RecallTimings(
-            embed_ms=(embedded - started) * 1000, sql_ms=(done - embedded) * 1000,
-            total_ms=(done - started) * 1000))
+        return rows
 
     async def _scans_exactly(self, conn: Connection, agent: str) -> bool:
         """Whether this agent is small enough to be read whole (its size is counted, up to
@@ -279,7 +287,7 @@ class Recaller:
         self._agent_rows.move_to_end(agent)
         return known[0] <= self._exact_max
 
-    def _check_vector(self, value: Sequence[float] | np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    def check_vector(self, value: Sequence[float] | np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         try:
             array = np.asarray(value, dtype=np.float32)
         except (TypeError, ValueError):
@@ -294,7 +302,7 @@ class Recaller:
         return array
 
 
-def _item(row: Any) -> RecallItem:
+def _item(row: Mapping[str, Any]) -> RecallItem:
     chunk_no = row["chunk_no"]
     kind = Kind(row["kind"])
     return RecallItem(

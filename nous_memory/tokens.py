@@ -30,6 +30,19 @@ def count_recurring(text: str) -> int:
     return count_tokens(text)
 
 
+def count_line(line: str) -> int:
+    """Exact tokens of ``line`` and the newline after it, remembered (``count_recurring``).
+
+    cl100k's pre-tokenizer never puts a newline and a following non-space character in
+    one piece (its newline patterns end at the last newline of a run), and pieces are
+    encoded independently; so a text whose lines each start with a non-space character
+    counts exactly as the sum of its lines' counts.  Context assembly proves its budget
+    line by line this way instead of encoding the whole text again."""
+    if not line or line[0].isspace():
+        raise ValueError("a counted line must start with a non-space character")
+    return count_recurring(line + "\n")
+
+
 def estimate_tokens(text: str) -> int:
     """About four characters per token: cheap, and an over-estimate for English prose."""
     return (len(text) + 3) // 4

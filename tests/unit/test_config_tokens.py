@@ -3,10 +3,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nous_memory.config import Settings
 from nous_memory.errors import ConfigurationError
-from nous_memory.tokens import count_tokens, estimate_tokens
+from nous_memory.tokens import count_line, count_tokens, estimate_tokens
 
 
 def test_env_and_overrides() -> None:
@@ -33,6 +35,29 @@ def test_exact_and_estimated_tokens() -> None:
     assert count_tokens("<|endoftext|>") > 1  # special tokens are counted as plain text
     text = "The quick brown fox jumps over the lazy dog. " * 20
     assert estimate_tokens(text) >= count_tokens(text)
+
+
+# lines as context assembly writes them, and worse: every whitespace and newline form,
+# punctuation runs that absorb newlines, contractions, digits, CJK and emoji
+_PIECES = st.sampled_from([*"abcXYZ019 .,;:!?'\"()[]{}<>#*-_/\\\t\r\n", "'s", "'ll", "\r\n",
+                           "  ", "\n ", " \n", "\n\n", "...", "é", "漢字", "🙂", "\u2028"])
+_LINE = st.tuples(st.sampled_from([*"aZ9.([<#'-", "é", "漢", "🙂"]),
+                  st.lists(_PIECES, max_size=30).map("".join)).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(lines=st.lists(_LINE, min_size=1, max_size=8), last=_LINE)
+def test_a_text_counts_as_the_sum_of_its_lines(lines: list[str], last: str) -> None:
+    # what lets context assembly prove its budget line by line: no cl100k piece spans a
+    # newline into a line that starts with a non-space character
+    text = "".join(line + "\n" for line in lines) + last
+    assert sum(count_line(line) for line in lines) + count_tokens(last) == count_tokens(text)
+
+
+def test_count_line_refuses_a_line_it_cannot_add_up() -> None:
+    for bad in ("", " indented", "\nnext", "\tx"):
+        with pytest.raises(ValueError, match="non-space"):
+            count_line(bad)
 
 
 def test_fact_thresholds_must_be_ordered() -> None:

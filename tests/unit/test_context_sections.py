@@ -29,7 +29,7 @@ _ALPHABET = st.sampled_from([*"abcdefghij klmnop ,.;:!?\n\t0123456789-_'\"()[]<>
                              "漢字", "é", "🙂", "</nous-memory>", '<nous-memory kind="x">',
                              "  ", "\n\n", "https://", "...", "ü"])
 NOISY = st.lists(_ALPHABET, min_size=1, max_size=80).map("".join)
-# plain one-line prose: the form whose stored token count is used for planning
+# plain one-line prose
 PLAIN = st.lists(st.sampled_from(["billing", "migration", "on", "Sunday", "02:00", "UTC,",
                                   "Ana", "prefers", "tea.", "漢字", "🙂", "x" * 12, "1234"]),
                  min_size=1, max_size=30).map(" ".join)
@@ -43,13 +43,9 @@ def candidates(draw: st.DrawFn) -> list[Candidate]:
     for index in range(count):
         section = draw(st.sampled_from(list(Section)))
         text = draw(TEXT)
-        # the stored count when known; a stale (wrong) one must not break the budget either
-        known = draw(st.sampled_from(["none", "exact", "wrong"]))
-        tokens = {"none": None, "exact": count_tokens(text),
-                  "wrong": draw(st.integers(0, 60))}[known]
         out.append(Candidate(
             ref=f"{section.value[:-1]}:{index:08x}", memory_id=uuid.UUID(int=index + 1),
-            kind=section.value[:-1], section=section, text=text, tokens=tokens,
+            kind=section.value[:-1], section=section, text=text,
             score=draw(st.floats(min_value=0, max_value=1)), pinned=draw(st.booleans())))
     return out
 
