@@ -1385,22 +1385,27 @@ docs AS (
       AND c.episode_id <> ALL(gone.ids)
 ),
 hits AS (
-    -- a document's tsvector cut down to the query's lexemes (a handful of entries); in a
-    -- chunk, a word of its own (weight A) counts 1 and one of its context (D) $19
+    -- a document's tsvector cut down to the query's lexemes (a handful of entries), each
+    -- with its term frequency: a memory's straight from unnest (no per-document subquery,
+    -- it runs for every selected document); in a chunk, a word of its own (weight A)
+    -- counts 1 and one of its context (D) $19
+    SELECT source, memory_id, chunk_no, len, (u).lexeme, cardinality((u).positions)::float8 AS tf
+    FROM (SELECT d.source, d.memory_id, d.chunk_no, d.len,
+                 unnest(ts_filter(setweight(d.tsv, 'C', sel.lexemes), '{c}')) AS u
+          FROM sel, docs d WHERE d.source = 'memory') AS m
+    UNION ALL
     SELECT d.source, d.memory_id, d.chunk_no, d.len, u.lexeme,
            sum(cardinality(u.positions)
-               * CASE WHEN d.source = 'chunk' AND u.part = 'd' THEN $19::float8 ELSE 1 END) AS tf
+               * CASE WHEN u.part = 'd' THEN $19::float8 ELSE 1 END) AS tf
     FROM sel, docs d
     CROSS JOIN LATERAL (
         SELECT 'a' AS part, f.lexeme, f.positions
-        FROM unnest(ts_filter(setweight(CASE WHEN d.source = 'chunk'
-                                             THEN ts_filter(d.tsv, '{a}') ELSE d.tsv END,
-                                        'C', sel.lexemes), '{c}')) AS f
+        FROM unnest(ts_filter(setweight(ts_filter(d.tsv, '{a}'), 'C', sel.lexemes), '{c}')) AS f
         UNION ALL
         SELECT 'd', f.lexeme, f.positions
         FROM unnest(ts_filter(setweight(ts_filter(d.tsv, '{d}'), 'C', sel.lexemes),
-                              '{c}')) AS f
-        WHERE d.source = 'chunk') AS u
+                              '{c}')) AS f) AS u
+    WHERE d.source = 'chunk'
     GROUP BY d.source, d.memory_id, d.chunk_no, d.len, u.lexeme
 ),
 bm25 AS MATERIALIZED (
@@ -1441,19 +1446,23 @@ found AS (
            CASE WHEN f.source = 'chunk' THEN c.message_metadata END AS message_metadata,
            CASE WHEN f.source = 'chunk' THEN COALESCE(c.started_at, c.created_at)
                 ELSE m.created_at END AS created_at,
-           CASE WHEN f.source = 'chunk' THEN c.ended_at ELSE ep.ended_at END AS ended_at,
+           CASE WHEN f.source = 'chunk' THEN c.ended_at
+                WHEN m.kind = 'episode' THEN (SELECT ep.ended_at FROM episodes ep
+                                              WHERE ep.agent_id = $1 AND ep.memory_id = f.memory_id)
+           END AS ended_at,
            CASE WHEN f.source = 'chunk'
                 THEN CASE WHEN c.embedding_model = $4 THEN 1 - (c.embedding <=> $3) END
                 ELSE CASE WHEN m.embedding_model = $4 THEN 1 - (m.embedding <=> $3) END
            END AS cosine,
-           COALESCE(fa.confidence, de.confidence) AS confidence
+           CASE m.kind WHEN 'fact' THEN (SELECT fa.confidence FROM facts fa
+                                          WHERE fa.agent_id = $1 AND fa.memory_id = f.memory_id)
+                       WHEN 'decision' THEN (SELECT de.confidence FROM decisions de
+                                             WHERE de.agent_id = $1 AND de.memory_id = f.memory_id)
+           END AS confidence
     FROM kept f
     JOIN memories m ON m.agent_id = $1 AND m.id = f.memory_id
     LEFT JOIN episode_chunks c ON f.source = 'chunk' AND c.agent_id = $1
          AND c.episode_id = f.memory_id AND c.chunk_no = f.chunk_no
-    LEFT JOIN episodes ep ON ep.agent_id = $1 AND ep.memory_id = f.memory_id
-    LEFT JOIN facts fa ON fa.agent_id = $1 AND fa.memory_id = f.memory_id
-    LEFT JOIN decisions de ON de.agent_id = $1 AND de.memory_id = f.memory_id
 ),
 priced AS (
     SELECT r.*,
