@@ -23,7 +23,7 @@ import numpy as np
 from pgvector import Vector as PgVector
 from pydantic import BaseModel, ConfigDict, Field
 
-from .db import Connection, Database
+from .db import Database
 from .errors import FieldProblem, InvalidInputError
 from .kinds import Kind, Status, parse_agent_id, parse_kind
 from .memories import MemoryManager
@@ -258,20 +258,19 @@ class Recaller:
         if req.include_superseded:
             statuses.append(Status.SUPERSEDED.value)
         p, f = self._priors, self._fusion
-        async with self._db.transaction() as conn:
-            exact = await self._scans_exactly(conn, req.agent)
-            await conn.fetchval("recall_scan_settings",
-                                "force_generic_plan" if exact else "force_custom_plan",
-                                "off" if exact else "on")
-            rows = await conn.fetch(
-                "recall", req.agent, req.query, PgVector(vector), self._memories.model_name,
+        args = (req.agent, req.query, PgVector(vector), self._memories.model_name,
                 [kind.value for kind in req.kinds], statuses, Kind.EPISODE in req.kinds,
                 leg_size(req.k), req.k, f.rrf_k, p.recency, p.half_life_days,
                 p.importance, p.confidence, p.use, float(p.use_saturation), f.text_weight,
-                f.vector_weight, f.context_weight, p.spread, exact)
-        return rows
+                f.vector_weight, f.context_weight, p.spread)
+        if await self._scans_exactly(req.agent):
+            async with self._db.scanning() as conn:  # one round trip: no transaction
+                return await conn.fetch("recall", *args, True)
+        async with self._db.transaction() as conn:
+            await conn.fetchval("recall_index_settings")
+            return await conn.fetch("recall", *args, False)
 
-    async def _scans_exactly(self, conn: Connection, agent: str) -> bool:
+    async def _scans_exactly(self, agent: str) -> bool:
         """Whether this agent is small enough to be read whole (its size is counted, up to
         the limit, at most once per ``AGENT_ROWS_TTL_S``; a limit of 0 means never)."""
         if self._exact_max == 0:
@@ -279,7 +278,7 @@ class Recaller:
         now = time.monotonic()
         known = self._agent_rows.get(agent)
         if known is None or now - known[1] > AGENT_ROWS_TTL_S:
-            rows = await conn.fetchval("recall_agent_rows", agent, self._exact_max + 1)
+            rows = await self._db.fetchval("recall_agent_rows", agent, self._exact_max + 1)
             known = (int(rows), now)
             self._agent_rows[agent] = known
             if len(self._agent_rows) > AGENT_ROWS_CACHED:

@@ -1,4 +1,9 @@
-"""One asyncpg pool with the pgvector and JSON codecs; a small verb API over named queries."""
+"""asyncpg pools with the pgvector and JSON codecs; a small verb API over named queries.
+
+The main pool's connections keep no session state.  A second, scan pool serves the one
+statement that must never be planned per call (a small agent's recall): its sessions
+are set up once, when each connection opens, so a call needs no transaction and no
+settings round trips."""
 
 from __future__ import annotations
 
@@ -17,6 +22,11 @@ from .queries import QUERIES, Queries
 async def _init_connection(conn: asyncpg.Connection) -> None:
     await register_vector(conn)
     await conn.set_type_codec("jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+
+
+async def _init_scan_connection(conn: asyncpg.Connection) -> None:
+    await _init_connection(conn)
+    await conn.execute(QUERIES["scan_session_settings"])
 
 
 async def _no_session_reset(conn: asyncpg.Connection) -> None:
@@ -58,23 +68,39 @@ class Database:
     """The pool.  Every statement is a named query from ``queries.sql``."""
 
     def __init__(self, pool: asyncpg.Pool, queries: Queries = QUERIES, *,
-                 dsn: str | None = None) -> None:
+                 dsn: str | None = None, scan_pool: asyncpg.Pool | None = None) -> None:
         self._pool = pool
         self._queries = queries
         self._dsn = dsn
+        self._scan_pool = scan_pool
 
     @classmethod
     async def connect(cls, dsn: str, *, min_size: int = 1, max_size: int = 10) -> Database:
+        """The main pool and the scan pool (at most ``max_size`` connections each; the
+        scan pool opens its first one when first used)."""
         with translated():
             pool = await asyncpg.create_pool(
                 dsn, min_size=min_size, max_size=max_size, init=_init_connection,
                 reset=_no_session_reset,
             )
-        assert pool is not None
-        return cls(pool, dsn=dsn)
+            assert pool is not None
+            try:
+                scan_pool = await asyncpg.create_pool(
+                    dsn, min_size=0, max_size=max_size, init=_init_scan_connection,
+                    reset=_no_session_reset,
+                )
+            except BaseException:
+                await pool.close()
+                raise
+        assert scan_pool is not None
+        return cls(pool, dsn=dsn, scan_pool=scan_pool)
 
     async def close(self) -> None:
-        await self._pool.close()
+        try:
+            if self._scan_pool is not None:
+                await self._scan_pool.close()
+        finally:
+            await self._pool.close()
 
     @asynccontextmanager
     async def acquire(self) -> AsyncIterator[Connection]:
@@ -87,6 +113,17 @@ class Database:
         """A connection inside one transaction; keep it short (no model calls inside)."""
         with translated():
             async with self._pool.acquire() as conn, conn.transaction():
+                yield Connection(conn, self._queries)
+
+    @asynccontextmanager
+    async def scanning(self) -> AsyncIterator[Connection]:
+        """A connection of the scan pool, outside any transaction: its session plans every
+        statement generically and never scans a table sequentially (``queries.sql``,
+        ``scan_session_settings``).  Only for statements written for that."""
+        if self._scan_pool is None:
+            raise RuntimeError("this Database was built without a scan pool: no scanning()")
+        with translated():
+            async with self._scan_pool.acquire() as conn:
                 yield Connection(conn, self._queries)
 
     @asynccontextmanager

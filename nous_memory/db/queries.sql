@@ -1223,17 +1223,22 @@ WHERE a.agent_id = $1 AND a.memory_id = $2 ORDER BY a.part;
 
 -- ---------------------------------------------------------------- recall (issue 5a)
 
--- name: recall_scan_settings
--- Filtered HNSW scans (this agent, these kinds) keep going until the LIMIT is met;
--- relaxed order is re-sorted by exact distance in the recall query.  $1, the plan cache
--- mode: a small agent's statement needs no plan of its own ('force_generic_plan': no
--- planning per call); a large agent's index scans do ('force_custom_plan': the planner
--- sees how many rows this agent has).  $2: 'off' for a small agent, whose rows are read
--- through an agent_id index: a generic plan guesses an agent's share of the table from
--- the number of agents, and with one large agent among few it would scan them all.
+-- name: recall_index_settings
+-- A large agent's recall, inside its transaction.  Filtered HNSW scans (this agent,
+-- these kinds) keep going until the LIMIT is met; relaxed order is re-sorted by exact
+-- distance in the recall query.  Its index scans need a plan of their own: the planner
+-- sees how many rows this agent has.
 SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
-       set_config('plan_cache_mode', $1, true),
-       set_config('enable_seqscan', $2, true);
+       set_config('plan_cache_mode', 'force_custom_plan', true);
+
+-- name: scan_session_settings
+-- The scan pool's sessions (db/connector.py), set once per connection; they run only a
+-- small agent's recall.  Its statement needs no plan of its own: a generic plan saves
+-- 5-8 ms of planning per call.  Its rows are read through agent_id indexes: a generic
+-- plan guesses an agent's share of a table from the number of agents, and with one large
+-- agent among few it would scan them all, so sequential scans are off.
+SELECT set_config('plan_cache_mode', 'force_generic_plan', false),
+       set_config('enable_seqscan', 'off', false);
 
 -- name: recall_agent_rows
 -- The most rows a small agent's recall would read from one table (every memory but the

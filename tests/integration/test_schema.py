@@ -178,3 +178,22 @@ async def test_pool_connections_come_back_clean(database_url: str) -> None:
             await conn.fetchval("job_unlock", "pool-test")
     finally:
         await db.close()
+
+
+async def test_only_the_scan_pool_plans_generically_without_seq_scans(database_url: str) -> None:
+    """A small agent's recall runs on the scan pool, whose sessions are set up when each
+    connection opens; the main pool's sessions keep the server's defaults."""
+    from nous_memory.db import Database
+
+    db = await Database.connect(database_url, min_size=1, max_size=1)
+    try:
+        for _ in range(2):  # a reused scan connection keeps its setup
+            async with db.scanning() as conn:
+                assert not conn.raw.is_in_transaction()
+                assert await conn.raw.fetchval("SHOW plan_cache_mode") == "force_generic_plan"
+                assert await conn.raw.fetchval("SHOW enable_seqscan") == "off"
+        async with db.acquire() as conn:
+            assert await conn.raw.fetchval("SHOW plan_cache_mode") == "auto"
+            assert await conn.raw.fetchval("SHOW enable_seqscan") == "on"
+    finally:
+        await db.close()
