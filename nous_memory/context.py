@@ -125,12 +125,14 @@ class ContextAssembler:
         ranking = parse_recall_request(agent, req.query, kinds, CANDIDATE_K, False)
         given = (self._recaller.check_vector(query_embedding)
                  if query_embedding is not None else None)
+        vector = given if given is not None else (await self._embedder.embed([req.query]))[0]
+        embedded = time.perf_counter()
+        # the always-on read runs beside recall's statement, not beside the model (which
+        # keeps every core busy)
         always = asyncio.create_task(self._db.fetch(
             "context_always_on", agent, list(PROFILE_CATEGORIES), CENSOR_LIMIT,
             PINNED_FACT_LIMIT if Section.FACTS in req.budgets else 0))
         try:
-            vector = given if given is not None else (await self._embedder.embed([req.query]))[0]
-            embedded = time.perf_counter()
             ranked = await self._recaller.ranked_rows(ranking, vector)
             always_rows = await always
         finally:
