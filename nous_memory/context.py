@@ -2,7 +2,8 @@
 
 One embedding, then recall's single ranking statement and the always-on read (matching
 censors, pinned profile facts) side by side, then, only when complex records are among
-the candidates, one batched read of their cached tier-2 extractions.  Everything else
+the candidates, one batched read of their cached tier-2 extractions (started as soon as
+the ranking is known, beside the merge with the always-on items).  Everything else
 is Python: section budgets, exact token counts, the text.  Writes the call causes
 (extraction work items, cache rows of a sync call, access counts) happen after the
 answer, in the background; ``drain()`` waits for them.
@@ -88,6 +89,18 @@ def candidate_from_row(row: Mapping[str, Any]) -> Candidate:
                      score=row["final"], cosine=row["cosine"])
 
 
+COMPLEX_KINDS: Mapping[str, Section] = {Kind.EPISODE.value: Section.EPISODES,
+                                        Kind.PROCEDURE.value: Section.PROCEDURES}
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Tier2Read:
+    """The tier-2 lookup of one call, under way."""
+
+    max_tokens: int
+    rows: asyncio.Task[list[Any]]
+
+
 def ref_of(kind: str, memory_id: UUID) -> str:
     return f"{kind}:{memory_id.hex[:8]}"
 
@@ -132,15 +145,19 @@ class ContextAssembler:
         always = asyncio.create_task(self._db.fetch(
             "context_always_on", agent, list(PROFILE_CATEGORIES), CENSOR_LIMIT,
             PINNED_FACT_LIMIT if Section.FACTS in req.budgets else 0))
+        tier2: Tier2Read | None = None
         try:
             ranked = await self._recaller.ranked_rows(ranking, vector)
+            recalled = [candidate_from_row(row) for row in ranked]
+            tier2 = self._start_tier2_read(req, recalled)  # beside the merge below
             always_rows = await always
+            fetched = time.perf_counter()
+            candidates = self._merge(req, recalled, always_rows)
+            candidates, hits, misses, queued = await self._tier2(req, candidates, tier2)
         finally:
-            if not always.done():
-                always.cancel()
-        fetched = time.perf_counter()
-        candidates = self._merge(req, [candidate_from_row(row) for row in ranked], always_rows)
-        candidates, hits, misses, queued = await self._tier2(req, candidates)
+            for task in (always, tier2.rows if tier2 else None):
+                if task is not None and not task.done():
+                    task.cancel()
         extracted = time.perf_counter()
         result = assemble(candidates, req.budgets, req.budget_tokens)
         self._access.record(agent, {i.id for i in result.items})
@@ -181,22 +198,30 @@ class ContextAssembler:
                                  pinned=True))
         return out
 
-    async def _tier2(self, req: ContextRequest, candidates: list[Candidate]
-                     ) -> tuple[list[Candidate], int, int, int]:
-        """Complex records get their cached extraction, else a truncation now (and an LLM
-        extraction queued, or waited for within the sync budget)."""
-        complex_kinds = {Kind.EPISODE.value: Section.EPISODES,
-                         Kind.PROCEDURE.value: Section.PROCEDURES}
-        ids = [c.memory_id for kind, section in complex_kinds.items() if section in req.budgets
-               for c in order_section([c for c in candidates
+    def _start_tier2_read(self, req: ContextRequest, recalled: list[Candidate]
+                          ) -> Tier2Read | None:
+        """Start reading the cached extractions of the best-ranked complex records.  They
+        are known from recall's ranking alone (always-on items are never complex)."""
+        ids = [c.memory_id for kind, section in COMPLEX_KINDS.items() if section in req.budgets
+               for c in order_section([c for c in recalled
                                        if c.chunk_no is None and c.kind == kind]
                                       )[:TIER2_PER_SECTION]]
         if not ids:
-            return candidates, 0, 0, 0
-        max_tokens = min([ITEM_MAX_TOKENS] + [req.budgets[s] for s in complex_kinds.values()
+            return None
+        max_tokens = min([ITEM_MAX_TOKENS] + [req.budgets[s] for s in COMPLEX_KINDS.values()
                                               if s in req.budgets and req.budgets[s] > 0])
-        rows = await self._db.fetch("context_tier2", req.agent_id, ids,
-                                    query_digest(req.query), max_tokens, HOT_SOURCE_CHARS)
+        return Tier2Read(max_tokens=max_tokens, rows=asyncio.create_task(self._db.fetch(
+            "context_tier2", req.agent_id, ids, query_digest(req.query), max_tokens,
+            HOT_SOURCE_CHARS)))
+
+    async def _tier2(self, req: ContextRequest, candidates: list[Candidate],
+                     read: Tier2Read | None) -> tuple[list[Candidate], int, int, int]:
+        """Complex records get their cached extraction, else a truncation now (and an LLM
+        extraction queued, or waited for within the sync budget)."""
+        if read is None:
+            return candidates, 0, 0, 0
+        max_tokens = read.max_tokens
+        rows = await read.rows
         texts: dict[UUID, tuple[str, Tier]] = {}
         sources: dict[UUID, str] = {}
         hits = 0
