@@ -82,20 +82,18 @@ class EpisodeLearner:
 
     async def _prepare_facts(self, agent: str, episode_id: UUID,
                              extraction: EpisodeExtraction) -> list[PreparedWrite]:
+        items = [{**{k: v for k, v in fact.model_dump().items() if v is not None},
+                  "source_kind": "extracted", "source_episode_id": episode_id}
+                 for fact in extraction.facts]
         prepared: list[PreparedWrite] = []
-        for fact in extraction.facts:
-            fields = {k: v for k, v in fact.model_dump().items() if v is not None}
-            try:
-                ready = await self._facts.prepare(
-                    agent, fields.pop("content"), instructions=INSTRUCTIONS,
-                    source_kind="extracted", source_episode_id=episode_id, **fields)
-            except InvalidInputError as exc:
-                _log.info("skipped an extracted fact of episode %s: %s", episode_id, exc)
-                continue
-            if isinstance(ready, LearnResult):
+        for fact, ready in zip(extraction.facts, await self._facts.prepare_many(
+                agent, items, instructions=INSTRUCTIONS), strict=True):
+            if isinstance(ready, InvalidInputError):
+                _log.info("skipped an extracted fact of episode %s: %s", episode_id, ready)
+            elif isinstance(ready, LearnResult):
                 _log.info("extracted fact rejected (%s): %r", ready.reason, fact.content)
-                continue
-            prepared.append(ready)
+            else:
+                prepared.append(ready)
         return prepared
 
     async def _prepare_decisions(self, agent: str, episode_id: UUID,

@@ -14,7 +14,7 @@ is halved; a reactivated fact takes the higher of its old and the incoming value
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Any
 from uuid import UUID
@@ -23,7 +23,7 @@ from pgvector import Vector as PgVector
 from pydantic import BaseModel, ConfigDict
 
 from .db import Connection, Database
-from .errors import NotFoundError
+from .errors import InvalidInputError, NotFoundError
 from .fact_rules import (
     Candidate,
     Plan,
@@ -33,7 +33,7 @@ from .fact_rules import (
     decide,
     rejection_reason,
 )
-from .kinds import FactDetail, Kind, parse_agent_id, parse_new
+from .kinds import FactDetail, Kind, NewMemory, parse_agent_id, parse_new
 from .llm import LLMClient, LLMError
 from .memories import MemoryManager, PreparedWrite, fact_hash, parse_memory_id
 from .records import Memory, MemoryEvent
@@ -123,6 +123,42 @@ class FactLearner:
         """Validate, reject, embed: everything before a transaction (a LearnResult when
         the fact is rejected)."""
         agent = parse_agent_id(agent_id)
+        checked = self._check(content, fields, instructions,
+                              await self._db.fetch("blocking_censors", agent))
+        if isinstance(checked, LearnResult):
+            return checked
+        return await self._memories.prepare(agent, [checked])
+
+    async def prepare_many(self, agent_id: str, items: Sequence[dict[str, Any]], *,
+                           instructions: str | None = None
+                           ) -> list[PreparedWrite | LearnResult | InvalidInputError]:
+        """``prepare`` for many facts (each item: ``content`` and other fact fields), in
+        order: the censors are read once and the accepted facts embedded in one model
+        call.  An item with a bad field gets its error in its place, so it stops no other."""
+        agent = parse_agent_id(agent_id)
+        censors = await self._db.fetch("blocking_censors", agent)
+        outcome: dict[int, PreparedWrite | LearnResult | InvalidInputError] = {}
+        accepted: dict[int, NewMemory] = {}
+        for index, item in enumerate(items):
+            fields = dict(item)
+            try:
+                checked = self._check(fields.pop("content", None), fields, instructions,
+                                      censors)
+            except InvalidInputError as exc:
+                outcome[index] = exc
+                continue
+            if isinstance(checked, LearnResult):
+                outcome[index] = checked
+            else:
+                accepted[index] = checked
+        prepared = await self._memories.prepare_each(agent, list(accepted.values()))
+        outcome.update(zip(accepted, prepared, strict=True))
+        return [outcome[index] for index in range(len(items))]
+
+    @staticmethod
+    def _check(content: Any, fields: dict[str, Any], instructions: str | None,
+               censors: Sequence[Mapping[str, Any]]) -> NewMemory | LearnResult:
+        """A fact to embed, or why it is rejected (a bad field raises)."""
         if content is None or (isinstance(content, str) and not content.strip()):
             parse_new(Kind.FACT, {"content": "placeholder", **fields})  # other fields' errors
             return LearnResult(action=LearnAction.REJECTED, fact=None, reason="empty")
@@ -130,10 +166,11 @@ class FactLearner:
         assert isinstance(new.detail, FactDetail)
         reason = rejection_reason(new.detail.content, instructions)
         if reason is None:
-            reason = await self._censored(agent, new.detail.content)
+            reason = next((f"blocked by censor {c['id']}: {c['reason']}" for c in censors
+                           if censor_matches(c["trigger_pattern"], new.detail.content)), None)
         if reason is not None:
             return LearnResult(action=LearnAction.REJECTED, fact=None, reason=reason)
-        return await self._memories.prepare(agent, [new])
+        return new
 
     async def apply(self, conn: Connection, prepared: PreparedWrite) -> LearnResult:
         """Decide by the value rule alone and write, inside the caller's transaction."""
@@ -159,12 +196,6 @@ class FactLearner:
         return await self._apply(conn, plan, prepared)
 
     # ------------------------------------------------------------------ stages
-
-    async def _censored(self, agent: str, text: str) -> str | None:
-        for censor in await self._db.fetch("blocking_censors", agent):
-            if censor_matches(censor["trigger_pattern"], text):
-                return f"blocked by censor {censor['id']}: {censor['reason']}"
-        return None
 
     async def _nearest(self, conn: Connection, agent: str,
                        prepared: PreparedWrite) -> list[Candidate]:

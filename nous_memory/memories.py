@@ -149,6 +149,23 @@ class MemoryManager:
             tokens=[count_tokens(text) for text, _ in summaries],
             embedded=await self._embed(agent, [text for text, _ in summaries]))
 
+    async def prepare_each(self, agent: str, news: list[NewMemory]) -> list[PreparedWrite]:
+        """``prepare`` for memories written one at a time (facts, through the value rule):
+        one cache lookup and one model call for all of them, then a batch of one each."""
+        if not news:
+            return []
+        batch = await self.prepare(agent, news)
+        fresh = batch.embedded.fresh
+        out = []
+        for new, ident, summary, tokens, vector in zip(
+                batch.news, batch.ids, batch.summaries, batch.tokens, batch.embedded.vectors,
+                strict=True):
+            digest = _digest(summary[0])
+            out.append(PreparedWrite(
+                agent=agent, news=[new], ids=[ident], summaries=[summary], tokens=[tokens],
+                embedded=Embedded([vector], {digest: fresh[digest]} if digest in fresh else {})))
+        return out
+
     async def write(self, conn: Connection, batch: PreparedWrite) -> list[Memory]:
         """Insert a prepared batch inside the caller's transaction."""
         agent = batch.agent

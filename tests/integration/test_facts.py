@@ -9,7 +9,8 @@ import asyncpg
 import pytest
 
 from nous_memory import InvalidInputError, MemoryStore, Status
-from nous_memory.facts import LearnAction
+from nous_memory.facts import LearnAction, LearnResult
+from nous_memory.memories import PreparedWrite
 from nous_memory.testing import JSONReply, ScriptedLLMServer
 
 
@@ -191,6 +192,44 @@ async def test_invalid_fields_raise(store: MemoryStore) -> None:
         await store.remember("a", "fact", content="x y z", confirmation_count=5)
     assert info.value.field == "confirmation_count"
     assert await store.counts("a") == {}
+
+
+async def test_prepare_many_embeds_once_and_keeps_each_outcome_in_place(
+        store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An episode's facts: one censor read and one model call for all of them; a bad,
+    empty or censored fact is reported in its place and stops none of the others."""
+    censor = await store.remember("pm", "censor", action="block", trigger_pattern="password",
+                                  reason="Never store credentials")
+    batches: list[list[str]] = []
+    embed = store.embedder.embed
+
+    async def counting(texts: list[str]) -> Any:
+        batches.append(list(texts))
+        return await embed(texts)
+
+    monkeypatch.setattr(store.embedder, "embed", counting)
+    out = await store.facts.prepare_many("pm", [
+        {"content": "Pia's bike is a blue Gazelle"},
+        {"content": "Pia's wifi password is hunter2"},
+        {"content": "   "},
+        {"content": "Pia works at the city library", "confidence": 7},
+        {"content": "Pia plays the cello on Sundays", "category": "hobby"},
+    ])
+    assert isinstance(out[0], PreparedWrite) and isinstance(out[4], PreparedWrite)
+    assert isinstance(out[1], LearnResult) and str(censor.id) in str(out[1].reason)
+    assert isinstance(out[2], LearnResult) and out[2].reason == "empty"
+    assert isinstance(out[3], InvalidInputError) and out[3].field == "confidence"
+    assert batches == [["Pia's bike is a blue Gazelle", "Pia plays the cello on Sundays"]]
+    async with store._db.transaction() as conn:
+        learned = [await store.facts.apply(conn, out[0]), await store.facts.apply(conn, out[4])]
+    assert [r.action for r in learned] == [LearnAction.CREATED, LearnAction.CREATED]
+    assert await _active_facts(store, "pm") == ["Pia plays the cello on Sundays",
+                                                "Pia's bike is a blue Gazelle"]
+    again = await store.facts.prepare_many("pm", [{"content": "Pia's bike is a blue Gazelle"}])
+    assert len(batches) == 1  # the summary's embedding was cached with the fact
+    async with store._db.transaction() as conn:
+        assert isinstance(again[0], PreparedWrite)
+        assert (await store.facts.apply(conn, again[0])).action is LearnAction.CONFIRMED
 
 
 async def test_provenance(store: MemoryStore) -> None:
