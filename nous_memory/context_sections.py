@@ -111,9 +111,9 @@ def assemble(candidates: Sequence[Candidate], budgets: Mapping[Section, int],
     text = render([(c.section, line) for c, line, _ in picked])
     tokens = available - remaining + overhead if picked else 0  # exact: see count_line
     # sections are filled in text order and items appended in rank order: this is the text's
-    items = [ContextItem(ref=c.ref, id=c.memory_id, kind=c.kind, section=c.section,
-                         score=c.score, tokens=cost, tier=c.tier, chunk_no=c.chunk_no)
-             for c, _, cost in picked]
+    items = [ContextItem.model_construct(  # typed fields of typed candidates: no validation
+        ref=c.ref, id=c.memory_id, kind=c.kind, section=c.section, score=c.score, tokens=cost,
+        tier=c.tier, chunk_no=c.chunk_no) for c, _, cost in picked]
     return Assembled(text=text, tokens=tokens, items=items, dropped=dropped)
 
 

@@ -79,8 +79,8 @@ def truncate(text: str, query: str, max_tokens: int) -> str:
     fits."""
     if max_tokens < 1 or not text.strip():
         return ""
-    if len(text) <= 6 * max_tokens and count_tokens(text) <= max_tokens:
-        return text.strip()
+    if len(text) <= 6 * max_tokens and count_recurring(text) <= max_tokens:
+        return text.strip()  # (the same records are truncated for query after query)
     parts, padded = _prepared(text)
     terms = query_terms(query)
     ranked = sorted(range(len(parts)), key=lambda i: (-_matches(padded[i], terms), i))
