@@ -1330,11 +1330,12 @@ qs AS MATERIALIZED (
 terms AS MATERIALIZED (
     -- each query lexeme's document frequency among the agent's rows (counted, not scored):
     -- one join over the rows in memory, or per lexeme through the GIN indexes
-    SELECT qs.lexeme, count(d.tsv) AS df
-    FROM qs LEFT JOIN (SELECT tsv FROM mem_rows UNION ALL SELECT tsv FROM chunk_rows) AS d
-         ON d.tsv @@ qs.q
+    SELECT qs.lexeme, COALESCE(n.df, 0) AS df
+    FROM qs LEFT JOIN (SELECT q.lexeme, count(*) AS df  -- the rows stream past the lexemes
+                       FROM (SELECT tsv FROM mem_rows UNION ALL SELECT tsv FROM chunk_rows) AS d
+                       JOIN qs AS q ON d.tsv @@ q.q
+                       GROUP BY q.lexeme) AS n USING (lexeme)
     WHERE $21
-    GROUP BY qs.lexeme
     UNION ALL
     SELECT qs.lexeme,
            (SELECT count(*) FROM memories m
