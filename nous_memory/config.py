@@ -91,6 +91,10 @@ class Settings:
     # recall: an agent with at most this many memories (and chunks) is read whole and
     # ranked exactly; larger agents take the HNSW and GIN indexes (0: always the indexes)
     recall_exact_scan_max_rows: int = 20_000
+    # a second pool whose sessions are set up for small agents' recall (one round trip per
+    # call); off behind a transaction-mode pooler (pgbouncer, ...), which would hand those
+    # sessions to other clients: recall then sets its plan settings per transaction
+    recall_scan_pool: bool = True
 
     api_host: str = "127.0.0.1"
     api_port: int = 8765

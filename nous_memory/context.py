@@ -38,6 +38,7 @@ from .context_model import (
 from .context_sections import assemble, order_section
 from .db import Database
 from .embeddings import Embedder
+from .errors import EmbeddingMismatchError
 from .extraction import (
     HOT_SOURCE_CHARS,
     ITEM_MAX_TOKENS,
@@ -138,7 +139,8 @@ class ContextAssembler:
         ranking = parse_recall_request(agent, req.query, kinds, CANDIDATE_K, False)
         given = (self._recaller.check_vector(query_embedding)
                  if query_embedding is not None else None)
-        vector = given if given is not None else (await self._embedder.embed([req.query]))[0]
+        vector = given if given is not None else self._embedded((
+            await self._embedder.embed([req.query]))[0])
         embedded = time.perf_counter()
         # the always-on read runs beside recall's statement, not beside the model (which
         # keeps every core busy)
@@ -154,10 +156,11 @@ class ContextAssembler:
             fetched = time.perf_counter()
             candidates = self._merge(req, recalled, always_rows)
             candidates, hits, misses, queued = await self._tier2(req, candidates, tier2)
-        finally:
-            for task in (always, tier2.rows if tier2 else None):
-                if task is not None and not task.done():
-                    task.cancel()
+        finally:  # on failure, the reads still under way are stopped and their errors taken
+            tasks = [t for t in (always, tier2.rows if tier2 else None) if t is not None]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
         extracted = time.perf_counter()
         result = assemble(candidates, req.budgets, req.budget_tokens)
         self._access.record(agent, {i.id for i in result.items})
@@ -170,6 +173,13 @@ class ContextAssembler:
                 embed_ms=_ms(started, embedded), candidates_ms=_ms(embedded, fetched),
                 extraction_ms=_ms(fetched, extracted), assemble_ms=_ms(extracted, done),
                 total_ms=_ms(started, done)))
+
+    def _embedded(self, vector: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        if vector.shape != (self._recaller.dimension,):
+            raise EmbeddingMismatchError(
+                f"{self._embedder.model_name} returned {vector.shape[0]} dimensions; "
+                f"the store expects {self._recaller.dimension}")
+        return vector
 
     @staticmethod
     def _merge(req: ContextRequest, recalled: list[Candidate],

@@ -1,9 +1,11 @@
 """Section budgeting: whole items, per-section budgets with spill-over, never over budget.
 
 Pure (no database): given the resolved candidates it decides what goes in, renders the
-text and proves the budget with an exact cl100k count.  Every line of the text starts
-with a non-space character, so the text's count is the sum of its lines' exact counts
-(``tokens.count_line``); lines recur from call to call and are counted once.
+text and proves the budget with an exact cl100k count.  The text is a sequence of units
+that each start with a non-space character (the opening tag, section headers, items
+whose inner lines are indented within them, the closing tag), so its count is the sum of
+its units' exact counts (``tokens.count_line``); units recur from call to call and are
+counted once.
 """
 
 from __future__ import annotations

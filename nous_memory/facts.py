@@ -123,8 +123,9 @@ class FactLearner:
         """Validate, reject, embed: everything before a transaction (a LearnResult when
         the fact is rejected)."""
         agent = parse_agent_id(agent_id)
-        checked = self._check(content, fields, instructions,
-                              await self._db.fetch("blocking_censors", agent))
+        checked = self._check(content, fields, instructions)
+        if isinstance(checked, NewMemory):  # valid and not rejected: now the censors
+            checked = self._censor(checked, await self._db.fetch("blocking_censors", agent))
         if isinstance(checked, LearnResult):
             return checked
         return await self._memories.prepare(agent, [checked])
@@ -136,14 +137,12 @@ class FactLearner:
         order: the censors are read once and the accepted facts embedded in one model
         call.  An item with a bad field gets its error in its place, so it stops no other."""
         agent = parse_agent_id(agent_id)
-        censors = await self._db.fetch("blocking_censors", agent)
         outcome: dict[int, PreparedWrite | LearnResult | InvalidInputError] = {}
         accepted: dict[int, NewMemory] = {}
         for index, item in enumerate(items):
             fields = dict(item)
             try:
-                checked = self._check(fields.pop("content", None), fields, instructions,
-                                      censors)
+                checked = self._check(fields.pop("content", None), fields, instructions)
             except InvalidInputError as exc:
                 outcome[index] = exc
                 continue
@@ -151,25 +150,41 @@ class FactLearner:
                 outcome[index] = checked
             else:
                 accepted[index] = checked
+        if accepted:
+            censors = await self._db.fetch("blocking_censors", agent)
+            for index, new in list(accepted.items()):
+                verdict = self._censor(new, censors)
+                if isinstance(verdict, LearnResult):
+                    outcome[index] = verdict
+                    del accepted[index]
         prepared = await self._memories.prepare_each(agent, list(accepted.values()))
         outcome.update(zip(accepted, prepared, strict=True))
         return [outcome[index] for index in range(len(items))]
 
     @staticmethod
-    def _check(content: Any, fields: dict[str, Any], instructions: str | None,
-               censors: Sequence[Mapping[str, Any]]) -> NewMemory | LearnResult:
-        """A fact to embed, or why it is rejected (a bad field raises)."""
+    def _check(content: Any, fields: dict[str, Any], instructions: str | None
+               ) -> NewMemory | LearnResult:
+        """A valid fact, or why it is rejected (a bad field raises); censors come next."""
         if content is None or (isinstance(content, str) and not content.strip()):
             parse_new(Kind.FACT, {"content": "placeholder", **fields})  # other fields' errors
             return LearnResult(action=LearnAction.REJECTED, fact=None, reason="empty")
         new = parse_new(Kind.FACT, {"content": content, **fields})
         assert isinstance(new.detail, FactDetail)
         reason = rejection_reason(new.detail.content, instructions)
-        if reason is None:
-            reason = next((f"blocked by censor {c['id']}: {c['reason']}" for c in censors
-                           if censor_matches(c["trigger_pattern"], new.detail.content)), None)
         if reason is not None:
             return LearnResult(action=LearnAction.REJECTED, fact=None, reason=reason)
+        return new
+
+    @staticmethod
+    def _censor(new: NewMemory, censors: Sequence[Mapping[str, Any]]
+                ) -> NewMemory | LearnResult:
+        """The fact, or the first blocking censor whose trigger it matches."""
+        assert isinstance(new.detail, FactDetail)
+        for censor in censors:
+            if censor_matches(censor["trigger_pattern"], new.detail.content):
+                return LearnResult(action=LearnAction.REJECTED, fact=None,
+                                   reason=f"blocked by censor {censor['id']}: "
+                                          f"{censor['reason']}")
         return new
 
     async def apply(self, conn: Connection, prepared: PreparedWrite) -> LearnResult:

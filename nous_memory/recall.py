@@ -263,12 +263,15 @@ class Recaller:
                 leg_size(req.k), req.k, f.rrf_k, p.recency, p.half_life_days,
                 p.importance, p.confidence, p.use, float(p.use_saturation), f.text_weight,
                 f.vector_weight, f.context_weight, p.spread)
-        if await self._scans_exactly(req.agent):
+        exact = await self._scans_exactly(req.agent)
+        if exact and self._db.has_scan_pool:
             async with self._db.scanning() as conn:  # one round trip: no transaction
                 return await conn.fetch("recall", *args, True)
         async with self._db.transaction() as conn:
-            await conn.fetchval("recall_index_settings")
-            return await conn.fetch("recall", *args, False)
+            await conn.fetchval("recall_plan_settings",
+                                "force_generic_plan" if exact else "force_custom_plan",
+                                "off" if exact else "on")
+            return await conn.fetch("recall", *args, exact)
 
     async def _scans_exactly(self, agent: str) -> bool:
         """Whether this agent is small enough to be read whole (its size is counted, up to
@@ -285,6 +288,10 @@ class Recaller:
                 self._agent_rows.popitem(last=False)
         self._agent_rows.move_to_end(agent)
         return known[0] <= self._exact_max
+
+    @property
+    def dimension(self) -> int:
+        return self._memories.dimension
 
     def check_vector(self, value: Sequence[float] | np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         try:

@@ -138,7 +138,8 @@ class MemoryStore:
                 await _ensure_database(server, settings.database_name)
             schema = await _migrate(dsn, embedder, apply=migrate)
             db = await Database.connect(dsn, min_size=settings.pool_min_size,
-                                        max_size=settings.pool_max_size)
+                                        max_size=settings.pool_max_size,
+                                        scan_pool=settings.recall_scan_pool)
         except BaseException:
             if server is not None:
                 await asyncio.to_thread(server.release)

@@ -1,9 +1,10 @@
 """asyncpg pools with the pgvector and JSON codecs; a small verb API over named queries.
 
-The main pool's connections keep no session state.  A second, scan pool serves the one
-statement that must never be planned per call (a small agent's recall): its sessions
-are set up once, when each connection opens, so a call needs no transaction and no
-settings round trips."""
+The main pool's connections keep no session state.  An optional second, scan pool serves
+the one statement that must never be planned per call (a small agent's recall): its
+sessions are set up once, when each connection opens, so a call needs no transaction and
+no settings round trip.  It is for direct or session-mode connections: a transaction-mode
+pooler would hand its sessions to other clients."""
 
 from __future__ import annotations
 
@@ -31,9 +32,10 @@ async def _init_scan_connection(conn: asyncpg.Connection) -> None:
 
 async def _no_session_reset(conn: asyncpg.Connection) -> None:
     """Pool release without asyncpg's full reset (RESET ALL, unlock all, ...: one more
-    round trip on every read).  Pool connections keep no session state: settings are SET
-    LOCAL, locks are transaction locks, session locks use ``Database.session``; an
-    unfinished transaction is still rolled back (asyncpg does that before calling this)."""
+    round trip on every read).  Main-pool connections keep no session state: settings are
+    SET LOCAL, locks are transaction locks, session locks use ``Database.session``; the
+    scan pool's settings are its purpose.  An unfinished transaction is still rolled back
+    (asyncpg does that before calling this)."""
     del conn
 
 
@@ -65,7 +67,7 @@ class Connection:
 
 
 class Database:
-    """The pool.  Every statement is a named query from ``queries.sql``."""
+    """The pools.  Every statement is a named query from ``queries.sql``."""
 
     def __init__(self, pool: asyncpg.Pool, queries: Queries = QUERIES, *,
                  dsn: str | None = None, scan_pool: asyncpg.Pool | None = None) -> None:
@@ -75,25 +77,32 @@ class Database:
         self._scan_pool = scan_pool
 
     @classmethod
-    async def connect(cls, dsn: str, *, min_size: int = 1, max_size: int = 10) -> Database:
-        """The main pool and the scan pool (at most ``max_size`` connections each; the
-        scan pool opens its first one when first used)."""
+    async def connect(cls, dsn: str, *, min_size: int = 1, max_size: int = 10,
+                      scan_pool: bool = True) -> Database:
+        """The main pool and, unless ``scan_pool`` is false, the scan pool (at most
+        ``max_size`` connections each; the scan pool opens its first one when first
+        used)."""
         with translated():
             pool = await asyncpg.create_pool(
                 dsn, min_size=min_size, max_size=max_size, init=_init_connection,
                 reset=_no_session_reset,
             )
             assert pool is not None
+            scanning: asyncpg.Pool | None = None
             try:
-                scan_pool = await asyncpg.create_pool(
-                    dsn, min_size=0, max_size=max_size, init=_init_scan_connection,
-                    reset=_no_session_reset,
-                )
+                if scan_pool:
+                    scanning = await asyncpg.create_pool(
+                        dsn, min_size=0, max_size=max_size, init=_init_scan_connection,
+                        reset=_no_session_reset,
+                    )
             except BaseException:
                 await pool.close()
                 raise
-        assert scan_pool is not None
-        return cls(pool, dsn=dsn, scan_pool=scan_pool)
+        return cls(pool, dsn=dsn, scan_pool=scanning)
+
+    @property
+    def has_scan_pool(self) -> bool:
+        return self._scan_pool is not None
 
     async def close(self) -> None:
         try:

@@ -1138,12 +1138,12 @@ FROM job_runs WHERE id = $1;
 -- name: context_always_on
 -- Censors (matched against the query in Python) and pinned profile facts ($2: the
 -- categories), considered on every call whatever the ranking says.  $3, $4: limits.
-(SELECT m.id, m.kind, m.summary, m.summary_tokens, m.importance, c.trigger_pattern
+(SELECT m.id, m.kind, m.summary, m.importance, c.trigger_pattern
  FROM censors c JOIN memories m ON m.agent_id = c.agent_id AND m.id = c.memory_id
  WHERE c.agent_id = $1 AND m.status = 'active'
  ORDER BY m.importance DESC, m.id LIMIT $3)
 UNION ALL
-(SELECT m.id, m.kind, m.summary, m.summary_tokens, m.importance, NULL
+(SELECT m.id, m.kind, m.summary, m.importance, NULL
  FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
  WHERE f.agent_id = $1 AND m.status = 'active' AND lower(f.category) = ANY($2::text[])
  ORDER BY m.importance DESC, f.confirmation_count DESC, m.updated_at DESC, m.id LIMIT $4);
@@ -1223,13 +1223,17 @@ WHERE a.agent_id = $1 AND a.memory_id = $2 ORDER BY a.part;
 
 -- ---------------------------------------------------------------- recall (issue 5a)
 
--- name: recall_index_settings
--- A large agent's recall, inside its transaction.  Filtered HNSW scans (this agent,
--- these kinds) keep going until the LIMIT is met; relaxed order is re-sorted by exact
--- distance in the recall query.  Its index scans need a plan of their own: the planner
--- sees how many rows this agent has.
+-- name: recall_plan_settings
+-- Recall's settings inside its transaction (a large agent's; a small agent's too when
+-- there is no scan pool).  Filtered HNSW scans (this agent, these kinds) keep going until
+-- the LIMIT is met; relaxed order is re-sorted by exact distance in the recall query.
+-- $1, the plan cache mode: a large agent's index scans need a plan of their own
+-- ('force_custom_plan': the planner sees how many rows this agent has); a small agent's
+-- statement does not ('force_generic_plan').  $2, enable_seqscan: 'off' for a small
+-- agent (see scan_session_settings), 'on' for a large one.
 SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
-       set_config('plan_cache_mode', 'force_custom_plan', true);
+       set_config('plan_cache_mode', $1, true),
+       set_config('enable_seqscan', $2, true);
 
 -- name: scan_session_settings
 -- The scan pool's sessions (db/connector.py), set once per connection; they run only a

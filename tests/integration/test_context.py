@@ -223,3 +223,35 @@ async def test_build_prompt_takes_its_context_block_from_assemble_context(
                                          query="cake", context_tokens=40)
     assert not any("<nous-memory kind=\"context\">" in m["content"]
                    for m in too_small.messages)
+
+
+async def test_a_failed_read_stops_the_others_and_takes_their_errors(
+        store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The always-on and tier-2 reads run beside other work: when one fails, the call
+    fails with its error, no read is left running, and the other's failure is taken too
+    (asyncio would otherwise report an exception nobody retrieved)."""
+    from nous_memory.errors import DatabaseError
+
+    await _seed(store)
+    reads: dict[str, asyncio.Task[Any]] = {}
+    fetch = store._db.fetch
+
+    async def failing(name: str, *args: Any) -> Any:
+        if name in ("context_tier2", "context_always_on"):
+            task = asyncio.current_task()
+            assert task is not None
+            reads[name] = task
+        if name == "context_tier2":
+            raise DatabaseError("tier-2 read failed")
+        if name == "context_always_on":
+            await asyncio.sleep(0.2)  # fails after the tier-2 read has failed
+            raise DatabaseError("always-on read failed")
+        return await fetch(name, *args)
+
+    monkeypatch.setattr(store._db, "fetch", failing)
+    with pytest.raises(DatabaseError, match="always-on"):
+        await store.assemble_context("a", "when is the billing migration window?")
+    assert set(reads) == {"context_tier2", "context_always_on"}
+    assert all(task.done() for task in reads.values())
+    # what asyncio checks when a task goes: a failure nobody retrieved gets logged
+    assert not reads["context_tier2"]._log_traceback

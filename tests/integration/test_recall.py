@@ -122,8 +122,8 @@ async def _prefer_indexes(store: MemoryStore) -> None:
         await conn.close()
 
 
-async def _recall_refs(store: MemoryStore, queries: tuple[str, ...], exact_scan_max_rows: int
-                       ) -> tuple[list[list[str]], int]:
+async def _recall_refs(store: MemoryStore, queries: tuple[str, ...], exact_scan_max_rows: int,
+                       scan_pool: bool = True) -> tuple[list[list[str]], int]:
     """Recall through a store of its own; also how many blocks of the memories HNSW index
     its sessions read (the buffer manager counts every block; pgvector does not count
     index scans).  A session flushes its statistics when it ends, before it leaves
@@ -137,7 +137,9 @@ async def _recall_refs(store: MemoryStore, queries: tuple[str, ...], exact_scan_
         baseline = set(await conn.fetchval(others))
         before = await conn.fetchval(reads)
         async with MemoryStore.open(database_url=store.dsn, embedder=store.embedder,
-                                    recall_exact_scan_max_rows=exact_scan_max_rows) as own:
+                                    recall_exact_scan_max_rows=exact_scan_max_rows,
+                                    recall_scan_pool=scan_pool) as own:
+            assert own._db.has_scan_pool is scan_pool
             refs = []
             for query in queries:  # every kind; one kind; superseded rows too
                 for options in ({}, {"kinds": ["fact"]}, {"include_superseded": True}):
@@ -234,9 +236,12 @@ async def test_exact_and_index_scans_agree(store: MemoryStore) -> None:
     await _prefer_indexes(store)
     exact, exact_reads = await _recall_refs(store, queries, 20_000)
     via_index, index_reads = await _recall_refs(store, queries, 0)
+    # without the scan pool (behind a transaction-mode pooler) the settings are per call
+    pooled, pooled_reads = await _recall_refs(store, queries, 20_000, scan_pool=False)
     # planning reads the index's metapage (once per plan); a scan reads many blocks
-    assert exact_reads <= 3 and index_reads >= 30, (exact_reads, index_reads)
-    assert exact == via_index
+    assert exact_reads <= 3 and pooled_reads <= 3 and index_reads >= 30, (
+        exact_reads, pooled_reads, index_reads)
+    assert exact == via_index == pooled
     assert all(len(refs) == 30 for refs in exact)
     assert any("#c" in ref for refs in exact for ref in refs)  # chunks compete too
 
