@@ -361,7 +361,7 @@ async def run(data: Path, limit: int | None) -> None:
         ("follow-up item, total", learn_totals, model_time(learns)),
         ("  chunk + summary embedding", phase(learns, "chunk_summary_embed"),
          phase(learns, "model[chunk_summary_embed]")),
-        ("  fact preparation (embed each fact, censor check)", phase(learns, "facts_prepare"),
+        ("  fact preparation (censors, one embedding call)", phase(learns, "facts_prepare"),
          phase(learns, "model[facts_prepare]")),
         ("  decision preparation (embed)", phase(learns, "decisions_prepare"),
          phase(learns, "model[decisions_prepare]")),
