@@ -37,8 +37,7 @@ from .context_model import (
 )
 from .context_sections import assemble, order_section
 from .db import Database
-from .embeddings import Embedder
-from .errors import EmbeddingMismatchError
+from .embeddings import Embedder, embed_checked
 from .extraction import (
     HOT_SOURCE_CHARS,
     ITEM_MAX_TOKENS,
@@ -137,10 +136,10 @@ class ContextAssembler:
         kinds = sorted({k for k, s in SECTION_OF_KIND.items() if s in req.budgets}
                        | ({Kind.EPISODE} if Section.EXCERPTS in req.budgets else set()))
         ranking = parse_recall_request(agent, req.query, kinds, CANDIDATE_K, False)
-        given = (self._recaller.check_vector(query_embedding)
-                 if query_embedding is not None else None)
-        vector = given if given is not None else self._embedded((
-            await self._embedder.embed([req.query]))[0])
+        if query_embedding is not None:
+            vector = self._recaller.check_vector(query_embedding)
+        else:
+            vector = (await embed_checked(self._embedder, [req.query]))[0]
         embedded = time.perf_counter()
         # the always-on read runs beside recall's statement, not beside the model (which
         # keeps every core busy)
@@ -173,13 +172,6 @@ class ContextAssembler:
                 embed_ms=_ms(started, embedded), candidates_ms=_ms(embedded, fetched),
                 extraction_ms=_ms(fetched, extracted), assemble_ms=_ms(extracted, done),
                 total_ms=_ms(started, done)))
-
-    def _embedded(self, vector: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        if vector.shape != (self._recaller.dimension,):
-            raise EmbeddingMismatchError(
-                f"{self._embedder.model_name} returned {vector.shape[0]} dimensions; "
-                f"the store expects {self._recaller.dimension}")
-        return vector
 
     @staticmethod
     def _merge(req: ContextRequest, recalled: list[Candidate],

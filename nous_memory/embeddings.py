@@ -178,6 +178,18 @@ class OpenAIEmbedder:
         return out
 
 
+async def embed_checked(embedder: Embedder, texts: Sequence[str]) -> list[Vector]:
+    """``embedder.embed``, refusing vectors of another size than the embedder declares
+    (a model swapped under a store must fail here, not as a database error later)."""
+    vectors = await embedder.embed(texts)
+    for vector in vectors:
+        if vector.shape != (embedder.dimension,):
+            raise EmbeddingMismatchError(
+                f"{embedder.model_name} returned {vector.shape[0]} dimensions; "
+                f"the store expects {embedder.dimension}")
+    return vectors
+
+
 def embedder_from_settings(settings: Settings) -> Embedder:
     if settings.embedding_provider == "openai":
         if not settings.embedding_model:

@@ -122,13 +122,11 @@ class FactLearner:
                       **fields: Any) -> PreparedWrite | LearnResult:
         """Validate, reject, embed: everything before a transaction (a LearnResult when
         the fact is rejected)."""
-        agent = parse_agent_id(agent_id)
-        checked = self._check(content, fields, instructions)
-        if isinstance(checked, NewMemory):  # valid and not rejected: now the censors
-            checked = self._censor(checked, await self._db.fetch("blocking_censors", agent))
-        if isinstance(checked, LearnResult):
-            return checked
-        return await self._memories.prepare(agent, [checked])
+        (outcome,) = await self.prepare_many(agent_id, [{**fields, "content": content}],
+                                             instructions=instructions)
+        if isinstance(outcome, InvalidInputError):
+            raise outcome
+        return outcome
 
     async def prepare_many(self, agent_id: str, items: Sequence[dict[str, Any]], *,
                            instructions: str | None = None

@@ -18,10 +18,9 @@ from pgvector import Vector as PgVector
 from pydantic import TypeAdapter, ValidationError
 
 from .db import Connection, Database
-from .embeddings import Embedder, Vector
+from .embeddings import Embedder, Vector, embed_checked
 from .errors import (
     ConflictError,
-    EmbeddingMismatchError,
     FieldProblem,
     InvalidInputError,
     NotFoundError,
@@ -217,12 +216,7 @@ class MemoryManager:
                 missing.setdefault(digest, text)
         fresh: dict[bytes, Vector] = {}
         if missing:
-            vectors = await self._embedder.embed(list(missing.values()))
-            for vector in vectors:
-                if vector.shape[0] != self._embedder.dimension:
-                    raise EmbeddingMismatchError(
-                        f"{self._embedder.model_name} returned {vector.shape[0]} dimensions; "
-                        f"the store expects {self._embedder.dimension}")
+            vectors = await embed_checked(self._embedder, list(missing.values()))
             fresh = dict(zip(missing, vectors, strict=True))
         return Embedded([cached.get(d, fresh.get(d)) for d in digests],  # type: ignore[misc]
                          fresh)

@@ -289,10 +289,6 @@ class Recaller:
         self._agent_rows.move_to_end(agent)
         return known[0] <= self._exact_max
 
-    @property
-    def dimension(self) -> int:
-        return self._memories.dimension
-
     def check_vector(self, value: Sequence[float] | np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         try:
             array = np.asarray(value, dtype=np.float32)

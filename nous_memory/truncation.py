@@ -106,8 +106,6 @@ def truncate(text: str, query: str, max_tokens: int) -> str:
     return result
 
 
-
-
 def _join(parts: tuple[str, ...], indexes: list[int]) -> str:
     out = "" if indexes[0] == 0 else "… "
     for position, index in enumerate(indexes):

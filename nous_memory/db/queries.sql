@@ -1271,9 +1271,9 @@ SELECT GREATEST(
 -- agent's rows.  A lexeme in half the documents or more carries no evidence under the
 -- classic Robertson-Sparck Jones weight (zero or less), so it does not select documents:
 -- it only adds to the score of the ones the other lexemes select (when every lexeme is
--- that common, the rarest ones select).  Measured on LoCoMo: recall unchanged.  Term frequencies come from each selected row's
--- tsvector cut down to the query's lexemes (setweight marks them 'C', ts_filter keeps
--- them).  Priors only scale a fused score by [min, max] factors, so an item whose fused
+-- that common, the rarest ones select).  Measured on LoCoMo: recall unchanged.  Term
+-- frequencies come from each selected row's tsvector cut down to the query's lexemes
+-- (setweight marks them 'C', ts_filter keeps them).  Priors only scale a fused score by [min, max] factors, so an item whose fused
 -- score times the spread is below the k-th best fused score cannot reach the top k: only
 -- the rest are joined to their details.  Chunks never need episode_messages (archived
 -- transcripts).
