@@ -204,7 +204,7 @@ CREATE TABLE episode_messages (
     tokens        integer     NOT NULL CHECK (tokens >= 0),
     metadata      jsonb       NOT NULL DEFAULT '{}',
     created_at    timestamptz NOT NULL DEFAULT now(),
-    -- working memory (issue 7): edits and deletes of an open episode's messages keep the
+    -- working memory: edits and deletes of an open episode's messages keep the
     -- raw text; `edits` holds every earlier version [{content, tokens, edited_at}]
     edited_at     timestamptz,
     deleted_at    timestamptz,
@@ -432,7 +432,7 @@ CREATE TABLE llm_calls (
 
 CREATE INDEX llm_calls_by_time ON llm_calls (agent_id, created_at);
 
--- ---------------------------------------------------------------- working memory (issue 7)
+-- ---------------------------------------------------------------- working memory
 
 -- Per-agent overrides of the conversation summary policy (knob -> value); code and
 -- settings supply the defaults, a call may override again.

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from nous_memory.embeddings import SentenceTransformerEmbedder
-from nous_memory.fact_rules import relation
+from nous_memory.facts.rules import relation
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "stsb"
 MIN_PRECISION = 0.93

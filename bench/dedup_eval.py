@@ -24,7 +24,7 @@ import numpy as np
 
 from nous_memory import MemoryStore
 from nous_memory.embeddings import SentenceTransformerEmbedder
-from nous_memory.facts import LearnAction
+from nous_memory.facts.learning import LearnAction
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "stsb" / "dev.csv"
 MERGED = {LearnAction.CONFIRMED, LearnAction.MERGED}

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from nous_memory import MemoryStore
-from nous_memory.recall import RecallItem
+from nous_memory.context.recall import RecallItem
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA_REL = Path("shared") / "data" / "locomo" / "locomo-dev.json"

@@ -6,9 +6,9 @@ downtime), makes sure only one runner in the cluster does a job at a time (a
 PostgreSQL advisory lock) and records every run in ``job_runs``.
 """
 
-from .registry import JOBS, Job, job_named
-from .runner import Clock, JobRunner, utc_now
-from .scheduler import JobScheduler, slot_for
+from jobs.registry import JOBS, Job, job_named
+from jobs.runner import Clock, JobRunner, utc_now
+from jobs.scheduler import JobScheduler, slot_for
 
 __all__ = ["JOBS", "Clock", "Job", "JobRunner", "JobScheduler", "job_named", "slot_for",
            "utc_now"]

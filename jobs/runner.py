@@ -13,11 +13,10 @@ import socket
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from jobs.registry import job_named
 from nous_memory import MemoryStore
 from nous_memory.maintenance import BatchHook
 from nous_memory.maintenance.runs import JobRun
-
-from .registry import job_named
 
 _log = logging.getLogger("jobs")
 

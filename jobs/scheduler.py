@@ -20,11 +20,10 @@ from typing import Any
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 
+from jobs.registry import JOBS
+from jobs.runner import Clock, JobRunner, utc_now
 from nous_memory import MemoryStore
 from nous_memory.errors import ConfigurationError
-
-from .registry import JOBS
-from .runner import Clock, JobRunner, utc_now
 
 _log = logging.getLogger("jobs")
 

@@ -1,7 +1,7 @@
 """nous-memory: long-term memory for LLM agents on PostgreSQL + pgvector."""
 
 from .config import Settings
-from .embeddings import Embedder, OpenAIEmbedder, SentenceTransformerEmbedder
+from .embeddings.embedders import Embedder, OpenAIEmbedder, SentenceTransformerEmbedder
 from .errors import (
     ClientError,
     ConfigurationError,
@@ -18,7 +18,7 @@ from .errors import (
     SchemaError,
     ServerError,
 )
-from .kinds import (
+from .memories.kinds import (
     CensorAction,
     CensorDetail,
     DecisionDetail,
@@ -31,7 +31,7 @@ from .kinds import (
     Status,
     SummarySource,
 )
-from .records import Memory, MemoryEvent, Page
+from .memories.records import Memory, MemoryEvent, Page
 from .store import MemoryStore
 
 __version__ = "0.1.0"

@@ -57,7 +57,7 @@ class Settings:
     fact_rule_threshold: float = 0.70
     fact_candidate_threshold: float = 0.60
 
-    # working memory (issue 7): default summary-policy knobs as a JSON object, e.g.
+    # working memory: default summary-policy knobs as a JSON object, e.g.
     # '{"window_tokens": 16384, "mode": "rule"}' (per agent and per call they can change)
     conversation_policy_json: str | None = None
     # maintenance jobs (jobs/, nous_memory/maintenance/): schedules are 5-field cron
@@ -85,7 +85,7 @@ class Settings:
     job_retention_cron: str = "0 4 * * *"
     job_housekeeping_cron: str = "15 * * * *"
     run_scheduler_in_serve: bool = False
-    # context assembly (issue 5): tier-2 extraction cache lifetime, sync LLM time budget
+    # context assembly: tier-2 extraction cache lifetime, sync LLM time budget
     extraction_ttl_s: int = 3_600
     extraction_sync_timeout_s: float = 2.0
     # recall: an agent with at most this many memories (and chunks) is read whole and

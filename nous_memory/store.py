@@ -5,22 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import contextlib
-import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-import asyncpg
 import numpy as np
 
-from .access import AccessLog
-from .chunks import TranscriptMessage
 from .config import Settings
-from .context import ContextAssembler
-from .context_model import DEFAULT_BUDGET_TOKENS, Context, Extraction
+from .context.access import AccessLog
+from .context.assembly import ContextAssembler
+from .context.expand import Expanded, Expander
+from .context.extraction import Extractor
+from .context.model import DEFAULT_BUDGET_TOKENS, Context, Extraction
+from .context.recall import Recaller, RecallResult
 from .conversation import (
     ConversationSummary,
     MessageChange,
@@ -30,39 +29,24 @@ from .conversation import (
     SummaryRecord,
     WorkingMemory,
 )
-from .db import (
-    QUERIES,
-    Connection,
-    Database,
-    EmbeddedServer,
-    SchemaStatus,
-    migrate,
-    schema_status,
-)
-from .db.errors import translated
-from .embeddings import Embedder, embedder_from_settings
-from .episode_close import CloseSettings, EpisodeCloser
-from .episode_learn import EpisodeLearner
-from .episode_tasks import EpisodeTasks
-from .episodes import AppendResult, EpisodeManager, MessageIn
-from .errors import DatabaseError, DatabaseUnavailableError
-from .expand import Expanded, Expander
-from .extraction import Extractor
-from .fact_rules import Thresholds
-from .facts import FactHistory, FactLearner, LearnResult
-from .kinds import Kind, Status, parse_agent_id
+from .db import Database, EmbeddedServer, SchemaStatus
+from .db.setup import ensure_database, prepare_schema, redact_dsn
+from .embeddings.embedders import Embedder, embedder_from_settings
+from .episodes.chunks import TranscriptMessage
+from .episodes.close import CloseSettings, EpisodeCloser
+from .episodes.learn import EpisodeLearner
+from .episodes.lifecycle import AppendResult, EpisodeManager, MessageIn
+from .episodes.tasks import EpisodeTasks
+from .errors import DatabaseError
+from .facts.learning import FactHistory, FactLearner, LearnResult
+from .facts.rules import Thresholds
 from .llm import LLMClient, PostgresCallRecorder, UsageRow, usage_by_agent
 from .maintenance import JobResult, Maintenance, MaintenancePolicy, RestoreResult
 from .maintenance.runs import JobRuns
-from .memories import MemoryManager
-from .recall import Recaller, RecallResult
-from .records import Memory, MemoryEvent, Page
-from .worker import Worker
-
-
-def redact_dsn(dsn: str) -> str:
-    """The DSN without its password, for messages and health output."""
-    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", dsn)
+from .memories.kinds import Kind, Status, parse_agent_id
+from .memories.manager import MemoryManager
+from .memories.records import Memory, MemoryEvent, Page
+from .work.worker import Worker
 
 
 class MemoryStore:
@@ -89,7 +73,7 @@ class MemoryStore:
         # working memory; its context provider is assemble_context (see _init_context)
         self.conversation = WorkingMemory(db, self.llm,
                                           defaults_json=settings.conversation_policy_json)
-        # maintenance jobs (issue 6): the store-level bodies of the scheduled jobs
+        # maintenance jobs: the store-level bodies of the scheduled jobs
         self.maintenance = Maintenance(db, self.memories, self.llm,
                                        MaintenancePolicy.from_settings(settings))
         self.job_runs = JobRuns(db)
@@ -135,8 +119,10 @@ class MemoryStore:
             dsn = server.dsn(settings.database_name)
         try:
             if server is not None:
-                await _ensure_database(server, settings.database_name)
-            schema = await _migrate(dsn, embedder, apply=migrate)
+                await ensure_database(server, settings.database_name)
+            schema = await prepare_schema(dsn, embedding_dim=embedder.dimension,
+                                          embedding_model=embedder.model_name,
+                                          apply=migrate)
             db = await Database.connect(dsn, min_size=settings.pool_min_size,
                                         max_size=settings.pool_max_size,
                                         scan_pool=settings.recall_scan_pool)
@@ -184,6 +170,16 @@ class MemoryStore:
             "embedding": {"model": self.embedder.model_name,
                           "dimension": self.embedder.dimension},
         }
+
+    async def schema_drift(self) -> list[str]:
+        """How the live tables differ from the typed rows this version was written
+        against (``db/models.py``), one sentence each; empty when they match."""
+        # imported here: the SQLAlchemy table mirror costs about 0.4 s of imports, and
+        # only status reports need it
+        from .db.drift import schema_drift
+
+        async with self._db.acquire() as conn:
+            return await schema_drift(conn)
 
     # ------------------------------------------------------------------ memories
 
@@ -315,7 +311,7 @@ class MemoryStore:
         moment = now or datetime.now(UTC)
         return await self.maintenance.archive(now=moment, agent_id=agent_id,
                                               ended_before=ended_before or moment)
-    # ------------------------------------------------------------------ recall (issue 5a)
+    # ------------------------------------------------------------------ recall
 
     async def recall(self, agent_id: str, query: str, /, *,
                      kinds: Sequence[Kind | str] | None = None, k: int = 10,
@@ -327,7 +323,7 @@ class MemoryStore:
                                           include_superseded=include_superseded,
                                           query_embedding=query_embedding)
 
-    # ------------------------------------------------------------------ context (issue 5b)
+    # ------------------------------------------------------------------ context
 
     def _init_context(self) -> None:
         self.access = AccessLog(self._db)
@@ -402,37 +398,3 @@ def llm_from_settings(settings: Settings, db: Database) -> LLMClient | None:
     return LLMClient(base_url=settings.llm_base_url, model=settings.llm_model,
                      api_key=settings.llm_api_key, max_attempts=settings.llm_max_attempts,
                      timeout_s=settings.llm_timeout_s, recorder=PostgresCallRecorder(db))
-
-
-async def _connect_raw(dsn: str) -> asyncpg.Connection:
-    try:
-        with translated():
-            return await asyncpg.connect(dsn)
-    except DatabaseUnavailableError as exc:
-        raise DatabaseUnavailableError(f"cannot connect to {redact_dsn(dsn)}: {exc}") from exc
-
-
-async def _ensure_database(server: EmbeddedServer, name: str) -> None:
-    """The embedded server starts with only ``postgres``; create ours on first use."""
-    conn = await _connect_raw(server.dsn("postgres"))
-    try:
-        if await Connection(conn, QUERIES).fetchval("database_exists", name):
-            return
-        # another process may create it first; an identifier cannot be a bind
-        # parameter, and Settings allows [A-Za-z0-9_] only
-        with translated(), contextlib.suppress(asyncpg.DuplicateDatabaseError,
-                                               asyncpg.UniqueViolationError):
-            await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-
-
-async def _migrate(dsn: str, embedder: Embedder, *, apply: bool) -> SchemaStatus:
-    conn = await _connect_raw(dsn)
-    try:
-        if not apply:
-            return await schema_status(Connection(conn, QUERIES))
-        return await migrate(Connection(conn, QUERIES), embedding_dim=embedder.dimension,
-                             embedding_model=embedder.model_name)
-    finally:
-        await conn.close()

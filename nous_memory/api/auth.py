@@ -19,7 +19,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from ..errors import ConfigurationError, InvalidInputError
-from ..kinds import parse_agent_id
+from ..memories.kinds import parse_agent_id
 
 API_KEY_HEADER = "X-API-Key"
 

@@ -15,7 +15,8 @@ from fastapi import APIRouter, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
 
-from ..context_model import (
+from ..context.expand import Expanded
+from ..context.model import (
     DEFAULT_BUDGET_TOKENS,
     DEFAULT_SECTION_BUDGETS,
     MAX_BUDGET_TOKENS,
@@ -24,7 +25,6 @@ from ..context_model import (
     Extraction,
 )
 from ..errors import FieldProblem, InvalidInputError
-from ..expand import Expanded
 from .body import json_object, unknown_fields
 from .errors import problem_responses
 from .routes import AgentId, Store

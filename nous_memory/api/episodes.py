@@ -20,11 +20,11 @@ from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import models_json_schema
 
-from ..chunks import TranscriptMessage
-from ..episodes import MAX_MESSAGES_PER_APPEND, TRANSCRIPT_PAGE, AppendResult, MessageIn
+from ..episodes.chunks import TranscriptMessage
+from ..episodes.lifecycle import MAX_MESSAGES_PER_APPEND, TRANSCRIPT_PAGE, AppendResult, MessageIn
 from ..errors import FieldProblem, InvalidInputError
-from ..kinds import EpisodeDetail
-from ..records import Memory
+from ..memories.kinds import EpisodeDetail
+from ..memories.records import Memory
 from .body import json_object, optional_json_object, unknown_fields
 from .errors import problem_responses
 from .routes import AgentId, Store

@@ -16,7 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from ..episodes import OversizeMessageError
+from ..episodes.lifecycle import OversizeMessageError
 from ..errors import (
     ClientError,
     ConflictError,

@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, create_model
 from pydantic.json_schema import models_json_schema
 
 from ..errors import FieldProblem, InvalidInputError
-from ..facts import FactHistory, LearnResult
-from ..kinds import FactDetail
-from ..records import Memory
+from ..facts.learning import FactHistory, LearnResult
+from ..memories.kinds import FactDetail
+from ..memories.records import Memory
 from .body import json_object, unknown_fields
 from .errors import problem_responses
 from .routes import AgentId, Store

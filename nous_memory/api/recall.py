@@ -14,9 +14,9 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
 
+from ..context.recall import MAX_K, MAX_QUERY_CHARS, MIN_K, RecallResult
 from ..errors import FieldProblem, InvalidInputError
-from ..kinds import Kind
-from ..recall import MAX_K, MAX_QUERY_CHARS, MIN_K, RecallResult
+from ..memories.kinds import Kind
 from .body import json_object, unknown_fields
 from .errors import problem_responses
 from .routes import AgentId, Store

@@ -22,8 +22,8 @@ from ..errors import (
     FieldProblem,
     InvalidInputError,
 )
-from ..kinds import MAX_AGENT_ID_CHARS, MAX_PAGE_SIZE, Kind, Status
-from ..records import Memory, MemoryEvent, Page
+from ..memories.kinds import MAX_AGENT_ID_CHARS, MAX_PAGE_SIZE, Kind, Status
+from ..memories.records import Memory, MemoryEvent, Page
 from ..store import MemoryStore
 from .body import json_object
 from .errors import problem_responses

@@ -13,8 +13,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import models_json_schema
 
-from ..kinds import DETAIL_MODELS, MAX_BATCH_ITEMS, CommonFields, Kind
-from ..records import Memory
+from ..memories.kinds import DETAIL_MODELS, MAX_BATCH_ITEMS, CommonFields, Kind
+from ..memories.records import Memory
 
 REF = "#/components/schemas/{model}"
 CREATE = "MemoryCreate"

@@ -13,8 +13,8 @@ from datetime import datetime
 from uuid import UUID
 
 from ..db import Database
-from ..episodes import MAX_MESSAGE_CHARS
 from ..errors import ConflictError, InvalidInputError, NotFoundError
+from ..memories.kinds import MAX_MESSAGE_CHARS
 from ..tokens import count_tokens
 from .storage import invalidate_in
 

@@ -85,7 +85,7 @@ _INT_MIN = {"window_tokens": 256, "trigger_messages": 0, "trigger_words": 0,
             "summary_max_chars": MIN_CHARS, "target_chars": MIN_CHARS, "max_chain_depth": 1,
             "summarizer_window_tokens": 512, "summarizer_output_tokens": 64,
             "breaker_failures": 1, "chapter_messages": 0}
-_CLAMPED = {"summary_max_chars", "target_chars"}  # the issue says clamp, not refuse
+_CLAMPED = {"summary_max_chars", "target_chars"}  # too long a target is clamped, not refused
 
 
 def resolve(*layers: Mapping[str, Any] | None) -> Policy:

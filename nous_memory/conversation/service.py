@@ -11,11 +11,11 @@ from uuid import UUID
 
 from ..db import Database
 from ..errors import ConfigurationError, InvalidInputError, NotFoundError
-from ..kinds import parse_agent_id
 from ..llm import LLMClient
-from ..memories import parse_memory_id
+from ..memories.kinds import parse_agent_id
+from ..memories.params import parse_memory_id
 from ..tokens import count_tokens
-from ..work import TaskHandler, WorkContext, enqueue
+from ..work.queue import TaskHandler, WorkContext, enqueue
 from . import messages, storage
 from .engine import Summarizer, SummarizeResult, View, summary_text
 from .facets import Facets, merge

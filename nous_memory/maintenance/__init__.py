@@ -12,8 +12,8 @@ from uuid import UUID
 
 from ..db import Database
 from ..llm import LLMClient
-from ..memories import MemoryManager
-from ..work import TaskHandler
+from ..memories.manager import MemoryManager
+from ..work.queue import TaskHandler
 from .batches import BatchHook, JobResult
 from .compression import Compression
 from .housekeeping import Housekeeping

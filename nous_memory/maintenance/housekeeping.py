@@ -11,8 +11,8 @@ from typing import Any
 from pgvector import Vector as PgVector
 
 from ..db import Database
-from ..memories import MemoryManager
-from ..worker import MAX_ATTEMPTS
+from ..memories.manager import MemoryManager
+from ..work.worker import MAX_ATTEMPTS
 from .batches import FIRST_KEY, BatchHook, JobResult, Sweeps
 from .policy import MaintenancePolicy
 

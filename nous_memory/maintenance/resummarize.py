@@ -12,12 +12,12 @@ from pydantic import BaseModel, Field
 
 from ..db import Database
 from ..errors import NotFoundError
-from ..kinds import EpisodeDetail, SummarySource
 from ..llm import LLMClient, LLMError
-from ..memories import MemoryManager
-from ..summaries import episode_rule_summary, leading_sentences
+from ..memories.kinds import EpisodeDetail, SummarySource
+from ..memories.manager import MemoryManager
+from ..memories.summaries import episode_rule_summary, leading_sentences
 from ..tokens import count_tokens
-from ..work import TaskHandler, WorkContext
+from ..work.queue import TaskHandler, WorkContext
 
 _log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from uuid import UUID
 
 from ..db import Database
 from ..errors import ConflictError, DatabaseError, NotFoundError
-from ..kinds import parse_agent_id
-from ..memories import parse_memory_id
+from ..memories.kinds import parse_agent_id
+from ..memories.params import parse_memory_id
 from .batches import BatchHook, JobResult, Sweeps
 from .policy import MaintenancePolicy
 

@@ -9,7 +9,7 @@ from typing import Any
 import asyncpg
 
 from nous_memory import MemoryStore
-from nous_memory.records import Memory
+from nous_memory.memories.records import Memory
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 SNAPSHOT_TABLES = ("memories", "episodes", "episode_messages", "episode_chunks",

@@ -20,7 +20,7 @@ from nous_memory import (
     Settings,
 )
 from nous_memory.api import MAX_BODY_BYTES, create_app
-from nous_memory.kinds import MAX_TEXT_CHARS
+from nous_memory.memories.kinds import MAX_TEXT_CHARS
 from tests.integration.http_helpers import fields_of, post_body
 
 A = "agent-a"
@@ -456,7 +456,7 @@ async def test_openapi_documents_paths_and_bodies(client: httpx.AsyncClient) -> 
                           "/agents/{agent_id}/episodes/{episode_id}",
                           "/agents/{agent_id}/episodes/{episode_id}/messages",
                           "/agents/{agent_id}/episodes/{episode_id}/close",
-                          # working memory (issue 7)
+                          # working memory
                           "/agents/{agent_id}/episodes/{episode_id}/prompt",
                           "/agents/{agent_id}/episodes/{episode_id}/summary",
                           "/agents/{agent_id}/episodes/{episode_id}/summary/history",

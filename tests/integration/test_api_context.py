@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from nous_memory import MemoryStore
-from nous_memory.cli import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, main
+from nous_memory.cli.main import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, main
 from nous_memory.tokens import count_tokens
 from tests.integration.http_helpers import fields_of, post_body
 

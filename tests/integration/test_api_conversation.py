@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from nous_memory import MemoryStore
-from nous_memory.cli import main
+from nous_memory.cli.main import main
 from nous_memory.conversation.prompt import prompt_tokens
 
 from .http_helpers import fields_of

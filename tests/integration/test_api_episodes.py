@@ -13,8 +13,7 @@ import pytest
 
 from nous_memory import MemoryStore
 from nous_memory.api import create_app
-from nous_memory.episodes import MAX_MESSAGE_CHARS
-from nous_memory.kinds import MAX_TEXT_CHARS
+from nous_memory.memories.kinds import MAX_MESSAGE_CHARS, MAX_TEXT_CHARS
 from nous_memory.testing import ScriptedLLMServer
 from tests.conftest import LLMStoreFactory
 from tests.integration.http_helpers import asgi_client, fields_of

@@ -12,8 +12,8 @@ import pytest
 from nous_memory import MemoryStore
 from nous_memory.api import create_app
 from nous_memory.api.facts import LEARN_EXAMPLES, LEARN_FIELDS, LEARN_RESULT_EXAMPLES
-from nous_memory.facts import LearnResult
-from nous_memory.kinds import MAX_TEXT_CHARS
+from nous_memory.facts.learning import LearnResult
+from nous_memory.memories.kinds import MAX_TEXT_CHARS
 from tests.integration.http_helpers import fields_of, post_body
 
 A = "agent-a"

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from nous_memory import MemoryStore
-from nous_memory.cli import main
+from nous_memory.cli.main import main
 from nous_memory.db import Database
 from nous_memory.llm import CallOutcome, LLMCall, PostgresCallRecorder
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from nous_memory import MemoryStore
-from nous_memory.cli import main
+from nous_memory.cli.main import main
 
 from .test_cli import Result, cli_command, cli_env, run_process
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from nous_memory import MemoryStore
-from nous_memory.context_model import Section, Tier
+from nous_memory.context.model import Section, Tier
 from nous_memory.errors import InvalidInputError
 from nous_memory.testing import ScriptedLLMServer
 from nous_memory.tokens import count_tokens

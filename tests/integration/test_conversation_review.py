@@ -1,4 +1,4 @@
-"""Review of working memory (issue 7) on a real database: each test pins a defect found
+"""Review of working memory on a real database: each test pins a defect found
 in review (see the commit that added it)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import asyncpg
 import httpx
 
 from nous_memory import MemoryStore, blocks
-from nous_memory.cli import main
+from nous_memory.cli.main import main
 from nous_memory.conversation.engine import Summarizer
 from nous_memory.conversation.pairs import content_hash
 from nous_memory.conversation.prompt import prompt_tokens

@@ -10,8 +10,8 @@ import pytest
 
 from nous_memory import ConflictError, InvalidInputError, MemoryStore, NotFoundError
 from nous_memory.blocks import wrap
-from nous_memory.episodes import MAX_MESSAGE_CHARS, OversizeMessageError
-from nous_memory.kinds import EpisodeState, FactsState, SummarySource
+from nous_memory.episodes.lifecycle import OversizeMessageError
+from nous_memory.memories.kinds import MAX_MESSAGE_CHARS, EpisodeState, FactsState, SummarySource
 from nous_memory.testing import ScriptedLLMServer
 
 EXTRACTION = {

@@ -1,5 +1,5 @@
 """expand (tier 3) on a real database: every field, history, supersession chain, source
-episode with a transcript excerpt, cold storage (rows written directly, as issue 6's jobs
+episode with a transcript excerpt, cold storage (rows written directly, as the maintenance jobs
 will), refs, agent scoping and the deferred access counts."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from nous_memory import MemoryStore
 from nous_memory.errors import InvalidInputError, NotFoundError
-from nous_memory.kinds import EpisodeDetail
+from nous_memory.memories.kinds import EpisodeDetail
 from tests.integration.db_helpers import sql
 
 MESSAGES = [

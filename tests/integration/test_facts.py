@@ -9,8 +9,8 @@ import asyncpg
 import pytest
 
 from nous_memory import InvalidInputError, MemoryStore, Status
-from nous_memory.facts import LearnAction, LearnResult
-from nous_memory.memories import PreparedWrite
+from nous_memory.facts.learning import LearnAction, LearnResult
+from nous_memory.memories.manager import PreparedWrite
 from nous_memory.testing import JSONReply, ScriptedLLMServer
 
 

@@ -22,7 +22,7 @@ from nous_memory import (
     SummarySource,
 )
 from nous_memory.embeddings import Vector
-from nous_memory.kinds import MAX_TEXT_CHARS
+from nous_memory.memories.kinds import MAX_TEXT_CHARS
 
 DECISION = {"description": "Chose Postgres + pgvector for unified storage", "outcome": "success",
             "confidence": 0.85, "pattern": "Unify to reduce surface area"}

@@ -12,10 +12,10 @@ import asyncpg
 import pytest
 
 from nous_memory import MemoryStore
+from nous_memory.context.recall import EXACT_SCAN_MAX_ROWS, MAX_K, Priors
 from nous_memory.embeddings import SentenceTransformerEmbedder
 from nous_memory.errors import InvalidInputError
-from nous_memory.kinds import Kind, Status
-from nous_memory.recall import EXACT_SCAN_MAX_ROWS, MAX_K, Priors
+from nous_memory.memories.kinds import Kind, Status
 
 
 @pytest.fixture(params=["exact", "index"])

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from nous_memory import MemoryStore
-from nous_memory.recall import MAX_K
+from nous_memory.context.recall import MAX_K
 from tests.integration.http_helpers import fields_of, post_body
 
 from .test_cli import cli_command, cli_env, run_process

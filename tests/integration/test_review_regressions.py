@@ -10,10 +10,10 @@ import asyncpg
 import pytest
 
 from nous_memory import InvalidInputError, MemoryStore
-from nous_memory.facts import LearnAction
-from nous_memory.kinds import EpisodeState, SummarySource
+from nous_memory.facts.learning import LearnAction
+from nous_memory.memories.kinds import EpisodeState, SummarySource
 from nous_memory.testing import ScriptedLLMServer
-from nous_memory.worker import MAX_ATTEMPTS
+from nous_memory.work.worker import MAX_ATTEMPTS
 
 
 async def _sql(store: MemoryStore, sql: str, *args: Any) -> Any:

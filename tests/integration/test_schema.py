@@ -1,27 +1,21 @@
-"""schema.sql is the source of truth: the SQLModel mirror, the detail models, the named
-queries and the migration runner are all checked against a database built from it."""
+"""schema.sql is the source of truth: the typed rows (and their drift check), the detail
+models, the named queries and the migration runner are all checked against a database
+built from it."""
 
 from __future__ import annotations
 
 import asyncpg
 import pytest
-from sqlalchemy.dialects import postgresql
 
 from nous_memory import MemoryStore, PgvectorMissingError
 from nous_memory.db import QUERIES, Connection, migrate
+from nous_memory.db.drift import expected_tables, schema_drift
 from nous_memory.db.migrate import migrations, schema_status, schema_version
+from nous_memory.db.models import TABLE_MODELS
 from nous_memory.embeddings import BUNDLED_MODEL_NAME
 from nous_memory.errors import EmbeddingMismatchError, SchemaError
-from nous_memory.kinds import DETAIL_MODELS
-from nous_memory.models import TABLE_MODELS
+from nous_memory.memories.kinds import DETAIL_MODELS
 from nous_memory.testing import FakeEmbedder
-
-_SA_TO_PG = {
-    "VARCHAR": "text", "TEXT": "text", "INTEGER": "int4", "BIGINT": "int8",
-    "FLOAT": "float8", "DOUBLE PRECISION": "float8", "UUID": "uuid", "BOOLEAN": "bool",
-    "TIMESTAMP WITH TIME ZONE": "timestamptz", "TEXT[]": "_text", "JSONB": "jsonb",
-    "VECTOR(384)": "vector", "TSVECTOR": "tsvector", "BYTEA": "bytea", "UUID[]": "_uuid",
-}
 
 
 async def _live_columns(conn: asyncpg.Connection, table: str) -> dict[str, tuple[str, bool]]:
@@ -32,33 +26,36 @@ async def _live_columns(conn: asyncpg.Connection, table: str) -> dict[str, tuple
     return {r["column_name"]: (r["udt_name"], r["nullable"]) for r in rows}
 
 
-async def _live_primary_key(conn: asyncpg.Connection, table: str) -> set[str]:
-    rows = await conn.fetch(
-        "SELECT a.attname FROM pg_index i JOIN pg_attribute a "
-        "ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
-        "WHERE i.indrelid = $1::regclass AND i.indisprimary", table)
-    return {r["attname"] for r in rows}
+async def test_typed_rows_match_live_schema(store: MemoryStore) -> None:
+    """db/models.py pictures every table of a database built from schema.sql exactly."""
+    assert await store.schema_drift() == []
+    live = {r["table_name"] for r in await store._db.fetch("catalog_columns")}
+    assert live == set(expected_tables()) and len(live) == len(TABLE_MODELS)
 
 
-async def test_sqlmodel_models_match_live_schema(database_url: str) -> None:
-    conn = await asyncpg.connect(database_url)
+async def test_drift_names_every_hand_made_change(empty_database_url: str) -> None:
+    conn = await asyncpg.connect(empty_database_url)
     try:
-        live_tables = {r["table_name"] for r in await conn.fetch(
-            "SELECT table_name FROM information_schema.tables "
-            "WHERE table_schema = 'public' AND table_type = 'BASE TABLE'")}
-        modelled = {m.__tablename__ for m in TABLE_MODELS}  # type: ignore[attr-defined]
-        assert modelled == live_tables
-        for model in TABLE_MODELS:
-            table = model.__table__  # type: ignore[attr-defined]
-            live = await _live_columns(conn, table.name)
-            mirrored = {
-                col.name: (_SA_TO_PG[col.type.compile(dialect=postgresql.dialect())],
-                           bool(col.nullable))
-                for col in table.columns
-            }
-            assert mirrored == live, table.name
-            assert {c.name for c in table.primary_key} == await _live_primary_key(
-                conn, table.name), table.name
+        wrapped = Connection(conn, QUERIES)
+        await migrate(wrapped, embedding_dim=384, embedding_model=BUNDLED_MODEL_NAME)
+        assert await schema_drift(wrapped) == []
+        await conn.execute("""
+            ALTER TABLE facts DROP COLUMN subject;
+            ALTER TABLE embedding_cache ALTER COLUMN model TYPE varchar(200);
+            ALTER TABLE llm_calls ALTER COLUMN model DROP NOT NULL;
+            ALTER TABLE llm_calls ADD COLUMN extra integer;
+            ALTER TABLE store_meta DROP CONSTRAINT store_meta_pkey;
+            CREATE TABLE stray (x integer);
+            DROP TABLE job_runs;""")
+        assert await schema_drift(wrapped) == [
+            "embedding_cache.model is varchar, expected text",
+            "facts.subject is missing",
+            "table job_runs is missing",
+            "llm_calls.model is nullable, expected NOT NULL",
+            "llm_calls.extra is not known to this version",
+            "store_meta has primary key (), expected (key)",
+            "table stray is not known to this version",
+        ]
     finally:
         await conn.close()
 

@@ -27,7 +27,7 @@ import asyncpg
 import pytest
 
 from nous_memory import MemoryStore
-from nous_memory.kinds import EpisodeState, FactsState, SummarySource
+from nous_memory.memories.kinds import EpisodeState, FactsState, SummarySource
 from nous_memory.testing import Delayed, JSONReply, ScriptedLLMServer, ScriptStep
 from nous_memory.tokens import count_tokens
 from tests.conftest import LLMStoreFactory
@@ -68,11 +68,11 @@ MESSAGES = [
 WORKER_SCRIPT = r"""
 import asyncio, json, logging, os, signal, sys
 from nous_memory import MemoryStore, SentenceTransformerEmbedder
-from nous_memory.episode_close import EpisodeCloser
-from nous_memory.worker import Worker
+from nous_memory.episodes.close import EpisodeCloser
+from nous_memory.work.worker import Worker
 
 logging.basicConfig(level=logging.WARNING, stream=sys.stdout)
-logging.getLogger("nous_memory.worker").setLevel(logging.INFO)  # "result ... dropped"
+logging.getLogger("nous_memory.work.worker").setLevel(logging.INFO)  # "result ... dropped"
 original_run_once = Worker.run_once
 
 

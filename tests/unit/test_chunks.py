@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nous_memory.chunks import TranscriptMessage, chunk_messages, index_text
+from nous_memory.episodes.chunks import TranscriptMessage, chunk_messages, index_text
 
 
 def msg(seq: int, text: str, name: str = "Ana") -> TranscriptMessage:

@@ -174,7 +174,7 @@ def check_scheduler_service(compose: Compose) -> None:
     assert not svc.get("profiles"), f"scheduler is opt-in (profiles {svc.get('profiles')})"
     words = command_words(svc)
     assert words[:2] == ["nous-memory", "scheduler"], f"scheduler runs {words}"
-    from nous_memory.cli import build_parser
+    from nous_memory.cli.main import build_parser
     commands = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
     assert words[1] in commands, f"the CLI has no {words[1]!r} command"
     check_database_url(compose, "scheduler")

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nous_memory import blocks
-from nous_memory.context_model import (
+from nous_memory.context.model import (
     DEFAULT_SECTION_BUDGETS,
     MIN_BUDGET_TOKENS,
     Candidate,
@@ -19,7 +19,7 @@ from nous_memory.context_model import (
     Section,
     parse_request,
 )
-from nous_memory.context_sections import assemble, item_line
+from nous_memory.context.sections import assemble, item_line
 from nous_memory.errors import InvalidInputError
 from nous_memory.tokens import count_tokens
 

@@ -1,4 +1,4 @@
-"""Review of working memory (issue 7): defects found in review, each pinned by a test."""
+"""Review of working memory: defects found in review, each pinned by a test."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nous_memory.extraction import fit, label, query_digest, source_text
+from nous_memory.context.extraction import fit, label, query_digest, source_text
 from nous_memory.tokens import count_tokens
 
 

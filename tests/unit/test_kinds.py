@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nous_memory.errors import InvalidInputError, PayloadTooLargeError
-from nous_memory.kinds import MAX_TEXT_CHARS, Kind, parse_agent_id, parse_new
+from nous_memory.memories.kinds import MAX_TEXT_CHARS, Kind, parse_agent_id, parse_new
 
 
 def _problem(kind: str, **fields: object) -> tuple[str, str]:

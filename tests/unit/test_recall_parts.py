@@ -6,9 +6,9 @@ from uuid import UUID
 
 import pytest
 
+from nous_memory.context.recall import MAX_K, Fusion, Priors, leg_size, make_ref, parse_request
 from nous_memory.errors import InvalidInputError
-from nous_memory.kinds import Kind
-from nous_memory.recall import MAX_K, Fusion, Priors, leg_size, make_ref, parse_request
+from nous_memory.memories.kinds import Kind
 
 ID = UUID("1a2b3c4d-0000-4000-8000-000000000000")
 

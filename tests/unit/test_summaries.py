@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nous_memory.kinds import (
+from nous_memory.memories.kinds import (
     CensorDetail,
     DecisionDetail,
     EpisodeDetail,
@@ -13,7 +13,12 @@ from nous_memory.kinds import (
     ProcedureDetail,
     SummarySource,
 )
-from nous_memory.summaries import RULE_SUMMARY_MAX_CHARS, leading_sentences, percent, summarize
+from nous_memory.memories.summaries import (
+    RULE_SUMMARY_MAX_CHARS,
+    leading_sentences,
+    percent,
+    summarize,
+)
 
 PATTERNS = ["Query past decisions", "Evaluate 2+ alternatives", "Record with confidence",
             "Revisit after a month"]
@@ -93,8 +98,8 @@ def test_long_detail_rule_summary_is_bounded() -> None:
 
 
 def test_a_message_over_the_input_cap_is_cut_with_a_note() -> None:
-    from nous_memory.chunks import TranscriptMessage
-    from nous_memory.episode_close import render_transcript, split_for_cap
+    from nous_memory.episodes.chunks import TranscriptMessage
+    from nous_memory.episodes.close import render_transcript, split_for_cap
     from nous_memory.tokens import count_tokens
 
     huge = TranscriptMessage(seq=0, role="user", content="word " * 5000)

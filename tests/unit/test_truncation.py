@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nous_memory.context.truncation import GAP, query_terms, truncate
 from nous_memory.tokens import count_tokens
-from nous_memory.truncation import GAP, query_terms, truncate
 
 DETAIL = (
     "We met at the office on Monday. The weather was grey and nobody had coffee. "

@@ -1,0 +1,151 @@
+"""The ``nous-memory`` command line: a thin synchronous wrapper over ``MemoryStore``.
+
+Each invocation parses its arguments, runs one coroutine with ``asyncio.run`` and maps
+errors to exit codes: 0 success, 1 other failures, 2 usage errors and invalid input,
+3 not found, 4 conflict.  ``--json`` prints machine-readable JSON on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import warnings
+from collections.abc import Iterable, Sequence
+
+from ..config import Settings
+from ..errors import ConflictError, InvalidInputError, NotFoundError, NousMemoryError
+from ..store import MemoryStore
+from .context import add_context_commands
+from .episodes import add_episode_commands
+from .facts import add_fact_commands
+from .jobs import add_job_commands
+from .memories import add_memory_commands
+from .output import Command, Output
+from .recall import add_recall_command
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFLICT = 0, 1, 2, 3, 4
+
+EPILOG = """\
+exit codes: 0 ok, 1 error, 2 usage error or invalid input, 3 not found, 4 conflict.
+Settings not given as options come from NOUS_MEMORY_* environment variables; without a
+database URL an embedded PostgreSQL is started in the data directory."""
+
+
+# ---------------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nous-memory", description="Long-term memory for LLM agents (PostgreSQL + pgvector).",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", action="store_true", help="print JSON on stdout")
+    parser.add_argument("--database-url", metavar="URL",
+                        help="PostgreSQL DSN (default: $NOUS_MEMORY_DATABASE_URL, else embedded)")
+    parser.add_argument("--data-dir", metavar="DIR",
+                        help="embedded server directory (default: $NOUS_MEMORY_DATA_DIR)")
+    # --json is also accepted after the command; SUPPRESS keeps the global value otherwise
+    json_flag = argparse.ArgumentParser(add_help=False)
+    json_flag.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                           help="print JSON on stdout")
+    agent = argparse.ArgumentParser(add_help=False, parents=[json_flag])
+    agent.add_argument("--agent", required=True, metavar="AGENT",
+                       help="the agent whose memories these are")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    add_memory_commands(commands, agent, json_flag)
+    add_fact_commands(commands, agent)
+    add_episode_commands(commands, agent, json_flag)
+    add_job_commands(commands, agent, json_flag)
+    add_recall_command(commands, agent)
+    add_context_commands(commands, agent)
+
+    serve = commands.add_parser("serve", help="run the REST API")
+    serve.add_argument("--host", help="interface to bind (default: settings api_host)")
+    serve.add_argument("--port", type=int, help="port (default: settings api_port)")
+    serve.add_argument("--no-worker", action="store_true",
+                       help="do not process the work queue in the server (run "
+                            "'nous-memory worker' instead; default: "
+                            "$NOUS_MEMORY_RUN_WORKER_IN_SERVE, true)")
+    serve.add_argument("--scheduler", action="store_true", default=None,
+                       help="also run the maintenance scheduler in the server (default: "
+                            "$NOUS_MEMORY_RUN_SCHEDULER_IN_SERVE, false; or run "
+                            "'nous-memory scheduler')")
+    return parser
+
+
+# ---------------------------------------------------------------------- running
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return Settings.from_env(database_url=args.database_url, data_dir=args.data_dir)
+
+
+async def _run(args: argparse.Namespace) -> Output:
+    handler: Command = args.handler
+    read_only = getattr(args, "db_command", None) == "status"
+    async with MemoryStore.open(settings=_settings(args), migrate=not read_only) as store:
+        return await handler(store, args)
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    settings = _settings(args)
+    try:
+        from ..api import create_app
+    except ImportError as exc:
+        raise NousMemoryError(f"the REST API is not available: {exc}") from exc
+    import uvicorn
+
+    app = create_app(settings=settings, run_worker=False if args.no_worker else None,
+                     run_scheduler=args.scheduler)
+    config = uvicorn.Config(app,
+                            host=args.host or settings.api_host,
+                            port=args.port if args.port is not None else settings.api_port)
+    await uvicorn.Server(config).serve()
+
+
+def _print_output(output: Output, as_json: bool) -> None:
+    text = json.dumps(output.data, indent=2, ensure_ascii=False) if as_json else output.text
+    if text:
+        print(text)
+
+
+def _fail(messages: Iterable[str], code: int) -> int:
+    for message in messages:
+        print(f"nous-memory: error: {message}", file=sys.stderr)
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    # platformdirs warns about this when the embedded server starts; it is noise here
+    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        if args.command == "serve":
+            with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a server stops
+                asyncio.run(_serve(args))
+            return EXIT_OK
+        output = asyncio.run(_run(args))
+    except InvalidInputError as exc:
+        return _fail((str(p) for p in exc.problems), EXIT_USAGE)
+    except NotFoundError as exc:
+        return _fail([str(exc)], EXIT_NOT_FOUND)
+    except ConflictError as exc:
+        return _fail([str(exc)], EXIT_CONFLICT)
+    except NousMemoryError as exc:
+        return _fail([str(exc)], EXIT_ERROR)
+    except KeyboardInterrupt:
+        return _fail(["interrupted"], 130)
+    try:
+        _print_output(output, args.json)
+    except BrokenPipeError:  # e.g. piped into head: the reader has all it wants
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return EXIT_OK
+

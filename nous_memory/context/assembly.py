@@ -1,0 +1,284 @@
+"""``assemble_context``: the read path an assistant calls on every turn.
+
+One embedding, then recall's single ranking statement and the always-on read (matching
+censors, pinned profile facts) side by side, then, only when complex records are among
+the candidates, one batched read of their cached tier-2 extractions (started as soon as
+the ranking is known, beside the merge with the always-on items).  Everything else
+is Python: section budgets, exact token counts, the text.  Writes the call causes
+(extraction work items, cache rows of a sync call, access counts) happen after the
+answer, in the background; ``drain()`` waits for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections.abc import Coroutine, Mapping, Sequence
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+
+from .. import blocks
+from ..db import Database
+from ..embeddings.embedders import Embedder, embed_checked
+from ..facts.rules import censor_matches
+from ..memories.kinds import Kind, parse_agent_id
+from .access import AccessLog
+from .extraction import (
+    HOT_SOURCE_CHARS,
+    ITEM_MAX_TOKENS,
+    TIER2_PER_SECTION,
+    Extracted,
+    Extractor,
+    label,
+    query_digest,
+    source_text,
+)
+from .model import (
+    DEFAULT_BUDGET_TOKENS,
+    MIN_BUDGET_TOKENS,
+    Candidate,
+    Context,
+    ContextRequest,
+    ContextTimings,
+    Extraction,
+    Section,
+    Tier,
+    parse_request,
+)
+from .recall import Recaller, make_ref
+from .recall import parse_request as parse_recall_request
+from .sections import assemble, order_section
+from .truncation import truncate
+
+_log = logging.getLogger(__name__)
+
+CANDIDATE_K = 50  # recall depth: more than any default budget can hold
+CENSOR_LIMIT = 200  # censors read per call to match against the query
+PINNED_FACT_LIMIT = 10  # profile facts always considered
+PROFILE_CATEGORIES = ("preference", "person", "rule", "profile", "identity")
+# a censor whose trigger does not match the query is shown only when this close to it
+# (raw cosine, all-MiniLM-L6-v2): a rule about e-mail has no place in a talk about tables
+CENSOR_MIN_COSINE = 0.45
+PROMPT_BLOCK_MARGIN = 16  # the prompt's own block marker and message overhead
+
+SECTION_OF_KIND: Mapping[Kind, Section] = {
+    Kind.CENSOR: Section.CENSORS,
+    Kind.DECISION: Section.DECISIONS,
+    Kind.FACT: Section.FACTS,
+    Kind.PROCEDURE: Section.PROCEDURES,
+    Kind.EPISODE: Section.EPISODES,
+}
+
+
+def candidate_from_row(row: Mapping[str, Any]) -> Candidate:
+    """A ranked row of recall's statement as a candidate (no ``RecallItem`` in between:
+    this runs for every candidate of every call)."""
+    chunk_no = row["chunk_no"]
+    if row["source"] == "chunk":
+        return Candidate(ref=make_ref(row["kind"], row["memory_id"], chunk_no),
+                         memory_id=row["memory_id"], kind="chunk", section=Section.EXCERPTS,
+                         text=row["text"], score=row["final"], chunk_no=chunk_no,
+                         tier=Tier.VERBATIM)
+    kind = Kind(row["kind"])
+    return Candidate(ref=make_ref(kind.value, row["memory_id"]), memory_id=row["memory_id"],
+                     kind=kind.value, section=SECTION_OF_KIND[kind], text=row["text"],
+                     score=row["final"], cosine=row["cosine"])
+
+
+COMPLEX_KINDS: Mapping[str, Section] = {Kind.EPISODE.value: Section.EPISODES,
+                                        Kind.PROCEDURE.value: Section.PROCEDURES}
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Tier2Read:
+    """The tier-2 lookup of one call, under way."""
+
+    max_tokens: int
+    rows: asyncio.Task[list[Any]]
+
+
+def ref_of(kind: str, memory_id: UUID) -> str:
+    return f"{kind}:{memory_id.hex[:8]}"
+
+
+class ContextAssembler:
+    def __init__(self, db: Database, embedder: Embedder, recaller: Recaller,
+                 extractor: Extractor, access: AccessLog) -> None:
+        self._db = db
+        self._embedder = embedder
+        self._recaller = recaller
+        self._extractor = extractor
+        self._access = access
+        self._background: set[asyncio.Task[Any]] = set()
+
+    async def for_prompt(self, agent_id: str, query: str, budget_tokens: int) -> str:
+        """Working memory's context provider: the assembled items for a prompt's context
+        block (which marks them itself), or nothing when the room is below the minimum."""
+        room = budget_tokens - PROMPT_BLOCK_MARGIN
+        if room < MIN_BUDGET_TOKENS:
+            return ""
+        context = await self.assemble(agent_id, query, budget_tokens=room)
+        return blocks.unwrap(context.text, "context") if context.items else ""
+
+    async def assemble(self, agent_id: str, query: str, *,
+                       budget_tokens: int = DEFAULT_BUDGET_TOKENS,
+                       sections: Mapping[str, int] | Sequence[str] | None = None,
+                       extraction: Extraction | str = Extraction.CACHED,
+                       query_embedding: Sequence[float] | np.ndarray[Any, Any] | None = None
+                       ) -> Context:
+        started = time.perf_counter()
+        agent = parse_agent_id(agent_id)
+        req = parse_request(agent, query, budget_tokens, sections, extraction)
+        kinds = sorted({k for k, s in SECTION_OF_KIND.items() if s in req.budgets}
+                       | ({Kind.EPISODE} if Section.EXCERPTS in req.budgets else set()))
+        ranking = parse_recall_request(agent, req.query, kinds, CANDIDATE_K, False)
+        if query_embedding is not None:
+            vector = self._recaller.check_vector(query_embedding)
+        else:
+            vector = (await embed_checked(self._embedder, [req.query]))[0]
+        embedded = time.perf_counter()
+        # the always-on read runs beside recall's statement, not beside the model (which
+        # keeps every core busy)
+        always = asyncio.create_task(self._db.fetch(
+            "context_always_on", agent, list(PROFILE_CATEGORIES), CENSOR_LIMIT,
+            PINNED_FACT_LIMIT if Section.FACTS in req.budgets else 0))
+        tier2: Tier2Read | None = None
+        try:
+            ranked = await self._recaller.ranked_rows(ranking, vector)
+            recalled = [candidate_from_row(row) for row in ranked]
+            tier2 = self._start_tier2_read(req, recalled)  # beside the merge below
+            always_rows = await always
+            fetched = time.perf_counter()
+            candidates = self._merge(req, recalled, always_rows)
+            candidates, hits, misses, queued = await self._tier2(req, candidates, tier2)
+        finally:  # on failure, the reads still under way are stopped and their errors taken
+            tasks = [t for t in (always, tier2.rows if tier2 else None) if t is not None]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        extracted = time.perf_counter()
+        result = assemble(candidates, req.budgets, req.budget_tokens)
+        self._access.record(agent, {i.id for i in result.items})
+        done = time.perf_counter()
+        return Context(
+            text=result.text, items=result.items, tokens_used=result.tokens,
+            budget_tokens=req.budget_tokens, dropped=result.dropped, cache_hits=hits,
+            cache_misses=misses, extraction_queued=queued, extraction=req.extraction,
+            timings=ContextTimings(
+                embed_ms=_ms(started, embedded), candidates_ms=_ms(embedded, fetched),
+                extraction_ms=_ms(fetched, extracted), assemble_ms=_ms(extracted, done),
+                total_ms=_ms(started, done)))
+
+    @staticmethod
+    def _merge(req: ContextRequest, recalled: list[Candidate],
+               always_rows: Sequence[Mapping[str, Any]]) -> list[Candidate]:
+        """Recalled items plus the always-on ones; a recalled item that is also always-on
+        is kept once, pinned."""
+        pinned: dict[UUID, Mapping[str, Any]] = {}
+        for row in always_rows:
+            if row["kind"] == Kind.CENSOR.value and not censor_matches(
+                    row["trigger_pattern"], req.query):
+                continue
+            pinned[row["id"]] = row
+        out: list[Candidate] = []
+        for cand in recalled:
+            if cand.chunk_no is None and cand.memory_id in pinned:
+                pinned.pop(cand.memory_id)
+                cand = dataclasses.replace(cand, pinned=True)
+            elif cand.section is Section.CENSORS and (cand.cosine or 0.0) < CENSOR_MIN_COSINE:
+                continue  # ranked in only because the agent has few memories
+            out.append(cand)
+        for ident, row in pinned.items():
+            kind = Kind(row["kind"])
+            out.append(Candidate(ref=ref_of(kind.value, ident), memory_id=ident,
+                                 kind=kind.value, section=SECTION_OF_KIND[kind],
+                                 text=row["summary"], score=float(row["importance"]),
+                                 pinned=True))
+        return out
+
+    def _start_tier2_read(self, req: ContextRequest, recalled: list[Candidate]
+                          ) -> Tier2Read | None:
+        """Start reading the cached extractions of the best-ranked complex records.  They
+        are known from recall's ranking alone (always-on items are never complex)."""
+        ids = [c.memory_id for kind, section in COMPLEX_KINDS.items() if section in req.budgets
+               for c in order_section([c for c in recalled
+                                       if c.chunk_no is None and c.kind == kind]
+                                      )[:TIER2_PER_SECTION]]
+        if not ids:
+            return None
+        max_tokens = min([ITEM_MAX_TOKENS] + [req.budgets[s] for s in COMPLEX_KINDS.values()
+                                              if s in req.budgets and req.budgets[s] > 0])
+        return Tier2Read(max_tokens=max_tokens, rows=asyncio.create_task(self._db.fetch(
+            "context_tier2", req.agent_id, ids, query_digest(req.query), max_tokens,
+            HOT_SOURCE_CHARS)))
+
+    async def _tier2(self, req: ContextRequest, candidates: list[Candidate],
+                     read: Tier2Read | None) -> tuple[list[Candidate], int, int, int]:
+        """Complex records get their cached extraction, else a truncation now (and an LLM
+        extraction queued, or waited for within the sync budget)."""
+        if read is None:
+            return candidates, 0, 0, 0
+        max_tokens = read.max_tokens
+        rows = await read.rows
+        texts: dict[UUID, tuple[str, Tier]] = {}
+        sources: dict[UUID, str] = {}
+        hits = 0
+        for row in rows:
+            if row["cached"] is not None:
+                hits += 1
+                tier = Tier.EXTRACTION if row["cached_source"] == "llm" else Tier.TRUNCATION
+                texts[row["id"]] = (label(row) + row["cached"], tier)
+            else:
+                sources[row["id"]] = source_text(row)
+        misses = len(sources)
+        llm_done: dict[UUID, Extracted] = {}
+        if sources and req.extraction is Extraction.SYNC:
+            llm_done = await self._extractor.sync_extract(req.agent_id, req.query, sources,
+                                                          max_tokens)
+            if llm_done:
+                self._later(self._extractor.store(req.agent_id, req.query, max_tokens,
+                                                  llm_done))
+        labels = {row["id"]: label(row) for row in rows}
+        for ident, text in sources.items():
+            if ident in llm_done:
+                got = llm_done[ident]
+                tier = Tier.EXTRACTION if got.source == "llm" else Tier.TRUNCATION
+                texts[ident] = (labels[ident] + got.content, tier)
+            else:
+                texts[ident] = (labels[ident] + truncate(text, req.query, max_tokens),
+                                Tier.TRUNCATION)
+        queued = 0
+        pending = [i for i in sources if i not in llm_done]
+        if pending and req.extraction is not Extraction.OFF and self._extractor.llm_configured:
+            queued = len(pending)
+            self._later(self._extractor.queue(req.agent_id, req.query, max_tokens, pending))
+        resolved = [dataclasses.replace(c, text=texts[c.memory_id][0],
+                                        tier=texts[c.memory_id][1])
+                    if c.chunk_no is None and c.memory_id in texts else c
+                    for c in candidates]
+        return resolved, hits, misses, queued
+
+    def _later(self, work: Coroutine[Any, Any, Any]) -> None:
+        """Run a write after the answer; failures are logged (it is a cache, not a record)."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[Any]) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            _log.warning("deferred context write failed: %s", task.exception())
+
+    async def drain(self) -> None:
+        """Wait for the deferred writes of earlier calls (queue, cache, access counts)."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+        await self._access.flush()
+
+
+def _ms(start: float, end: float) -> float:
+    return round((end - start) * 1000, 3)

@@ -1,0 +1,354 @@
+-- The read path: recall, context assembly's reads, tier-2 extraction cache, expand, access counts.
+-- `-- name: x` starts a query; the comment lines after it say why it looks the way it
+-- does.  Every query on tenant data filters by agent_id ($1 by convention); the few
+-- that read across agents say so (tests/unit/test_queries.py lists them).  The loader
+-- (nous_memory/db/queries.py) reads every package's queries.sql into one namespace.
+
+-- ---------------------------------------------------------------- context
+
+-- name: context_always_on
+-- Censors (matched against the query in Python) and pinned profile facts ($2: the
+-- categories), considered on every call whatever the ranking says.  $3, $4: limits.
+(SELECT m.id, m.kind, m.summary, m.importance, c.trigger_pattern
+ FROM censors c JOIN memories m ON m.agent_id = c.agent_id AND m.id = c.memory_id
+ WHERE c.agent_id = $1 AND m.status = 'active'
+ ORDER BY m.importance DESC, m.id LIMIT $3)
+UNION ALL
+(SELECT m.id, m.kind, m.summary, m.importance, NULL
+ FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
+ WHERE f.agent_id = $1 AND m.status = 'active' AND lower(f.category) = ANY($2::text[])
+ ORDER BY m.importance DESC, f.confirmation_count DESC, m.updated_at DESC, m.id LIMIT $4);
+
+-- name: context_tier2
+-- The complex records among the candidates ($2) with their unexpired extraction for this
+-- query ($3 sha256, $4 max tokens).  The source text is sent only on a miss, capped at $5
+-- characters for the hot-path truncation (the queued LLM extraction reads it whole).
+SELECT m.id, m.kind, c.content AS cached, c.source AS cached_source,
+       CASE WHEN c.content IS NULL THEN left(e.detail, $5) END AS detail,
+       e.title, p.name,
+       CASE WHEN c.content IS NULL THEN p.goals END AS goals,
+       CASE WHEN c.content IS NULL THEN p.core_patterns END AS core_patterns,
+       CASE WHEN c.content IS NULL THEN p.implementation_notes END AS notes
+FROM memories m
+LEFT JOIN episodes e ON m.kind = 'episode' AND e.agent_id = m.agent_id AND e.memory_id = m.id
+LEFT JOIN procedures p
+       ON m.kind = 'procedure' AND p.agent_id = m.agent_id AND p.memory_id = m.id
+LEFT JOIN extraction_cache c
+       ON c.agent_id = m.agent_id AND c.memory_id = m.id AND c.query_sha256 = $3
+      AND c.max_tokens = $4 AND c.expires_at > now()
+WHERE m.agent_id = $1 AND m.id = ANY($2::uuid[])
+  AND ((m.kind = 'episode' AND length(e.detail) > 1000)
+       OR (m.kind = 'procedure' AND cardinality(p.core_patterns) > 5));
+
+-- name: extraction_source
+-- The whole source text of one complex record, for the LLM extraction (worker).
+SELECT m.kind, m.status, e.title, e.detail, p.name, p.goals, p.core_patterns,
+       p.implementation_notes AS notes
+FROM memories m
+LEFT JOIN episodes e ON m.kind = 'episode' AND e.agent_id = m.agent_id AND e.memory_id = m.id
+LEFT JOIN procedures p
+       ON m.kind = 'procedure' AND p.agent_id = m.agent_id AND p.memory_id = m.id
+WHERE m.agent_id = $1 AND m.id = $2;
+
+-- name: extraction_cache_fresh
+SELECT source FROM extraction_cache
+WHERE agent_id = $1 AND memory_id = $2 AND query_sha256 = $3 AND max_tokens = $4
+  AND expires_at > now();
+
+-- name: extraction_cache_store
+-- An LLM result replaces anything; a rule result never replaces a fresh LLM one.
+INSERT INTO extraction_cache (agent_id, memory_id, query_sha256, max_tokens, content, source,
+                              model, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8))
+ON CONFLICT (agent_id, memory_id, query_sha256, max_tokens) DO UPDATE SET
+    content = EXCLUDED.content, source = EXCLUDED.source, model = EXCLUDED.model,
+    created_at = now(), expires_at = EXCLUDED.expires_at
+WHERE extraction_cache.source = 'rule' OR EXCLUDED.source = 'llm'
+   OR extraction_cache.expires_at <= now();
+
+-- name: memories_accessed
+-- Deferred, batched access bookkeeping ($2 ids, $3 hit counts, $4 time of the last one);
+-- not a change of the record, so version and updated_at stay.
+UPDATE memories m SET access_count = m.access_count + u.n,
+       last_accessed_at = GREATEST(m.last_accessed_at, $4::timestamptz)
+FROM unnest($2::uuid[], $3::integer[]) AS u(id, n)
+WHERE m.agent_id = $1 AND m.id = u.id;
+
+-- ---------------------------------------------------------------- expand
+
+-- name: memory_by_ref
+-- A short ref (kind + the first hex digits of the id) as a range on the primary key.
+SELECT id FROM memories
+WHERE agent_id = $1 AND id BETWEEN $2::uuid AND $3::uuid AND ($4::text IS NULL OR kind = $4)
+  AND status <> 'deleted'
+ORDER BY id LIMIT 2;
+
+-- name: memory_archive_parts
+-- full_detail: the hot head (raw, as stored) followed by the archived rest.
+SELECT a.part, a.start_offset, a.content, a.messages, a.reason, a.archived_at,
+       CASE WHEN a.part = 'detail'
+            THEN left(COALESCE(e.detail, ''), a.start_offset) || a.content END AS full_detail
+FROM memory_archive a
+LEFT JOIN episodes e ON e.agent_id = a.agent_id AND e.memory_id = a.memory_id
+WHERE a.agent_id = $1 AND a.memory_id = $2 ORDER BY a.part;
+
+-- ---------------------------------------------------------------- recall
+
+-- name: recall_plan_settings
+-- Recall's settings inside its transaction (a large agent's; a small agent's too when
+-- there is no scan pool).  Filtered HNSW scans (this agent, these kinds) keep going until
+-- the LIMIT is met; relaxed order is re-sorted by exact distance in the recall query.
+-- $1, the plan cache mode: a large agent's index scans need a plan of their own
+-- ('force_custom_plan': the planner sees how many rows this agent has); a small agent's
+-- statement does not ('force_generic_plan').  $2, enable_seqscan: 'off' for a small
+-- agent (see scan_session_settings), 'on' for a large one.
+SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
+       set_config('plan_cache_mode', $1, true),
+       set_config('enable_seqscan', $2, true);
+
+-- name: recall_agent_rows
+-- The most rows a small agent's recall would read from one table (every memory but the
+-- deleted ones, every chunk), counted up to $2.
+SELECT GREATEST(
+    (SELECT count(*) FROM (SELECT 1 FROM memories
+                           WHERE agent_id = $1 AND status <> 'deleted' LIMIT $2) AS m),
+    (SELECT count(*) FROM (SELECT 1 FROM episode_chunks WHERE agent_id = $1 LIMIT $2) AS c));
+
+-- name: recall
+-- Hybrid recall in one statement.  $1 agent, $2 query text, $3 query vector, $4 model,
+-- $5 kinds, $6 memory statuses, $7 include chunks, $8 candidates per leg, $9 k,
+-- $10 RRF constant, $11..$16 priors (recency weight, half-life days, importance,
+-- confidence, use weight, use saturation), $17/$18 weights of the text and vector legs
+-- in the fusion, $19 how much a word of a chunk's context (weight D) counts against
+-- one of its own text, $20 the priors' spread (largest factor / smallest), $21 true for
+-- a small agent: its rows are read once (mem_rows, chunk_rows) and every leg works on
+-- them in memory (an exact vector scan beats a filtered HNSW scan there, and is exact);
+-- false for a large agent: HNSW indexes for the vector legs, the GIN indexes for the
+-- text leg.  Each half is gated on $21, so only one of them runs.
+-- Two legs, each over memories and episode chunks together (one corpus, so neither table
+-- gets top ranks for free): vector (per table, merged by distance) and BM25 full text.
+-- The full-text query is an OR of the text's lexemes (to_tsvector never fails on any
+-- input; the tsvector's canonical text form re-parses as a tsquery), scored by BM25
+-- (Lucene's always-positive idf) with each lexeme's document frequency counted over the
+-- agent's rows.  A lexeme in half the documents or more carries no evidence under the
+-- classic Robertson-Sparck Jones weight (zero or less), so it does not select documents:
+-- it only adds to the score of the ones the other lexemes select (when every lexeme is
+-- that common, the rarest ones select).  Measured on LoCoMo: recall unchanged.  Term
+-- frequencies come from each selected row's tsvector cut down to the query's lexemes
+-- (setweight marks them 'C', ts_filter keeps them).  Priors only scale a fused score by [min, max] factors, so an item whose fused
+-- score times the spread is below the k-th best fused score cannot reach the top k: only
+-- the rest are joined to their details.  Chunks never need episode_messages (archived
+-- transcripts).
+WITH gone AS (
+    -- episodes whose chunks recall never returns
+    SELECT COALESCE(array_agg(id), '{}') AS ids FROM memories
+    WHERE agent_id = $1 AND status NOT IN ('active', 'archived') AND kind = 'episode'
+),
+tq AS (
+    SELECT ARRAY(SELECT u.lexeme FROM unnest(v) AS u) AS lexemes
+    FROM to_tsvector('english', $2) AS v
+),
+mem_rows AS MATERIALIZED (
+    SELECT m.id, m.status, length(m.search_tsv) AS len, m.search_tsv AS tsv,
+           CASE WHEN m.embedding_model = $4 THEN m.embedding <=> $3 END AS dist
+    FROM memories m
+    WHERE $21 AND m.agent_id = $1 AND m.status = ANY($6::text[]) AND m.kind = ANY($5::text[])
+),
+chunk_rows AS MATERIALIZED (
+    SELECT c.episode_id, c.chunk_no, length(c.search_tsv) AS len, c.search_tsv AS tsv,
+           CASE WHEN c.embedding_model = $4 THEN c.embedding <=> $3 END AS dist
+    FROM gone, episode_chunks c
+    WHERE $21 AND $7 AND c.agent_id = $1 AND c.episode_id <> ALL(gone.ids)
+),
+vec AS MATERIALIZED (
+    (SELECT 'memory' AS source, id AS memory_id, NULL::integer AS chunk_no, dist
+     FROM mem_rows WHERE status = 'active' AND dist IS NOT NULL ORDER BY dist, id LIMIT $8)
+    UNION ALL
+    (SELECT 'memory', id, NULL, dist FROM mem_rows
+     WHERE status <> 'active' AND dist IS NOT NULL ORDER BY dist, id LIMIT $8)
+    UNION ALL
+    (SELECT 'chunk', episode_id, chunk_no, dist FROM chunk_rows
+     WHERE dist IS NOT NULL ORDER BY dist, episode_id, chunk_no LIMIT $8)
+    UNION ALL
+    (SELECT 'memory', m.id, NULL, m.embedding <=> $3
+     FROM memories m
+     WHERE NOT $21 AND m.agent_id = $1 AND m.status = 'active' AND m.kind = ANY($5::text[])
+       AND m.embedding_model = $4
+     ORDER BY m.embedding <=> $3 LIMIT $8)
+    UNION ALL
+    -- archived (and superseded) rows are not in the HNSW index
+    (SELECT 'memory', m.id, NULL, m.embedding <=> $3 FROM memories m
+     WHERE NOT $21 AND m.agent_id = $1 AND m.status <> 'active' AND m.status = ANY($6::text[])
+       AND m.kind = ANY($5::text[]) AND m.embedding_model = $4
+     ORDER BY m.embedding <=> $3 LIMIT $8)
+    UNION ALL
+    (SELECT 'chunk', c.episode_id, c.chunk_no, c.embedding <=> $3
+     FROM gone, episode_chunks c
+     WHERE NOT $21 AND $7 AND c.agent_id = $1 AND c.embedding_model = $4
+       AND c.episode_id <> ALL(gone.ids)
+     ORDER BY c.embedding <=> $3 LIMIT $8)
+),
+qs AS MATERIALIZED (
+    -- each query lexeme as a tsquery of its own
+    SELECT t.lexeme, array_to_tsvector(ARRAY[t.lexeme])::text::tsquery AS q
+    FROM tq, unnest(tq.lexemes) AS t(lexeme)
+),
+terms AS MATERIALIZED (
+    -- each query lexeme's document frequency among the agent's rows (counted, not scored):
+    -- one join over the rows in memory, or per lexeme through the GIN indexes
+    SELECT qs.lexeme, COALESCE(n.df, 0) AS df
+    FROM qs LEFT JOIN (SELECT q.lexeme, count(*) AS df  -- the rows stream past the lexemes
+                       FROM (SELECT tsv FROM mem_rows UNION ALL SELECT tsv FROM chunk_rows) AS d
+                       JOIN qs AS q ON d.tsv @@ q.q
+                       GROUP BY q.lexeme) AS n USING (lexeme)
+    WHERE $21
+    UNION ALL
+    SELECT qs.lexeme,
+           (SELECT count(*) FROM memories m
+            WHERE m.agent_id = $1 AND m.search_tsv @@ qs.q AND m.status = ANY($6::text[])
+              AND m.kind = ANY($5::text[]))
+           + (SELECT count(*) FROM gone, episode_chunks c
+              WHERE $7 AND c.agent_id = $1 AND c.search_tsv @@ qs.q
+                AND c.episode_id <> ALL(gone.ids))
+    FROM qs WHERE NOT $21
+),
+corpus AS (
+    SELECT sum(n)::float8 AS n, GREATEST(sum(total) / GREATEST(sum(n), 1), 1)::float8 AS avgdl
+    FROM (SELECT count(*) AS n, sum(len) AS total FROM mem_rows
+          UNION ALL
+          SELECT count(*), sum(len) FROM chunk_rows
+          UNION ALL
+          SELECT count(*), sum(length(search_tsv)) FROM memories
+          WHERE NOT $21 AND agent_id = $1 AND status = ANY($6::text[])
+            AND kind = ANY($5::text[])
+          UNION ALL
+          SELECT count(*), sum(length(c.search_tsv)) FROM gone, episode_chunks c
+          WHERE NOT $21 AND $7 AND c.agent_id = $1 AND c.episode_id <> ALL(gone.ids)
+         ) AS parts
+),
+weights AS MATERIALIZED (
+    SELECT t.lexeme, ln(1 + (s.n - t.df + 0.5) / (t.df + 0.5)) AS idf,
+           t.df > 0 AND (2 * t.df < s.n
+                         OR t.df = min(t.df) FILTER (WHERE t.df > 0) OVER ()) AS selects
+    FROM terms t, corpus s
+),
+sel AS (
+    SELECT replace(array_to_tsvector(array_agg(lexeme) FILTER (WHERE selects))::text,
+                   ''' ''', ''' | ''')::tsquery AS q,
+           array_agg(lexeme) AS lexemes
+    FROM weights
+),
+docs AS (
+    -- the selected documents: their length and their tsvector
+    SELECT 'memory' AS source, r.id AS memory_id, NULL::integer AS chunk_no, r.len, r.tsv
+    FROM sel, mem_rows r WHERE r.tsv @@ sel.q
+    UNION ALL
+    SELECT 'chunk', r.episode_id, r.chunk_no, r.len, r.tsv
+    FROM sel, chunk_rows r WHERE r.tsv @@ sel.q
+    UNION ALL
+    SELECT 'memory', m.id, NULL, length(m.search_tsv), m.search_tsv
+    FROM sel, memories m
+    WHERE NOT $21 AND m.agent_id = $1 AND m.search_tsv @@ sel.q
+      AND m.status = ANY($6::text[]) AND m.kind = ANY($5::text[])
+    UNION ALL
+    SELECT 'chunk', c.episode_id, c.chunk_no, length(c.search_tsv), c.search_tsv
+    FROM sel, gone, episode_chunks c
+    WHERE NOT $21 AND $7 AND c.agent_id = $1 AND c.search_tsv @@ sel.q
+      AND c.episode_id <> ALL(gone.ids)
+),
+hits AS (
+    -- a document's tsvector cut down to the query's lexemes (a handful of entries), each
+    -- with its term frequency: a memory's straight from unnest (no per-document subquery,
+    -- it runs for every selected document); in a chunk, a word of its own (weight A)
+    -- counts 1 and one of its context (D) $19
+    SELECT source, memory_id, chunk_no, len, (u).lexeme, cardinality((u).positions)::float8 AS tf
+    FROM (SELECT d.source, d.memory_id, d.chunk_no, d.len,
+                 unnest(ts_filter(setweight(d.tsv, 'C', sel.lexemes), '{c}')) AS u
+          FROM sel, docs d WHERE d.source = 'memory') AS m
+    UNION ALL
+    SELECT d.source, d.memory_id, d.chunk_no, d.len, u.lexeme,
+           sum(cardinality(u.positions)
+               * CASE WHEN u.part = 'd' THEN $19::float8 ELSE 1 END) AS tf
+    FROM sel, docs d
+    CROSS JOIN LATERAL (
+        SELECT 'a' AS part, f.lexeme, f.positions
+        FROM unnest(ts_filter(setweight(ts_filter(d.tsv, '{a}'), 'C', sel.lexemes), '{c}')) AS f
+        UNION ALL
+        SELECT 'd', f.lexeme, f.positions
+        FROM unnest(ts_filter(setweight(ts_filter(d.tsv, '{d}'), 'C', sel.lexemes),
+                              '{c}')) AS f) AS u
+    WHERE d.source = 'chunk'
+    GROUP BY d.source, d.memory_id, d.chunk_no, d.len, u.lexeme
+),
+bm25 AS MATERIALIZED (
+    SELECT h.source, h.memory_id, h.chunk_no,
+           sum(w.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.len / s.avgdl))) AS score
+    FROM hits h JOIN weights w USING (lexeme) CROSS JOIN corpus s
+    GROUP BY h.source, h.memory_id, h.chunk_no
+    ORDER BY score DESC, h.memory_id, h.chunk_no NULLS FIRST LIMIT $8
+),
+legs AS (
+    SELECT source, memory_id, chunk_no, 'vector' AS leg, NULL::float8 AS score,
+           row_number() OVER (ORDER BY dist, memory_id, chunk_no NULLS FIRST) AS rnk
+    FROM vec
+    UNION ALL
+    SELECT source, memory_id, chunk_no, 'text', score,
+           row_number() OVER (ORDER BY score DESC, memory_id, chunk_no NULLS FIRST)
+    FROM bm25
+),
+fused AS (
+    SELECT source, memory_id, chunk_no,
+           sum(CASE leg WHEN 'text' THEN $17::float8 ELSE $18::float8 END / ($10 + rnk)) AS fused,
+           min(rnk) FILTER (WHERE leg = 'vector') AS vector_rank,
+           min(rnk) FILTER (WHERE leg = 'text') AS text_rank,
+           max(score) FILTER (WHERE leg = 'text') AS text_score
+    FROM legs GROUP BY source, memory_id, chunk_no
+),
+bar AS MATERIALIZED (
+    SELECT CASE WHEN count(*) < $9 THEN 0 ELSE min(fused) END AS kth
+    FROM (SELECT fused FROM fused ORDER BY fused DESC LIMIT $9) AS top
+),
+kept AS (
+    SELECT f.* FROM fused f, bar WHERE f.fused * $20 >= bar.kth
+),
+found AS (
+    SELECT f.*, m.kind, m.status, m.importance, m.access_count,
+           CASE WHEN f.source = 'chunk' THEN c.content ELSE m.summary END AS text,
+           CASE WHEN f.source = 'chunk' THEN c.tokens ELSE m.summary_tokens END AS tokens,
+           CASE WHEN f.source = 'chunk' THEN c.message_metadata END AS message_metadata,
+           CASE WHEN f.source = 'chunk' THEN COALESCE(c.started_at, c.created_at)
+                ELSE m.created_at END AS created_at,
+           CASE WHEN f.source = 'chunk' THEN c.ended_at
+                WHEN m.kind = 'episode' THEN (SELECT ep.ended_at FROM episodes ep
+                                              WHERE ep.agent_id = $1 AND ep.memory_id = f.memory_id)
+           END AS ended_at,
+           CASE WHEN f.source = 'chunk'
+                THEN CASE WHEN c.embedding_model = $4 THEN 1 - (c.embedding <=> $3) END
+                ELSE CASE WHEN m.embedding_model = $4 THEN 1 - (m.embedding <=> $3) END
+           END AS cosine,
+           CASE m.kind WHEN 'fact' THEN (SELECT fa.confidence FROM facts fa
+                                          WHERE fa.agent_id = $1 AND fa.memory_id = f.memory_id)
+                       WHEN 'decision' THEN (SELECT de.confidence FROM decisions de
+                                             WHERE de.agent_id = $1 AND de.memory_id = f.memory_id)
+           END AS confidence
+    FROM kept f
+    JOIN memories m ON m.agent_id = $1 AND m.id = f.memory_id
+    LEFT JOIN episode_chunks c ON f.source = 'chunk' AND c.agent_id = $1
+         AND c.episode_id = f.memory_id AND c.chunk_no = f.chunk_no
+),
+priced AS (
+    SELECT r.*,
+           $11 * power(0.5, GREATEST(0, extract(epoch FROM now()
+                   - COALESCE(r.ended_at, r.created_at)))::float8 / 86400.0 / $12) AS p_recency,
+           $13 * (r.importance - 0.5) AS p_importance,
+           COALESCE($14 * (r.confidence - 0.5), 0) AS p_confidence,
+           $15 * LEAST(1, ln(1 + r.access_count) / ln(1 + $16)) AS p_use
+    FROM found r
+)
+SELECT source, memory_id, chunk_no, kind, status, text, tokens, message_metadata,
+       created_at, ended_at, cosine, vector_rank::integer, text_rank::integer, text_score,
+       fused, p_recency, p_importance, p_confidence, p_use,
+       fused * (1 + p_recency + p_importance + p_confidence + p_use) AS final
+FROM priced
+ORDER BY final DESC, memory_id, chunk_no NULLS FIRST
+LIMIT $9;

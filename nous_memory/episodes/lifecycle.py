@@ -1,0 +1,249 @@
+"""Episodes as live conversations: start, append verbatim messages, close.
+
+Closing only marks the episode ``closing`` and enqueues durable work; the worker does
+the LLM call later (``close``).  The transcript is ground truth and never
+rewritten; a closed episode stays fully searchable.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any
+from uuid import UUID
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+)
+
+from ..db import Database
+from ..errors import (
+    ConflictError,
+    FieldProblem,
+    InvalidInputError,
+    NotFoundError,
+    PayloadTooLargeError,
+)
+from ..memories.kinds import (
+    MAX_MESSAGE_CHARS,
+    EpisodeDetail,
+    EpisodeState,
+    Kind,
+    Label,
+    Timestamp,
+    no_nul,
+    parse_agent_id,
+    parse_new,
+    problems_from,
+)
+from ..memories.manager import MemoryManager
+from ..memories.params import parse_memory_id
+from ..memories.records import Memory
+from ..tokens import count_tokens
+from ..work.queue import enqueue
+from .chunks import TranscriptMessage
+
+MAX_MESSAGES_PER_APPEND = 1_000
+MAX_METADATA_CHARS = 16_000
+TRANSCRIPT_PAGE = 10_000
+
+
+class Role(StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    SYSTEM = "system"
+    TOOL = "tool"
+
+
+class MessageIn(BaseModel):
+    """One message to append; ``metadata`` is stored and returned as given."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: Role
+    content: Annotated[str, StringConstraints(max_length=MAX_MESSAGE_CHARS),
+                       AfterValidator(no_nul)]
+    name: Label | None = None
+    tool_call_id: Label | None = None
+    created_at: Timestamp | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class OversizeMessageError(PayloadTooLargeError):
+    """A message (or an append) is larger than the documented limit (HTTP 413)."""
+
+
+class AppendResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    episode_id: UUID
+    first_seq: int
+    last_seq: int
+    message_count: int
+    tokens: int
+
+
+class EpisodeManager:
+    def __init__(self, db: Database, memories: MemoryManager) -> None:
+        self._db = db
+        self._memories = memories
+
+    async def start(self, agent_id: str, *, title: str | None = None,
+                    participants: Sequence[str] | None = None, user_id: str | None = None,
+                    started_at: datetime | None = None) -> Memory:
+        """An episode in state ``open``, ready for messages."""
+        agent = parse_agent_id(agent_id)
+        if isinstance(participants, str):
+            raise InvalidInputError.single("participants", "must be a list of names")
+        fields: dict[str, Any] = {
+            "title": title, "participants": list(participants or []), "user_id": user_id,
+            "started_at": started_at or datetime.now(UTC),
+        }
+        new = parse_new(Kind.EPISODE, {k: v for k, v in fields.items() if v is not None},
+                        allow_untitled=True)
+        # the lifecycle owns `state`; callers cannot set it, start() opens the episode
+        new = new.model_copy(update={"detail": new.detail.model_copy(
+            update={"state": EpisodeState.OPEN})})
+        prepared = await self._memories.prepare(agent, [new])
+        async with self._db.transaction() as conn:
+            (episode,) = await self._memories.write(conn, prepared)
+        return episode
+
+    async def append(self, agent_id: str, episode_id: UUID | str,
+                     messages: Sequence[Mapping[str, Any] | MessageIn]) -> AppendResult:
+        """Append messages in order; an episode that is closing or closed refuses them."""
+        agent = parse_agent_id(agent_id)
+        ident = parse_memory_id(episode_id, "episode_id")
+        parsed = parse_messages(messages)
+        tokens = [count_tokens(m.content) for m in parsed]
+        async with self._db.transaction() as conn:
+            row = await conn.fetchrow("episode_for_update", agent, ident)
+            if row is None:
+                raise NotFoundError("episode", ident)
+            if row["state"] != EpisodeState.OPEN:
+                raise ConflictError(
+                    f"episode {ident} is {row['state']}; messages go to an open episode")
+            first = row["message_count"]
+            rows = [{"seq": first + i, "role": m.role.value, "content": m.content,
+                     "name": m.name, "tool_call_id": m.tool_call_id, "tokens": n,
+                     "metadata": m.metadata,
+                     "created_at": m.created_at.isoformat() if m.created_at else None}
+                    for i, (m, n) in enumerate(zip(parsed, tokens, strict=True))]
+            stamps = await conn.fetch("insert_messages", agent, ident, rows)
+            times = [r["created_at"] for r in stamps]
+            await conn.execute("episode_after_append", agent, ident, first + len(parsed),
+                               max(times), min(times))
+        return AppendResult(episode_id=ident, first_seq=first, last_seq=first + len(parsed) - 1,
+                            message_count=first + len(parsed), tokens=sum(tokens))
+
+    async def close(self, agent_id: str, episode_id: UUID | str) -> Memory:
+        """Mark ``closing`` and enqueue close processing; closing twice changes nothing."""
+        agent = parse_agent_id(agent_id)
+        ident = parse_memory_id(episode_id, "episode_id")
+        async with self._db.transaction() as conn:
+            row = await conn.fetchrow("episode_for_update", agent, ident)
+            if row is None:
+                raise NotFoundError("episode", ident)
+            if row["state"] == EpisodeState.CLOSING:
+                # a no-op while its work item is open; re-queues one that failed for good
+                await enqueue(conn, agent, "episode_close", ident)
+            elif row["state"] == EpisodeState.OPEN:
+                await conn.fetchval("episode_mark_closing", agent, ident)
+                await conn.execute("memory_touch", agent, ident)
+                await enqueue(conn, agent, "episode_close", ident)
+                await conn.execute("insert_events", agent, [{
+                    "memory_id": str(ident), "event": "updated", "actor": "close_episode",
+                    "old_values": {"state": "open"}, "new_values": {"state": "closing"}}])
+        return await self.get(agent, ident)
+
+    async def get(self, agent_id: str, episode_id: UUID | str) -> Memory:
+        memory = await self._memories.get(agent_id, parse_memory_id(episode_id, "episode_id"))
+        if memory.kind is not Kind.EPISODE:
+            raise NotFoundError("episode", memory.id)
+        return memory
+
+    async def processing(self, agent_id: str, episode_id: UUID | str) -> bool:
+        """Whether close processing (the close or its embedding/learning follow-up) is
+        still queued or running for this episode."""
+        agent = parse_agent_id(agent_id)
+        ident = parse_memory_id(episode_id, "episode_id")
+        return bool(await self._db.fetchval("work_open_for", agent, ident, PROCESSING_TASKS))
+
+    async def transcript(self, agent_id: str, episode_id: UUID | str, *, from_seq: int = 0,
+                         limit: int = TRANSCRIPT_PAGE) -> list[TranscriptMessage]:
+        """The verbatim messages, in order (a page of at most ``limit``)."""
+        episode = await self.get(agent_id, episode_id)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not (
+                1 <= limit <= TRANSCRIPT_PAGE):
+            raise InvalidInputError.single("limit", f"must be between 1 and {TRANSCRIPT_PAGE}")
+        if isinstance(from_seq, bool) or not isinstance(from_seq, int) or not (
+                0 <= from_seq < 2**31):
+            raise InvalidInputError.single("from_seq", "must be an integer >= 0")
+        rows = await self._db.fetch("episode_messages", episode.agent_id, episode.id,
+                                    max(from_seq, 0), limit)
+        return [to_message(r) for r in rows]
+
+
+def to_message(row: Mapping[str, Any]) -> TranscriptMessage:
+    return TranscriptMessage(seq=row["seq"], role=row["role"], content=row["content"],
+                             name=row["name"], tool_call_id=row["tool_call_id"],
+                             tokens=row["tokens"],
+                             created_at=row["created_at"], metadata=row["metadata"] or {})
+
+
+def parse_messages(messages: Sequence[Mapping[str, Any] | MessageIn]) -> list[MessageIn]:
+    """Validate a whole append first: one bad message rejects it and stores nothing."""
+    if not messages:
+        raise InvalidInputError.single("messages", "at least one message is needed")
+    if len(messages) > MAX_MESSAGES_PER_APPEND:
+        raise OversizeMessageError(FieldProblem(
+            "messages", f"{len(messages)} messages; at most {MAX_MESSAGES_PER_APPEND} per call"))
+    parsed: list[MessageIn] = []
+    problems: list[FieldProblem] = []
+    too_large = False
+    for index, message in enumerate(messages):
+        try:
+            item = message if isinstance(message, MessageIn) else MessageIn.model_validate(
+                dict(message))
+        except ValidationError as exc:
+            found = problems_from(exc, f"messages[{index}].")
+            too_large |= any("at most" in p.reason for p in found)
+            problems.extend(found)
+            continue
+        except (ValueError, TypeError) as exc:
+            problems.append(FieldProblem(f"messages[{index}]", f"must be an object ({exc})"))
+            continue
+        try:
+            encoded = json.dumps(item.metadata, allow_nan=False)
+            size = len(encoded)
+            if "\\u0000" in encoded:
+                raise ValueError("contains a NUL character, which PostgreSQL cannot store")
+        except (TypeError, ValueError) as exc:
+            problems.append(FieldProblem(f"messages[{index}].metadata", f"not JSON: {exc}"))
+            continue
+        if size > MAX_METADATA_CHARS:
+            too_large = True
+            problems.append(FieldProblem(f"messages[{index}].metadata",
+                                         f"{size} characters as JSON; at most "
+                                         f"{MAX_METADATA_CHARS}"))
+            continue
+        parsed.append(item)
+    if problems:
+        raise (OversizeMessageError if too_large else InvalidInputError)(problems)
+    return parsed
+
+
+# a close and its follow-up (a later upgrade attempt is not waited for)
+PROCESSING_TASKS = ["episode_close", "episode_learn"]
+
+
+def episode_detail(memory: Memory) -> EpisodeDetail:
+    assert isinstance(memory.detail, EpisodeDetail)
+    return memory.detail

@@ -1,0 +1,131 @@
+-- Episodes: appends, transcripts, close processing, chunks and the close's follow-up.
+-- `-- name: x` starts a query; the comment lines after it say why it looks the way it
+-- does.  Every query on tenant data filters by agent_id ($1 by convention); the few
+-- that read across agents say so (tests/unit/test_queries.py lists them).  The loader
+-- (nous_memory/db/queries.py) reads every package's queries.sql into one namespace.
+
+-- ---------------------------------------------------------------- episodes
+
+-- name: episode_for_update
+-- Row lock on the episode: appends and state changes of one episode are serialised.
+SELECT e.state, e.message_count, e.title, e.started_at, e.ended_at, e.last_message_at,
+       e.facts_state, m.status, m.summary_source
+FROM episodes e JOIN memories m ON m.agent_id = e.agent_id AND m.id = e.memory_id
+WHERE e.agent_id = $1 AND e.memory_id = $2 AND m.status <> 'deleted'
+FOR UPDATE OF e;
+
+-- name: insert_messages
+-- $3: [{seq, role, content, name, tool_call_id, tokens, metadata, created_at}]
+INSERT INTO episode_messages (agent_id, episode_id, seq, role, content, name, tool_call_id,
+                              tokens, metadata, created_at)
+SELECT $1, $2, r.seq, r.role, r.content, r.name, r.tool_call_id, r.tokens,
+       COALESCE(r.metadata, '{}'), COALESCE(r.created_at, now())
+FROM jsonb_to_recordset($3::jsonb) AS r(seq integer, role text, content text, name text,
+     tool_call_id text, tokens integer, metadata jsonb, created_at timestamptz)
+RETURNING created_at;
+
+-- name: episode_after_append
+-- Imported (backdated) messages move the start back to the first message.
+UPDATE episodes SET message_count = $3,
+                    last_message_at = GREATEST(COALESCE(last_message_at, $4), $4),
+                    started_at = LEAST(COALESCE(started_at, $5), $5)
+WHERE agent_id = $1 AND memory_id = $2;
+
+-- name: episode_mark_closing
+UPDATE episodes SET state = 'closing', facts_state = 'pending',
+                    ended_at = GREATEST(COALESCE(ended_at, last_message_at, now()), started_at)
+WHERE agent_id = $1 AND memory_id = $2 AND state = 'open'
+RETURNING ended_at;
+
+-- name: episode_messages
+SELECT seq, role, content, name, tool_call_id, tokens, metadata, created_at
+FROM episode_messages WHERE agent_id = $1 AND episode_id = $2 AND seq >= $3
+ORDER BY seq LIMIT $4;
+
+-- name: episode_messages_live
+-- For close processing: the transcript without messages deleted while it was open.
+SELECT seq, role, content, name, tool_call_id, tokens, metadata, created_at
+FROM episode_messages
+WHERE agent_id = $1 AND episode_id = $2 AND seq >= $3 AND deleted_at IS NULL
+ORDER BY seq LIMIT $4;
+
+-- name: episode_last_chunk
+SELECT COALESCE(max(chunk_no), -1) AS chunk_no, COALESCE(max(last_seq), -1) AS last_seq
+FROM episode_chunks WHERE agent_id = $1 AND episode_id = $2;
+
+-- name: insert_chunks
+-- Idempotent: a retried close writes the same chunk numbers again and keeps the first.
+INSERT INTO episode_chunks (agent_id, episode_id, chunk_no, first_seq, last_seq, content,
+                            tokens, speakers, started_at, ended_at, message_metadata,
+                            embedding, embedding_model, context)
+SELECT $1, $2, r.chunk_no, r.first_seq, r.last_seq, r.content, r.tokens, r.speakers,
+       r.started_at, r.ended_at, r.message_metadata, ($3::vector[])[r.ord], $4,
+       COALESCE(r.context, '')
+FROM jsonb_to_recordset($5::jsonb) AS r(chunk_no integer, first_seq integer, last_seq integer,
+     content text, tokens integer, speakers text[], started_at timestamptz,
+     ended_at timestamptz, message_metadata jsonb, ord integer, context text)
+ON CONFLICT (agent_id, episode_id, chunk_no) DO NOTHING;
+
+-- name: episode_chunks
+SELECT chunk_no, first_seq, last_seq, content, tokens, speakers, started_at, ended_at,
+       message_metadata
+FROM episode_chunks WHERE agent_id = $1 AND episode_id = $2 ORDER BY chunk_no;
+
+-- name: episode_finish
+-- Close processing's result for the episode record (one statement per table).
+UPDATE episodes SET state = 'closed', title = COALESCE(title, $3), outcome = COALESCE($4, outcome),
+       key_points = $5, topics = $6, lessons = $7, facts_state = $8
+WHERE agent_id = $1 AND memory_id = $2;
+
+-- name: memory_resummarize
+UPDATE memories SET summary = $3, summary_source = $4, summary_tokens = $5, embedding = $6,
+                    embedding_model = $7, version = version + 1, updated_at = now()
+WHERE agent_id = $1 AND id = $2;
+
+-- name: episode_facts_state
+UPDATE episodes SET facts_state = $3 WHERE agent_id = $1 AND memory_id = $2;
+
+-- name: episode_extraction_save
+-- The close's extraction, to be learned by the follow-up item (an upgrade replaces it).
+INSERT INTO episode_extractions (agent_id, episode_id, extraction) VALUES ($1, $2, $3)
+ON CONFLICT (agent_id, episode_id)
+DO UPDATE SET extraction = EXCLUDED.extraction, created_at = now(), learned_at = NULL;
+
+-- name: episode_extraction_pending
+SELECT extraction FROM episode_extractions
+WHERE agent_id = $1 AND episode_id = $2 AND learned_at IS NULL;
+
+-- name: episode_extraction_learned
+UPDATE episode_extractions SET learned_at = now()
+WHERE agent_id = $1 AND episode_id = $2 AND learned_at IS NULL
+RETURNING episode_id;
+
+-- name: chunks_unembedded
+-- content and context: a chunk is embedded as chunks.index_text(content, context)
+SELECT chunk_no, content, context FROM episode_chunks
+WHERE agent_id = $1 AND episode_id = $2 AND embedding IS NULL ORDER BY chunk_no;
+
+-- name: chunks_set_embeddings
+-- $4 chunk numbers, $5 their vectors; a chunk embedded meanwhile keeps its vector.
+UPDATE episode_chunks c SET embedding = v.embedding, embedding_model = $3
+FROM unnest($4::integer[], $5::vector[]) AS v(chunk_no, embedding)
+WHERE c.agent_id = $1 AND c.episode_id = $2 AND c.chunk_no = v.chunk_no
+  AND c.embedding IS NULL;
+
+-- name: memory_unembedded_summary
+SELECT summary FROM memories
+WHERE agent_id = $1 AND id = $2 AND embedding IS NULL AND status <> 'deleted';
+
+-- name: memory_set_embedding
+-- Only for the summary that was embedded ($5): a summary changed meanwhile is not touched.
+UPDATE memories SET embedding = $3, embedding_model = $4
+WHERE agent_id = $1 AND id = $2 AND embedding IS NULL AND summary = $5
+RETURNING id;
+
+-- name: idle_open_episodes
+-- cross-agent: the worker's sweep; each hit is then closed within its own agent.
+SELECT e.agent_id, e.memory_id
+FROM episodes e JOIN memories m ON m.agent_id = e.agent_id AND m.id = e.memory_id
+WHERE e.state = 'open' AND m.status <> 'deleted'
+  AND COALESCE(e.last_message_at, e.started_at) < now() - make_interval(secs => $1)
+ORDER BY COALESCE(e.last_message_at, e.started_at) LIMIT $2;

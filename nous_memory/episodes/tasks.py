@@ -1,0 +1,94 @@
+"""Work-queue handlers for episodes: close processing and the later LLM upgrade."""
+
+from __future__ import annotations
+
+import logging
+from uuid import UUID
+
+from ..conversation import rolling_summary_text
+from ..db import Database
+from ..errors import NotFoundError, NousMemoryError
+from ..memories.kinds import EpisodeState, FactsState
+from ..work.queue import TaskHandler, WorkContext
+from .chunks import TranscriptMessage
+from .close import EpisodeCloser
+from .lifecycle import TRANSCRIPT_PAGE, EpisodeManager, to_message
+
+_log = logging.getLogger(__name__)
+
+
+class EpisodeTasks:
+    """``episode_close`` and ``episode_upgrade``: one LLM call outside any transaction,
+    the result written in one transaction under the item's lease."""
+
+    def __init__(self, db: Database, episodes: EpisodeManager, closer: EpisodeCloser, *,
+                 idle_close_after_s: float = 1800.0) -> None:
+        self._db = db
+        self._episodes = episodes
+        self._closer = closer
+        self._idle_s = idle_close_after_s
+
+    def handlers(self) -> dict[str, TaskHandler]:
+        return {"episode_close": self.process, "episode_upgrade": self.process}
+
+    async def close_idle(self, limit: int = 100) -> int:
+        """Close open episodes with no message for ``idle_close_after_s``."""
+        rows = await self._db.fetch("idle_open_episodes", self._idle_s, limit)
+        closed = 0
+        for row in rows:
+            try:
+                await self._episodes.close(row["agent_id"], row["memory_id"])
+                closed += 1
+            except NousMemoryError as exc:  # deleted or changed meanwhile: skip this one
+                _log.warning("idle close of episode %s skipped: %s", row["memory_id"], exc)
+        return closed
+
+    async def process(self, ctx: WorkContext) -> None:
+        item = ctx.item
+        agent, ident = item.agent_id, item.memory_id
+        try:
+            episode = await self._episodes.get(agent, ident)
+        except NotFoundError:
+            await ctx.skip()  # deleted meanwhile: nothing left to do
+            return
+        detail = episode.detail
+        upgrade = item.task == "episode_upgrade"
+        wanted = EpisodeState.CLOSED if upgrade else EpisodeState.CLOSING
+        if detail.state != wanted or (  # type: ignore[union-attr]
+                upgrade and detail.facts_state != FactsState.NOT_EXTRACTED):  # type: ignore[union-attr]
+            await ctx.skip()  # already done (a retried or duplicate item)
+            return
+        messages = await self._transcript(agent, ident)
+        rolling = await self._rolling_summary(agent, ident)
+        last = await self._db.fetchrow("episode_last_chunk", agent, ident)
+        assert last is not None
+        # the last attempt of a close skips the LLM: a rule summary beats a stuck episode
+        prepared = await self._closer.prepare(
+            agent, ident, detail.title, messages,  # type: ignore[union-attr]
+            chunked_upto=last["last_seq"], next_chunk=last["chunk_no"] + 1,
+            use_llm=not (item.last_try and not upgrade), rolling_summary=rolling)
+        if upgrade and prepared.extraction is None:
+            raise RuntimeError(f"upgrade needs the LLM: {prepared.failure or 'not configured'}")
+        async with ctx.commit() as conn:
+            row = await conn.fetchrow("episode_for_update", agent, ident)
+            if row is None or row["state"] != wanted:
+                return  # someone else finished it; our completion of the item stands
+            if upgrade and row["summary_source"] != "rule":
+                return  # the summary was edited since: an upgrade never overwrites it
+            await self._closer.write(conn, prepared)
+
+    async def _transcript(self, agent: str, ident: UUID) -> list[TranscriptMessage]:
+        """The whole transcript less deleted messages, read in pages (no silent cap)."""
+        messages: list[TranscriptMessage] = []
+        while True:
+            start = messages[-1].seq + 1 if messages else 0
+            page = await self._db.fetch("episode_messages_live", agent, ident, start,
+                                        TRANSCRIPT_PAGE)
+            messages.extend(to_message(r) for r in page)
+            if len(page) < TRANSCRIPT_PAGE:
+                return messages
+
+    async def _rolling_summary(self, agent: str, ident: UUID) -> str | None:
+        """Working memory's summary of the conversation, if it kept one (context for the
+        close call beside the transcript, which stays the source of truth)."""
+        return await rolling_summary_text(self._db, agent, ident)

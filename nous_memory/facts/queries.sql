@@ -1,0 +1,124 @@
+-- Fact consolidation: the hash lookup, nearest active facts, confirmations, supersession chains.
+-- `-- name: x` starts a query; the comment lines after it say why it looks the way it
+-- does.  Every query on tenant data filters by agent_id ($1 by convention); the few
+-- that read across agents say so (tests/unit/test_queries.py lists them).  The loader
+-- (nous_memory/db/queries.py) reads every package's queries.sql into one namespace.
+
+-- ---------------------------------------------------------------- facts
+
+-- name: lock_agent_facts
+-- Serialises fact decisions per agent until the transaction ends; other agents
+-- take other keys (a rare hash collision only makes two agents wait in turn).
+SELECT pg_advisory_xact_lock(hashtext('nous_memory.facts'), hashtext($1));
+
+-- name: enable_iterative_scan
+-- Filtered HNSW scans keep going until enough rows pass the filter.
+SET LOCAL hnsw.iterative_scan = relaxed_order;
+
+-- name: fact_by_hash
+-- The fact with this normalised text: the active one, else the newest superseded one.
+SELECT m.id, m.status, f.confidence
+FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
+WHERE f.agent_id = $1 AND f.normalized_hash = $2 AND m.status IN ('active', 'superseded')
+ORDER BY m.status = 'active' DESC, m.updated_at DESC
+LIMIT 1;
+
+-- name: nearest_active_facts
+-- Raw cosine similarity to this agent's active facts embedded with the same model.
+SELECT m.id, f.content, 1 - (m.embedding <=> $2) AS cosine
+FROM memories m JOIN facts f ON f.agent_id = m.agent_id AND f.memory_id = m.id
+WHERE m.agent_id = $1 AND m.kind = 'fact' AND m.status = 'active' AND m.embedding_model = $3
+ORDER BY m.embedding <=> $2
+LIMIT $4;
+
+-- name: fact_for_update
+SELECT f.content, f.confidence FROM facts f
+JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
+WHERE f.agent_id = $1 AND f.memory_id = $2 AND m.status = 'active' FOR UPDATE OF f;
+
+-- name: fact_confirm
+-- $4/$5: new wording and its hash when a better wording is kept, else NULL.
+UPDATE facts SET confirmation_count = confirmation_count + 1, last_confirmed_at = now(),
+                 confidence = $3, content = COALESCE($4, content),
+                 normalized_hash = COALESCE($5, normalized_hash)
+WHERE agent_id = $1 AND memory_id = $2;
+
+-- name: memory_reword
+UPDATE memories SET summary = $3, summary_tokens = $4, embedding = $5, embedding_model = $6,
+                    version = version + 1, updated_at = now()
+WHERE agent_id = $1 AND id = $2;
+
+-- name: memory_set_status
+UPDATE memories SET status = $3, version = version + 1, updated_at = now()
+WHERE agent_id = $1 AND id = $2 AND status <> 'deleted';
+
+-- name: fact_link_superseded
+UPDATE facts SET superseded_by_id = $3, confidence = $4
+WHERE agent_id = $1 AND memory_id = $2;
+
+-- name: fact_reactivate
+-- A -> B -> A: A comes back; B points to A as its successor (A keeps its own past,
+-- so supersedes links never form a cycle).
+UPDATE facts SET superseded_by_id = NULL, confidence = $3, confirmation_count = confirmation_count + 1,
+                 last_confirmed_at = now()
+WHERE agent_id = $1 AND memory_id = $2;
+
+-- name: active_successor
+-- Follow superseded_by links from a fact to the version that is active now.
+WITH RECURSIVE walk AS (
+    SELECT f.memory_id, f.superseded_by_id, ARRAY[f.memory_id] AS path
+    FROM facts f WHERE f.agent_id = $1 AND f.memory_id = $2
+    UNION ALL
+    SELECT f.memory_id, f.superseded_by_id, w.path || f.memory_id
+    FROM walk w JOIN facts f ON f.agent_id = $1 AND f.memory_id = w.superseded_by_id
+    WHERE NOT f.memory_id = ANY(w.path)
+)
+SELECT w.memory_id FROM walk w JOIN memories m ON m.agent_id = $1 AND m.id = w.memory_id
+WHERE m.status = 'active' AND w.memory_id <> $2
+LIMIT 1;
+
+-- name: fact_flag_conflict
+-- Two-way "possible conflict" links between facts kept side by side.
+UPDATE facts SET conflicts_with = array_append(conflicts_with, $3)
+WHERE agent_id = $1 AND memory_id = ANY($2::uuid[]) AND NOT ($3 = ANY(conflicts_with));
+
+-- name: fact_chain
+-- Every version linked to this fact by supersedes / superseded_by, in either
+-- direction, oldest first.
+WITH RECURSIVE chain AS (
+    SELECT f.memory_id, ARRAY[f.memory_id] AS path
+    FROM facts f WHERE f.agent_id = $1 AND f.memory_id = $2
+    UNION ALL
+    SELECT n.id, c.path || n.id
+    FROM chain c
+    CROSS JOIN LATERAL (
+        SELECT x.supersedes_id AS id FROM facts x
+        WHERE x.agent_id = $1 AND x.memory_id = c.memory_id
+        UNION ALL
+        SELECT x.superseded_by_id FROM facts x
+        WHERE x.agent_id = $1 AND x.memory_id = c.memory_id
+        UNION ALL
+        SELECT x.memory_id FROM facts x
+        WHERE x.agent_id = $1
+          AND (x.supersedes_id = c.memory_id OR x.superseded_by_id = c.memory_id)
+    ) AS n
+    WHERE n.id IS NOT NULL AND NOT n.id = ANY(c.path) AND cardinality(c.path) < 100
+)
+SELECT r.* FROM memory_records r
+WHERE r.agent_id = $1 AND r.id IN (SELECT memory_id FROM chain)
+ORDER BY r.created_at, r.id;
+
+-- name: events_for_memories
+SELECT id, memory_id, event, old_values, new_values, actor, created_at
+FROM memory_events WHERE agent_id = $1 AND memory_id = ANY($2::uuid[]) ORDER BY id;
+
+-- name: facts_from_episode
+SELECT r.* FROM facts f
+JOIN memory_records r ON r.agent_id = f.agent_id AND r.id = f.memory_id
+WHERE f.agent_id = $1 AND f.source_episode_id = $2
+ORDER BY r.created_at, r.id;
+
+-- name: blocking_censors
+SELECT m.id, c.trigger_pattern, c.reason
+FROM censors c JOIN memories m ON m.agent_id = c.agent_id AND m.id = c.memory_id
+WHERE c.agent_id = $1 AND m.status = 'active' AND c.action IN ('block', 'absolute');

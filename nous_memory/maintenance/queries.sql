@@ -1,0 +1,516 @@
+-- Maintenance jobs: trim, archive, restore, retention, lifecycle, compression, housekeeping, job runs.
+-- `-- name: x` starts a query; the comment lines after it say why it looks the way it
+-- does.  Every query on tenant data filters by agent_id ($1 by convention); the few
+-- that read across agents say so (tests/unit/test_queries.py lists them).  The loader
+-- (nous_memory/db/queries.py) reads every package's queries.sql into one namespace.
+
+-- ---------------------------------------------------------------- maintenance (jobs)
+-- The sweeps below are cross-agent: a nightly job serves every agent at once, in
+-- primary-key order from a cursor ($1, $2) so that each batch is one short transaction
+-- and a rerun after a kill continues where the work stopped.  Where a sweep takes an
+-- agent filter, NULL means every agent.  Every row they write keeps its own agent_id.
+
+-- name: batch_work_mem
+-- A batch keeps up to a few thousand details in its CTEs: in memory, not spilled.
+SET LOCAL work_mem = '64MB';
+
+-- name: batch_async_commit
+-- A job batch's commit does not wait for its WAL flush.  Safe because each batch is one
+-- atomic transaction whose rows stop matching once done: a crash can lose only the
+-- last batches (never part of one), which a rerun does again; and the job_runs row that
+-- reports the run commits synchronously, flushing every batch's WAL before it.
+SET LOCAL synchronous_commit = off;
+
+-- name: episode_key_range
+-- cross-agent: the next $3 episode keys after ($1, $2) in primary-key order: how many
+-- and the last one.  A batch is the key range up to it, so every batch reads exactly
+-- that many rows through the index, whatever share of them the job changes.
+SELECT count(*)::int AS n,
+       (array_agg(agent_id ORDER BY agent_id DESC, memory_id DESC))[1] AS last_agent,
+       (array_agg(memory_id ORDER BY agent_id DESC, memory_id DESC))[1] AS last_id
+FROM (SELECT agent_id, memory_id FROM episodes
+      WHERE (agent_id, memory_id) > ($1::text, $2::uuid)
+      ORDER BY agent_id, memory_id LIMIT $3) AS k;
+
+-- name: episode_key_range_agent
+-- The same within one agent (archive_episodes of a single agent).
+SELECT count(*)::int AS n,
+       (array_agg(agent_id ORDER BY memory_id DESC))[1] AS last_agent,
+       (array_agg(memory_id ORDER BY memory_id DESC))[1] AS last_id
+FROM (SELECT agent_id, memory_id FROM episodes
+      WHERE agent_id = $1 AND memory_id > $2::uuid
+      ORDER BY memory_id LIMIT $3) AS k;
+
+-- name: trim_episodes_batch
+-- cross-agent: one trim batch, the episodes with keys in (($1, $2), ($3, $4)] (every
+-- table is bounded by that range, so each step is an index range scan).  Closed episodes
+-- that ended before $5: detail beyond $6 characters moves to memory_archive (the hot row
+-- keeps left(detail, $6)); a summary shorter than $8 characters gets one
+-- summary_regenerate work item (once: an item it ever had, unless failed, counts); with
+-- $9, episodes whose facts were never extracted get an episode_upgrade item.  $7 is the
+-- job's clock.  octet_length reads the stored size without detoasting; the inner query
+-- detoasts each detail once (`|| ''`, OFFSET 0 keeps it from being inlined: a
+-- length(detail) test there would detoast it a second time, so the character count is
+-- taken and tested on the detoasted copy) and the batch keeps only what the steps below
+-- need.
+WITH batch AS (
+    SELECT agent_id, memory_id, left(d, $6) AS head, right(d, -$6) AS tail,
+           chars, hashtextextended(d, 0) AS checksum
+    FROM (SELECT agent_id, memory_id, d, length(d) AS chars
+          FROM (SELECT e.agent_id, e.memory_id, e.detail || '' AS d
+                FROM episodes e
+                WHERE (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
+                  AND (e.agent_id, e.memory_id) <= ($3::text, $4::uuid)
+                  AND e.state = 'closed' AND e.storage = 'hot' AND e.ended_at < $5
+                  AND octet_length(e.detail) > $6
+                OFFSET 0
+                FOR UPDATE OF e) AS locked
+          OFFSET 0) AS measured
+    WHERE chars > $6
+), cold AS (
+    INSERT INTO memory_archive (agent_id, memory_id, part, start_offset, content, reason,
+                                archived_at, checksum)
+    SELECT agent_id, memory_id, 'detail', $6, tail, 'trim', $7, checksum
+    FROM batch
+), hot AS (
+    UPDATE episodes e SET detail = b.head, storage = 'trimmed'
+    FROM batch b
+    WHERE (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
+      AND (e.agent_id, e.memory_id) <= ($3::text, $4::uuid)
+      AND e.agent_id = b.agent_id AND e.memory_id = b.memory_id
+), audit AS (
+    INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
+                               created_at)
+    SELECT agent_id, memory_id, 'trimmed',
+           jsonb_build_object('storage', 'hot', 'detail_chars', chars),
+           jsonb_build_object('storage', 'trimmed', 'hot_chars', $6,
+                              'cold_chars', chars - $6),
+           'job:trim', $7
+    FROM batch
+), candidates AS (
+    SELECT e.agent_id, e.memory_id, e.facts_state, e.storage, length(m.summary) AS chars
+    FROM episodes e JOIN memories m ON m.agent_id = e.agent_id AND m.id = e.memory_id
+    WHERE (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
+      AND (e.agent_id, e.memory_id) <= ($3::text, $4::uuid)
+      AND (m.agent_id, m.id) > ($1::text, $2::uuid)
+      AND (m.agent_id, m.id) <= ($3::text, $4::uuid)
+      AND e.state = 'closed' AND e.ended_at < $5 AND m.status = 'active'
+), short AS (
+    SELECT c.agent_id, c.memory_id FROM candidates c
+    WHERE c.chars < $8
+      AND NOT EXISTS (SELECT 1 FROM work_items w
+                      WHERE w.agent_id = c.agent_id AND w.memory_id = c.memory_id
+                        AND w.task = 'summary_regenerate' AND w.state <> 'failed')
+), unextracted AS (
+    SELECT c.agent_id, c.memory_id FROM candidates c
+    WHERE $9::boolean AND c.facts_state = 'not_extracted'
+      AND c.storage IN ('hot', 'trimmed', 'restored')
+      AND NOT EXISTS (SELECT 1 FROM work_items w
+                      WHERE w.agent_id = c.agent_id AND w.memory_id = c.memory_id
+                        AND w.task = 'episode_upgrade' AND w.state <> 'failed')
+), queued AS (
+    INSERT INTO work_items (agent_id, task, memory_id, run_after, payload)
+    SELECT agent_id, 'summary_regenerate', memory_id, now(),
+           '{"reason": "short summary"}'::jsonb
+    FROM short
+    UNION ALL
+    SELECT agent_id, 'episode_upgrade', memory_id, now(), '{}'::jsonb FROM unextracted
+    ON CONFLICT (agent_id, task, memory_id, dedup_key) WHERE state IN ('pending', 'running')
+    DO NOTHING
+)
+SELECT (SELECT count(*) FROM batch)::int AS n,
+       (SELECT coalesce(sum(chars - $6), 0) FROM batch)::bigint AS trimmed_chars,
+       (SELECT count(*) FROM short)::int AS summaries_queued,
+       (SELECT count(*) FROM unextracted)::int AS extractions_queued;
+
+-- name: archive_episodes_batch
+-- cross-agent: one archive batch over the key range (($1, $2), ($3, $4)] (see
+-- trim_episodes_batch).  Closed episodes that ended before $5: the whole detail (a
+-- trimmed one reassembled from its hot prefix and cold tail) and the transcript move to
+-- memory_archive (start_offset 0); the hot detail becomes NULL, so readers take
+-- left(coalesce(hot, ''), start_offset) || content.  Summary, metadata, links, chunks
+-- and embeddings stay.  $6 is the job's clock.  The cold copy is inserted from the
+-- stored value itself (not a detoasted copy), so a detail PostgreSQL had compressed
+-- moves compressed, without being compressed again; its checksum and length come from
+-- one detoasted copy (`|| ''` under OFFSET 0, evaluated once per row).
+WITH batch AS (
+    SELECT e.agent_id, e.memory_id, e.detail, e.storage
+    FROM episodes e
+    WHERE (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
+      AND (e.agent_id, e.memory_id) <= ($3::text, $4::uuid)
+      AND e.state = 'closed' AND e.storage IN ('hot', 'trimmed') AND e.ended_at < $5
+    FOR UPDATE OF e
+), whole AS (
+    SELECT agent_id, memory_id, detail, length(d) AS chars, hashtextextended(d, 0) AS checksum
+    FROM (SELECT agent_id, memory_id, detail, detail || '' AS d
+          FROM (SELECT b.agent_id, b.memory_id,
+                       CASE WHEN a.memory_id IS NULL THEN b.detail
+                            ELSE left(b.detail, a.start_offset) || a.content END AS detail
+                FROM batch b
+                LEFT JOIN memory_archive a
+                       ON a.agent_id = b.agent_id AND a.memory_id = b.memory_id
+                      AND a.part = 'detail'
+                      AND (a.agent_id, a.memory_id) > ($1::text, $2::uuid)
+                      AND (a.agent_id, a.memory_id) <= ($3::text, $4::uuid)
+                WHERE b.detail IS NOT NULL
+                OFFSET 0) AS joined
+          OFFSET 0) AS detoasted
+), cold_detail AS (
+    INSERT INTO memory_archive (agent_id, memory_id, part, start_offset, content, reason,
+                                archived_at, checksum)
+    SELECT agent_id, memory_id, 'detail', 0, detail, 'archive', $6, checksum
+    FROM whole
+    ON CONFLICT (agent_id, memory_id, part) DO UPDATE SET
+        start_offset = 0, content = EXCLUDED.content, reason = 'archive',
+        archived_at = EXCLUDED.archived_at, checksum = EXCLUDED.checksum
+), transcript AS (
+    SELECT m.agent_id, m.episode_id, jsonb_agg(to_jsonb(m) ORDER BY m.seq) AS messages
+    FROM episode_messages m
+    JOIN batch b ON m.agent_id = b.agent_id AND m.episode_id = b.memory_id
+    WHERE (m.agent_id, m.episode_id) > ($1::text, $2::uuid)
+      AND (m.agent_id, m.episode_id) <= ($3::text, $4::uuid)
+    GROUP BY m.agent_id, m.episode_id
+), cold_transcript AS (
+    INSERT INTO memory_archive (agent_id, memory_id, part, messages, reason, archived_at,
+                                checksum)
+    SELECT agent_id, episode_id, 'transcript', messages, 'archive', $6,
+           hashtextextended(messages::text, 0)
+    FROM transcript
+), gone AS (
+    DELETE FROM episode_messages m USING batch b
+    WHERE (m.agent_id, m.episode_id) > ($1::text, $2::uuid)
+      AND (m.agent_id, m.episode_id) <= ($3::text, $4::uuid)
+      AND m.agent_id = b.agent_id AND m.episode_id = b.memory_id
+), hot AS (
+    UPDATE episodes e SET storage = 'archived', detail = NULL
+    FROM batch b
+    WHERE (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
+      AND (e.agent_id, e.memory_id) <= ($3::text, $4::uuid)
+      AND e.agent_id = b.agent_id AND e.memory_id = b.memory_id
+), audit AS (
+    INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
+                               created_at)
+    SELECT b.agent_id, b.memory_id, 'archived',
+           jsonb_build_object('storage', b.storage),
+           jsonb_build_object('storage', 'archived',
+                              'detail_chars', coalesce(w.chars, 0),
+                              'messages', coalesce(jsonb_array_length(t.messages), 0)),
+           'job:archive', $6
+    FROM batch b
+    LEFT JOIN whole w ON w.agent_id = b.agent_id AND w.memory_id = b.memory_id
+    LEFT JOIN transcript t ON t.agent_id = b.agent_id AND t.episode_id = b.memory_id
+)
+SELECT (SELECT count(*) FROM batch)::int AS n,
+       (SELECT count(*) FROM transcript)::int AS archived_transcripts,
+       (SELECT coalesce(sum(jsonb_array_length(messages)), 0) FROM transcript)::bigint
+           AS archived_messages;
+
+-- name: episode_storage_for_update
+SELECT e.storage, e.detail FROM episodes e
+WHERE e.agent_id = $1 AND e.memory_id = $2 FOR UPDATE OF e;
+
+-- name: archive_parts
+SELECT part, start_offset, reason, archived_at, length(content) AS chars,
+       jsonb_array_length(messages) AS messages
+FROM memory_archive WHERE agent_id = $1 AND memory_id = $2 ORDER BY part;
+
+-- name: restore_detail
+-- Reassembles the detail; returns whether it matches the checksum taken when it left.
+UPDATE episodes e SET detail = left(coalesce(e.detail, ''), a.start_offset) || a.content
+FROM memory_archive a
+WHERE e.agent_id = $1 AND e.memory_id = $2
+  AND a.agent_id = $1 AND a.memory_id = $2 AND a.part = 'detail'
+RETURNING length(e.detail) AS chars,
+          a.checksum IS NULL OR a.checksum = hashtextextended(e.detail, 0) AS verified;
+
+-- name: restore_transcript
+INSERT INTO episode_messages
+SELECT r.* FROM memory_archive a,
+     jsonb_populate_recordset(NULL::episode_messages, a.messages) r
+WHERE a.agent_id = $1 AND a.memory_id = $2 AND a.part = 'transcript'
+  AND r.agent_id = $1 AND r.episode_id = $2;
+
+-- name: transcript_digest
+-- The same digest the archive took: the transcript's rows as one jsonb array.
+SELECT count(*)::int AS n,
+       hashtextextended(jsonb_agg(to_jsonb(m) ORDER BY m.seq)::text, 0) AS checksum,
+       (SELECT a.checksum FROM memory_archive a WHERE a.agent_id = $1 AND a.memory_id = $2
+          AND a.part = 'transcript') AS archived_checksum
+FROM episode_messages m WHERE m.agent_id = $1 AND m.episode_id = $2;
+
+-- name: restore_finish
+WITH gone AS (
+    DELETE FROM memory_archive WHERE agent_id = $1 AND memory_id = $2 RETURNING part
+)
+UPDATE episodes SET storage = 'restored' WHERE agent_id = $1 AND memory_id = $2
+RETURNING (SELECT array_agg(part ORDER BY part) FROM gone) AS parts;
+
+-- name: retention_batch
+-- cross-agent: the retention policy.  Cold parts stored before $1 are deleted for
+-- good (audited per part); their episodes become 'expired'.  $3 the job's clock.
+WITH batch AS (
+    SELECT agent_id, memory_id, part FROM memory_archive
+    WHERE archived_at < $1 ORDER BY archived_at LIMIT $2 FOR UPDATE
+), gone AS (
+    DELETE FROM memory_archive a USING batch b
+    WHERE a.agent_id = b.agent_id AND a.memory_id = b.memory_id AND a.part = b.part
+    RETURNING a.agent_id, a.memory_id, a.part, a.reason, a.archived_at,
+              length(a.content) AS chars, jsonb_array_length(a.messages) AS messages
+), hot AS (
+    UPDATE episodes e SET storage = 'expired'
+    FROM (SELECT DISTINCT agent_id, memory_id FROM batch) b
+    WHERE e.agent_id = b.agent_id AND e.memory_id = b.memory_id
+), audit AS (
+    INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
+                               created_at)
+    SELECT agent_id, memory_id, 'expired',
+           jsonb_build_object('part', part, 'reason', reason, 'archived_at', archived_at,
+                              'chars', chars, 'messages', messages),
+           jsonb_build_object('storage', 'expired'), 'job:retention', $3
+    FROM gone
+)
+SELECT count(*)::int AS n FROM batch;
+
+-- name: lifecycle_promote_facts
+-- cross-agent: active facts confirmed at least $1 times get the 'core' tag.
+WITH hit AS (
+    SELECT m.agent_id, m.id, m.tags, f.confirmation_count
+    FROM memories m JOIN facts f ON f.agent_id = m.agent_id AND f.memory_id = m.id
+    WHERE m.kind = 'fact' AND m.status = 'active' AND f.confirmation_count >= $1
+      AND NOT ('core' = ANY(m.tags))
+    LIMIT $2 FOR UPDATE OF m SKIP LOCKED
+), up AS (
+    UPDATE memories m SET tags = array_append(m.tags, 'core'), version = m.version + 1,
+                          updated_at = $3
+    FROM hit h WHERE m.agent_id = h.agent_id AND m.id = h.id
+), audit AS (
+    INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
+                               created_at)
+    SELECT agent_id, id, 'promoted', jsonb_build_object('tags', tags),
+           jsonb_build_object('tags', array_append(tags, 'core'),
+                              'confirmations', confirmation_count),
+           'job:lifecycle', $3
+    FROM hit
+)
+SELECT count(*)::int AS n FROM hit;
+
+-- name: lifecycle_flag_procedures
+-- cross-agent: active procedures used at least $1 times with effectiveness below $2
+-- get the 'needs_review' tag (a person or agent decides what happens next).
+WITH hit AS (
+    SELECT m.agent_id, m.id, m.tags, p.activation_count, p.effectiveness
+    FROM memories m JOIN procedures p ON p.agent_id = m.agent_id AND p.memory_id = m.id
+    WHERE m.kind = 'procedure' AND m.status = 'active' AND p.activation_count >= $1
+      AND p.effectiveness < $2 AND NOT ('needs_review' = ANY(m.tags))
+    LIMIT $3 FOR UPDATE OF m SKIP LOCKED
+), up AS (
+    UPDATE memories m SET tags = array_append(m.tags, 'needs_review'),
+                          version = m.version + 1, updated_at = $4
+    FROM hit h WHERE m.agent_id = h.agent_id AND m.id = h.id
+), audit AS (
+    INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
+                               created_at)
+    SELECT agent_id, id, 'flagged', jsonb_build_object('tags', tags),
+           jsonb_build_object('tags', array_append(tags, 'needs_review'),
+                              'uses', activation_count, 'effectiveness', effectiveness),
+           'job:lifecycle', $4
+    FROM hit
+)
+SELECT count(*)::int AS n FROM hit;
+
+-- name: lifecycle_retire_censors
+-- cross-agent: active censors activated at least $1 times whose false positives exceed
+-- the share $2 are retired (status archived: they stop warning and blocking).
+WITH hit AS (
+    SELECT m.agent_id, m.id, c.activation_count, c.false_positive_count
+    FROM memories m JOIN censors c ON c.agent_id = m.agent_id AND c.memory_id = m.id
+    WHERE m.kind = 'censor' AND m.status = 'active' AND c.activation_count >= $1
+      AND c.false_positive_count > $2::double precision * c.activation_count
+    LIMIT $3 FOR UPDATE OF m SKIP LOCKED
+), up AS (
+    UPDATE memories m SET status = 'archived', version = m.version + 1, updated_at = $4
+    FROM hit h WHERE m.agent_id = h.agent_id AND m.id = h.id
+), audit AS (
+    INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
+                               created_at)
+    SELECT agent_id, id, 'retired', jsonb_build_object('status', 'active'),
+           jsonb_build_object('status', 'archived', 'activations', activation_count,
+                              'false_positives', false_positive_count),
+           'job:lifecycle', $4
+    FROM hit
+)
+SELECT count(*)::int AS n FROM hit;
+
+-- name: compress_candidates
+-- cross-agent: active procedures with more than $3 implementation notes, in key order.
+SELECT m.agent_id, m.id, p.name, p.implementation_notes
+FROM memories m JOIN procedures p ON p.agent_id = m.agent_id AND p.memory_id = m.id
+WHERE (m.agent_id, m.id) > ($1::text, $2::uuid) AND m.kind = 'procedure'
+  AND m.status = 'active' AND cardinality(p.implementation_notes) > $3
+ORDER BY m.agent_id, m.id
+LIMIT $4;
+
+-- name: compress_candidates_count
+-- cross-agent: how many procedures compress_candidates would page through ($1 notes).
+SELECT count(*)
+FROM memories m JOIN procedures p ON p.agent_id = m.agent_id AND p.memory_id = m.id
+WHERE m.kind = 'procedure' AND m.status = 'active' AND cardinality(p.implementation_notes) > $1;
+
+-- name: compress_write
+-- Only when the notes are still the ones the LLM saw ($3); the old ones go to history.
+WITH up AS (
+    UPDATE procedures SET implementation_notes = $4::text[]
+    WHERE agent_id = $1 AND memory_id = $2 AND implementation_notes = $3::text[]
+    RETURNING memory_id
+), touched AS (
+    UPDATE memories SET version = version + 1, updated_at = $5
+    WHERE agent_id = $1 AND id IN (SELECT memory_id FROM up)
+), audit AS (
+    INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
+                               created_at)
+    SELECT $1, memory_id, 'compressed', jsonb_build_object('implementation_notes', $3::text[]),
+           jsonb_build_object('implementation_notes', $4::text[], 'model', $6::text),
+           'job:compress', $5
+    FROM up
+)
+SELECT count(*)::int AS n FROM up;
+
+-- name: expire_extraction_cache
+-- cross-agent: cache rows past their expiry, a batch at a time.
+WITH gone AS (
+    DELETE FROM extraction_cache WHERE ctid = ANY(ARRAY(
+        SELECT ctid FROM extraction_cache WHERE expires_at < $1 LIMIT $2))
+    RETURNING 1
+)
+SELECT count(*)::int AS n FROM gone;
+
+-- name: requeue_stuck_work
+-- cross-agent: running items whose lease expired (their worker died): back to pending,
+-- or failed once they used up $2 attempts.
+WITH stuck AS (
+    SELECT agent_id, id FROM work_items
+    WHERE state = 'running' AND lease_until < $1
+    LIMIT $3 FOR UPDATE SKIP LOCKED
+), up AS (
+    UPDATE work_items w SET
+        state = CASE WHEN w.attempts >= $2 THEN 'failed' ELSE 'pending' END,
+        lease_until = NULL, locked_by = NULL, run_after = $1, updated_at = $1,
+        last_error = COALESCE(w.last_error || '; ', '') || 'lease expired (housekeeping)'
+    FROM stuck s WHERE w.agent_id = s.agent_id AND w.id = s.id
+    RETURNING w.state
+)
+SELECT count(*)::int AS n, count(*) FILTER (WHERE state = 'failed')::int AS failed FROM up;
+
+-- name: stale_embeddings_batch
+-- cross-agent: memories not embedded with the configured model $3, in key order.
+SELECT agent_id, id, summary, version FROM memories
+WHERE (agent_id, id) > ($1::text, $2::uuid) AND embedding_model IS DISTINCT FROM $3
+  AND status <> 'deleted'
+ORDER BY agent_id, id
+LIMIT $4;
+
+-- name: reembed_write
+-- cross-agent: new vectors for a batch; a row changed meanwhile (version) is left for
+-- the next run.  Re-embedding is not a content change: the version stays.
+WITH u AS (
+    SELECT * FROM unnest($1::text[], $2::uuid[], $3::integer[], $4::vector[])
+        AS u(agent_id, id, version, embedding)
+), up AS (
+    UPDATE memories m SET embedding = u.embedding, embedding_model = $5
+    FROM u WHERE m.agent_id = u.agent_id AND m.id = u.id AND m.version = u.version
+    RETURNING 1
+)
+SELECT count(*)::int AS n FROM up;
+
+-- name: stale_chunk_embeddings_batch
+-- cross-agent: transcript chunks not embedded with the configured model $4.
+SELECT agent_id, episode_id, chunk_no, content FROM episode_chunks
+WHERE (agent_id, episode_id, chunk_no) > ($1::text, $2::uuid, $3::integer)
+  AND embedding_model IS DISTINCT FROM $4
+ORDER BY agent_id, episode_id, chunk_no
+LIMIT $5;
+
+-- name: reembed_chunks_write
+-- cross-agent: chunks are verbatim and never rewritten, so no version check is needed.
+WITH up AS (
+    UPDATE episode_chunks c SET embedding = u.embedding, embedding_model = $5
+    FROM unnest($1::text[], $2::uuid[], $3::integer[], $4::vector[])
+        AS u(agent_id, episode_id, chunk_no, embedding)
+    WHERE c.agent_id = u.agent_id AND c.episode_id = u.episode_id
+      AND c.chunk_no = u.chunk_no
+    RETURNING 1
+)
+SELECT count(*)::int AS n FROM up;
+
+-- name: count_stale_embeddings
+-- cross-agent: what re-embedding has left (dry runs report it without embedding).
+SELECT (SELECT count(*) FROM memories
+        WHERE embedding_model IS DISTINCT FROM $1 AND status <> 'deleted')::bigint AS memories,
+       (SELECT count(*) FROM episode_chunks
+        WHERE embedding_model IS DISTINCT FROM $1)::bigint AS chunks;
+
+-- ---------------------------------------------------------------- job runs
+-- job_runs is cluster-wide bookkeeping, not tenant data.
+
+-- name: job_lock
+-- Session-level: held by the job's own connection for the whole run, released when the
+-- run ends or the process dies (the connection drops).
+SELECT pg_try_advisory_lock(hashtext('nous_memory.job'), hashtext($1));
+
+-- name: job_unlock
+SELECT pg_advisory_unlock(hashtext('nous_memory.job'), hashtext($1));
+
+-- name: job_run_start
+INSERT INTO job_runs (job, slot, trigger, dry_run, runner, started_at)
+VALUES ($1, $2, $3, $4, $5, $6)
+RETURNING id;
+
+-- name: job_runs_abandon
+-- Called while holding the job's lock: no run of it can be alive, so a 'running' row is
+-- a run whose process died (its committed batches stay; this run continues them).
+UPDATE job_runs SET status = 'failed', finished_at = greatest(clock_timestamp(), started_at),
+       error = 'the runner stopped before the run finished (killed?)'
+WHERE job = $1 AND status = 'running'
+RETURNING id;
+
+-- name: job_run_finish
+UPDATE job_runs SET status = $2, counts = $3, note = $4, error = $5,
+                    finished_at = greatest(clock_timestamp(), started_at)
+WHERE id = $1;
+
+-- name: job_run_skip
+INSERT INTO job_runs (job, slot, trigger, dry_run, runner, started_at, finished_at, status,
+                      note)
+VALUES ($1, $2, $3, $4, $5, $6, greatest(clock_timestamp(), $6), 'skipped', $7)
+RETURNING id;
+
+-- name: job_slot_done
+-- Whether a scheduled run of this job already succeeded for this slot.
+SELECT EXISTS (SELECT 1 FROM job_runs WHERE job = $1 AND slot = $2 AND status = 'ok'
+               AND NOT dry_run);
+
+-- name: job_history
+SELECT id, job, slot, trigger, started_at, finished_at, status, dry_run, counts, note,
+       error, runner
+FROM job_runs WHERE ($1::text IS NULL OR job = $1)
+ORDER BY id DESC LIMIT $2;
+
+-- name: archived_detail
+-- An episode's whole detail when part of it is archived: the hot head as stored (raw, as
+-- memory_archive_parts does; a validated record has its whitespace trimmed) and the rest.
+SELECT left(COALESCE(e.detail, ''), a.start_offset) || a.content AS full_detail
+FROM memory_archive a
+LEFT JOIN episodes e ON e.agent_id = a.agent_id AND e.memory_id = a.memory_id
+WHERE a.agent_id = $1 AND a.memory_id = $2 AND a.part = 'detail';
+
+-- name: memory_resummarize_if
+-- The summary_regenerate task: applies only if the summary is still the one it replaced.
+UPDATE memories SET summary = $3, summary_source = $4, summary_tokens = $5, embedding = $6,
+                    embedding_model = $7, version = version + 1, updated_at = now()
+WHERE agent_id = $1 AND id = $2 AND summary = $8 AND status <> 'deleted'
+RETURNING version;
+
+-- name: job_run_by_id
+SELECT id, job, slot, trigger, started_at, finished_at, status, dry_run, counts, note,
+       error, runner
+FROM job_runs WHERE id = $1;

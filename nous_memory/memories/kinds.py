@@ -1,0 +1,394 @@
+"""The five kinds of memory: enums, documented size limits and validated detail records.
+
+Validation happens here, before anything touches the database, so a rejected call
+names the field and the reason and leaves stored data untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal, TypeVar
+from uuid import UUID
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
+
+from ..errors import FieldProblem, InvalidInputError, PayloadTooLargeError
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+class Kind(StrEnum):
+    DECISION = "decision"
+    FACT = "fact"
+    EPISODE = "episode"
+    PROCEDURE = "procedure"
+    CENSOR = "censor"
+
+
+class Status(StrEnum):
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    ARCHIVED = "archived"
+    DELETED = "deleted"
+
+
+class DecisionOutcome(StrEnum):
+    PENDING = "pending"
+    SUCCESS = "success"
+    FAILURE = "failure"
+    PARTIAL = "partial"
+    ABANDONED = "abandoned"
+
+
+class CensorAction(StrEnum):
+    WARN = "warn"
+    BLOCK = "block"
+    ABSOLUTE = "absolute"
+
+
+class EpisodeState(StrEnum):
+    OPEN = "open"
+    CLOSING = "closing"
+    CLOSED = "closed"
+
+
+class SourceKind(StrEnum):
+    """How a fact reached the store: said by the user, extracted by the LLM, inferred."""
+
+    USER_STATED = "user_stated"
+    EXTRACTED = "extracted"
+    INFERRED = "inferred"
+
+
+class FactsState(StrEnum):
+    """Whether close processing extracted facts and decisions from an episode."""
+
+    NOT_APPLICABLE = "not_applicable"  # a remembered record, not a live transcript
+    PENDING = "pending"
+    EXTRACTED = "extracted"
+    NOT_EXTRACTED = "not_extracted"  # no LLM, or it failed: a later upgrade may retry
+
+
+class EpisodeStorage(StrEnum):
+    """Where an episode's detail and transcript live (the maintenance jobs move them)."""
+
+    HOT = "hot"
+    TRIMMED = "trimmed"  # detail beyond the hot prefix is in cold storage
+    ARCHIVED = "archived"  # detail and transcript are in cold storage
+    RESTORED = "restored"  # brought back on request; the jobs leave it hot
+    EXPIRED = "expired"  # the retention policy deleted its cold detail
+
+
+class SummarySource(StrEnum):
+    TEMPLATE = "template"
+    GIVEN = "given"
+    RULE = "rule"
+    LLM = "llm"
+
+
+# Documented limits (README "Limits").  Characters, not bytes.
+MAX_AGENT_ID_CHARS = 128
+MAX_LABEL_CHARS = 500  # titles, names, subjects, categories, sources, list items
+MAX_TEXT_CHARS = 10_000  # content, descriptions, reasons, patterns, summaries
+MAX_DETAIL_CHARS = 1_000_000  # episode detail
+MAX_LIST_ITEMS = 100
+MAX_TAGS = 32
+MAX_TAG_CHARS = 64
+MAX_BATCH_ITEMS = 5_000  # remember_many items per call
+MAX_PAGE_SIZE = 500  # list page size
+MAX_MESSAGE_CHARS = 100_000  # one transcript message, appended or edited
+
+
+def no_nul(value: str) -> str:
+    """Reject NUL bytes: PostgreSQL cannot store them in text."""
+    if "\x00" in value:
+        raise ValueError("contains a NUL byte, which PostgreSQL cannot store in text")
+    return value
+
+
+_CLEAN = AfterValidator(no_nul)
+
+Label = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1,
+                                         max_length=MAX_LABEL_CHARS), _CLEAN]
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1,
+                                        max_length=MAX_TEXT_CHARS), _CLEAN]
+LongText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1,
+                                            max_length=MAX_DETAIL_CHARS), _CLEAN]
+Tag = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1,
+                                       max_length=MAX_TAG_CHARS), _CLEAN]
+Unit = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+Count = Annotated[int, Field(ge=0, le=2**31 - 1)]
+Texts = Annotated[list[Text], Field(max_length=MAX_LIST_ITEMS)]
+Labels = Annotated[list[Label], Field(max_length=MAX_LIST_ITEMS)]
+
+
+_EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
+_LATEST = datetime(9999, 12, 30, tzinfo=UTC)
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    """Naive timestamps are taken as UTC, so stored times are never ambiguous; times
+    whose UTC form leaves years 1..9999 are refused (they could not be read back)."""
+    if value is None:
+        return value
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    try:
+        in_utc = value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("outside the years 1 to 9999 in UTC") from None
+    if not _EARLIEST <= in_utc <= _LATEST:
+        raise ValueError("outside the years 1 to 9999 in UTC")
+    return value
+
+
+Timestamp = Annotated[datetime, AfterValidator(_aware)]
+
+
+class _Detail(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DecisionDetail(_Detail):
+    kind: Literal["decision"] = "decision"
+    description: Text
+    outcome: DecisionOutcome = DecisionOutcome.PENDING
+    confidence: Unit | None = None
+    pattern: Text | None = None
+    reasons: Texts = []
+    context: Text | None = None
+    source_episode_id: UUID | None = None
+
+
+class FactDetail(_Detail):
+    kind: Literal["fact"] = "fact"
+    content: Text
+    subject: Label | None = None
+    category: Label | None = None
+    confidence: Unit | None = None
+    source: Label | None = None
+    source_kind: SourceKind = SourceKind.USER_STATED
+    source_episode_id: UUID | None = None
+    # kept by learn_fact; rejected as input (see MANAGED_FIELDS)
+    confirmation_count: Count = 0
+    last_confirmed_at: Timestamp | None = None
+    supersedes_id: UUID | None = None
+    superseded_by_id: UUID | None = None
+    conflicts_with: list[UUID] = []
+
+
+class EpisodeDetail(_Detail):
+    kind: Literal["episode"] = "episode"
+    state: EpisodeState = EpisodeState.CLOSED
+    title: Label | None = None
+    detail: LongText | None = None
+    started_at: Timestamp | None = None
+    ended_at: Timestamp | None = None
+    participants: Labels = []
+    outcome: Text | None = None
+    lessons: Texts = []
+    user_id: Label | None = None
+    key_points: Texts = []
+    topics: Labels = []
+    # kept by the episode lifecycle; rejected as input (see MANAGED_FIELDS)
+    facts_state: FactsState = FactsState.NOT_APPLICABLE
+    message_count: Count = 0
+    last_message_at: Timestamp | None = None
+    storage: EpisodeStorage = EpisodeStorage.HOT  # kept by the maintenance jobs
+
+    @model_validator(mode="after")
+    def _ends_after_start(self) -> EpisodeDetail:
+        if self.started_at and self.ended_at and self.ended_at < self.started_at:
+            raise ValueError("ended_at is before started_at")
+        return self
+
+
+class ProcedureDetail(_Detail):
+    kind: Literal["procedure"] = "procedure"
+    name: Label
+    goals: Texts = []
+    core_patterns: Texts = []
+    implementation_notes: Texts = []
+    activation_count: Count = 0
+    success_count: Count = 0
+    failure_count: Count = 0
+    effectiveness: Unit | None = None
+
+    @model_validator(mode="after")
+    def _outcomes_within_activations(self) -> ProcedureDetail:
+        if self.success_count + self.failure_count > self.activation_count:
+            raise ValueError("success_count + failure_count exceeds activation_count")
+        return self
+
+
+class CensorDetail(_Detail):
+    kind: Literal["censor"] = "censor"
+    trigger_pattern: Text
+    action: CensorAction
+    reason: Text
+    activation_count: Count = 0
+    false_positive_count: Count = 0
+
+    @model_validator(mode="after")
+    def _false_positives_within_activations(self) -> CensorDetail:
+        if self.false_positive_count > self.activation_count:
+            raise ValueError("false_positive_count exceeds activation_count")
+        return self
+
+
+Detail = Annotated[
+    DecisionDetail | FactDetail | EpisodeDetail | ProcedureDetail | CensorDetail,
+    Field(discriminator="kind"),
+]
+
+DETAIL_MODELS: dict[Kind, type[_Detail]] = {
+    Kind.DECISION: DecisionDetail,
+    Kind.FACT: FactDetail,
+    Kind.EPISODE: EpisodeDetail,
+    Kind.PROCEDURE: ProcedureDetail,
+    Kind.CENSOR: CensorDetail,
+}
+
+
+class CommonFields(BaseModel):
+    """Fields every kind accepts; ``summary`` only for episodes (others use templates)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    importance: Unit = 0.5
+    tags: Annotated[list[Tag], Field(max_length=MAX_TAGS)] = []
+    summary: Text | None = None
+
+
+COMMON_FIELDS = frozenset(CommonFields.model_fields)
+
+# Detail fields the store maintains itself; callers cannot set them directly.
+MANAGED_FIELDS: dict[Kind, frozenset[str]] = {
+    Kind.FACT: frozenset({"confirmation_count", "last_confirmed_at", "supersedes_id",
+                          "superseded_by_id", "conflicts_with"}),
+    Kind.EPISODE: frozenset({"state", "facts_state", "message_count", "last_message_at",
+                             "storage"}),
+}
+
+
+def managed_problems(kind: Kind, fields: Mapping[str, Any], prefix: str = "") -> list[FieldProblem]:
+    return [FieldProblem(f"{prefix}{name}", "maintained by the store; it cannot be set")
+            for name in fields if name in MANAGED_FIELDS.get(kind, ())]
+
+
+class NewMemory(BaseModel):
+    """A validated request to create one memory."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Kind
+    detail: Detail
+    common: CommonFields
+
+
+def parse_agent_id(agent_id: object) -> str:
+    """Agent ids are non-empty printable text up to 128 characters."""
+    if not isinstance(agent_id, str):
+        raise InvalidInputError.single("agent_id", "must be a string")
+    if not agent_id or not agent_id.strip():
+        raise InvalidInputError.single("agent_id", "must not be empty")
+    if len(agent_id) > MAX_AGENT_ID_CHARS:
+        raise InvalidInputError.single(
+            "agent_id", f"longer than {MAX_AGENT_ID_CHARS} characters")
+    if not agent_id.isprintable():
+        raise InvalidInputError.single("agent_id", "contains control characters")
+    return agent_id
+
+
+def parse_kind(kind: object, field: str = "kind") -> Kind:
+    try:
+        return Kind(str(kind))
+    except ValueError:
+        allowed = ", ".join(k.value for k in Kind)
+        raise InvalidInputError.single(
+            field, f"unknown kind {kind!r}; expected one of {allowed}") from None
+
+
+def parse_new(kind: object, fields: Mapping[str, Any], prefix: str = "", *,
+              allow_untitled: bool = False) -> NewMemory:
+    """Validate one create request; every problem is reported, each with its field path."""
+    parsed_kind = parse_kind(kind, f"{prefix}kind")
+    common_in = {k: v for k, v in fields.items() if k in COMMON_FIELDS}
+    detail_in = {k: v for k, v in fields.items() if k not in COMMON_FIELDS}
+    if "kind" in detail_in:
+        raise InvalidInputError.single(f"{prefix}kind", "given twice")
+    problems = managed_problems(parsed_kind, detail_in, prefix)
+    common = _validate(CommonFields, common_in, prefix, problems)
+    detail = _validate(DETAIL_MODELS[parsed_kind], detail_in, prefix, problems)
+    if common is not None and common.summary is not None and parsed_kind is not Kind.EPISODE:
+        problems.append(FieldProblem(
+            f"{prefix}summary",
+            f"a {parsed_kind.value} summary is computed from its fields; only episodes take one"))
+    if (parsed_kind is Kind.EPISODE and isinstance(detail, EpisodeDetail) and common is not None
+            and not allow_untitled and not (detail.title or detail.detail or common.summary)):
+        problems.append(FieldProblem(f"{prefix}detail",
+                                     "an episode needs a title, detail or summary"))
+    _raise(problems)
+    assert common is not None and detail is not None
+    return NewMemory(kind=parsed_kind, detail=detail, common=common)  # type: ignore[arg-type]
+
+
+def _validate(
+    model: type[_M], data: Mapping[str, Any], prefix: str, problems: list[FieldProblem]
+) -> _M | None:
+    try:
+        return model.model_validate(dict(data))
+    except ValidationError as exc:
+        problems.extend(problems_from(exc, prefix))
+        return None
+
+
+def problems_from(exc: ValidationError, prefix: str = "") -> list[FieldProblem]:
+    """Turn pydantic's errors into field paths and reasons a caller can act on."""
+    found = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(part) for part in err["loc"] if part != "kind" or len(err["loc"]) == 1)
+        reason = err["msg"].removeprefix("Value error, ")
+        if not loc and reason.split(" ", 1)[0].isidentifier():
+            loc = reason.split(" ", 1)[0]  # a whole-record check names its first field
+        if err["type"] == "extra_forbidden":
+            reason = "unknown field"
+        elif err["type"] == "string_too_long":
+            reason = f"{reason} (the documented limit for this field)"
+        found.append(FieldProblem(f"{prefix}{loc or 'value'}", reason))
+    return found
+
+
+def _raise(problems: list[FieldProblem]) -> None:
+    if not problems:
+        return
+    if any("at most" in p.reason and "limit" in p.reason for p in problems):
+        raise PayloadTooLargeError(problems)
+    raise InvalidInputError(problems)
+
+
+def validate_detail(kind: Kind, data: Mapping[str, Any]) -> _Detail:
+    """Validate a whole detail record (used by update after merging the changes)."""
+    problems: list[FieldProblem] = []
+    detail = _validate(DETAIL_MODELS[kind], data, "", problems)
+    _raise(problems)
+    assert detail is not None
+    return detail
+
+
+def validate_common(data: Mapping[str, Any]) -> CommonFields:
+    problems: list[FieldProblem] = []
+    common = _validate(CommonFields, data, "", problems)
+    _raise(problems)
+    assert common is not None
+    return common

@@ -1,0 +1,372 @@
+"""Typed memories: create (single and batch), read, update, delete and list.
+
+Summaries and embeddings are computed before a transaction opens; each write is then
+one short transaction (memory rows, detail rows, audit events, embedding cache).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID, uuid4
+
+import numpy as np
+from pgvector import Vector as PgVector
+
+from ..db import Connection, Database
+from ..embeddings.embedders import Embedder, Vector, embed_checked
+from ..errors import (
+    ConflictError,
+    FieldProblem,
+    InvalidInputError,
+    NotFoundError,
+)
+from ..tokens import count_tokens
+from .changes import apply_changes, audit_values, refuse_cold_detail_edit
+from .fact_key import fact_hash, text_digest
+from .kinds import (
+    MAX_BATCH_ITEMS,
+    MAX_PAGE_SIZE,
+    FactDetail,
+    Kind,
+    NewMemory,
+    Status,
+    SummarySource,
+    parse_agent_id,
+    parse_new,
+)
+from .params import parse_enum, parse_memory_id, parse_statuses, parse_time
+from .records import Memory, MemoryEvent, Page, decode_cursor, encode_cursor
+from .summaries import summarize
+
+UPDATE_ATTEMPTS = 10
+
+_DETAIL_UPSERT = {
+    Kind.DECISION: "upsert_decision_details",
+    Kind.FACT: "upsert_fact_details",
+    Kind.EPISODE: "upsert_episode_details",
+    Kind.PROCEDURE: "upsert_procedure_details",
+    Kind.CENSOR: "upsert_censor_details",
+}
+
+
+
+
+@dataclass(frozen=True, slots=True)
+class Embedded:
+    vectors: list[Vector]
+    fresh: dict[bytes, Vector]  # computed now, to be cached in the write transaction
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PreparedWrite:
+    """A validated batch with its summaries and embeddings, ready for one transaction."""
+
+    agent: str
+    news: list[NewMemory]
+    ids: list[UUID]
+    summaries: list[tuple[str, SummarySource]]
+    tokens: list[int]
+    embedded: Embedded
+
+
+class MemoryManager:
+    """Owns the memory tables for every agent; every method is scoped to one agent."""
+
+    def __init__(self, db: Database, embedder: Embedder) -> None:
+        self._db = db
+        self._embedder = embedder
+
+    @property
+    def model_name(self) -> str:
+        return self._embedder.model_name
+
+    # ------------------------------------------------------------------ create
+
+    async def remember(self, agent_id: str, kind: Kind | str, fields: Mapping[str, Any]) -> Memory:
+        agent = parse_agent_id(agent_id)
+        return (await self._insert(agent, [parse_new(kind, fields)]))[0]
+
+    async def remember_many(
+        self, agent_id: str, items: Sequence[Mapping[str, Any]]
+    ) -> list[Memory]:
+        """All or nothing: any invalid item rejects the call, naming ``items[i].field``."""
+        agent = parse_agent_id(agent_id)
+        if len(items) > MAX_BATCH_ITEMS:
+            raise InvalidInputError.single(
+                "items", f"{len(items)} items; at most {MAX_BATCH_ITEMS} per call")
+        parsed: list[NewMemory] = []
+        problems: list[FieldProblem] = []
+        for index, item in enumerate(items):
+            prefix = f"items[{index}]."
+            if not isinstance(item, Mapping):
+                problems.append(FieldProblem(f"items[{index}]", "must be an object"))
+                continue
+            fields = dict(item)
+            if "kind" not in fields:
+                problems.append(FieldProblem(f"{prefix}kind", "missing"))
+                continue
+            try:
+                parsed.append(parse_new(fields.pop("kind"), fields, prefix))
+            except InvalidInputError as exc:
+                problems.extend(exc.problems)
+        if problems:
+            raise InvalidInputError(problems)
+        return await self._insert(agent, parsed) if parsed else []
+
+    async def _insert(self, agent: str, news: list[NewMemory]) -> list[Memory]:
+        prepared = await self.prepare(agent, news)
+        async with self._db.transaction() as conn:
+            return await self.write(conn, prepared)
+
+    async def prepare(self, agent: str, news: list[NewMemory]) -> PreparedWrite:
+        """Everything slow (summaries, token counts, embeddings), before any transaction."""
+        summaries = [summarize(n.detail, n.common.summary) for n in news]
+        return PreparedWrite(
+            agent=agent, news=news, ids=[uuid4() for _ in news], summaries=summaries,
+            tokens=[count_tokens(text) for text, _ in summaries],
+            embedded=await self._embed(agent, [text for text, _ in summaries]))
+
+    async def prepare_each(self, agent: str, news: list[NewMemory]) -> list[PreparedWrite]:
+        """``prepare`` for memories written one at a time (facts, through the value rule):
+        one cache lookup and one model call for all of them, then a batch of one each."""
+        if not news:
+            return []
+        batch = await self.prepare(agent, news)
+        fresh = batch.embedded.fresh
+        out = []
+        for new, ident, summary, tokens, vector in zip(
+                batch.news, batch.ids, batch.summaries, batch.tokens, batch.embedded.vectors,
+                strict=True):
+            digest = text_digest(summary[0])
+            out.append(PreparedWrite(
+                agent=agent, news=[new], ids=[ident], summaries=[summary], tokens=[tokens],
+                embedded=Embedded([vector], {digest: fresh[digest]} if digest in fresh else {})))
+        return out
+
+    async def write(self, conn: Connection, batch: PreparedWrite) -> list[Memory]:
+        """Insert a prepared batch inside the caller's transaction."""
+        agent = batch.agent
+        rows: list[dict[str, Any]] = []
+        details: dict[Kind, list[dict[str, Any]]] = {}
+        events: list[dict[str, Any]] = []
+        for ordinal, (new, memory_id, (summary, source), n_tokens) in enumerate(
+                zip(batch.news, batch.ids, batch.summaries, batch.tokens, strict=True), start=1):
+            rows.append({
+                "id": str(memory_id), "kind": new.kind.value, "summary": summary,
+                "summary_source": source.value, "summary_tokens": n_tokens,
+                "importance": new.common.importance, "tags": new.common.tags, "ord": ordinal,
+            })
+            details.setdefault(new.kind, []).append(_detail_row(agent, memory_id, new.detail))
+            events.append({"memory_id": str(memory_id), "event": "created", "old_values": None,
+                           "new_values": {"kind": new.kind.value, "summary": summary},
+                           "actor": None})
+        stamps = {r["id"]: r for r in await conn.fetch(
+            "insert_memories", agent, rows, [PgVector(v) for v in batch.embedded.vectors],
+            self._embedder.model_name)}
+        for kind, kind_rows in details.items():
+            await conn.execute(_DETAIL_UPSERT[kind], agent, kind_rows)
+        await conn.execute("insert_events", agent, events)
+        await self.cache(conn, agent, batch.embedded)
+        return [
+            Memory(id=memory_id, agent_id=agent, kind=new.kind, status=Status.ACTIVE,
+                   summary=summary, summary_source=source, summary_tokens=n_tokens,
+                   importance=new.common.importance, tags=new.common.tags,
+                   embedding_model=self._embedder.model_name, version=1,
+                   created_at=stamps[memory_id]["created_at"],
+                   updated_at=stamps[memory_id]["updated_at"], detail=new.detail)
+            for new, memory_id, (summary, source), n_tokens in zip(
+                batch.news, batch.ids, batch.summaries, batch.tokens, strict=True)
+        ]
+
+    # ------------------------------------------------------------------ embeddings
+
+    async def _embed(self, agent: str, texts: list[str]) -> Embedded:
+        """Embed through the per-agent cache: one lookup, one model call for the misses."""
+        digests = [text_digest(t) for t in texts]
+        cached: dict[bytes, Vector] = {
+            bytes(r["text_sha256"]): _as_array(r["embedding"])
+            for r in await self._db.fetch("embedding_cache_lookup", agent,
+                                          self._embedder.model_name, list(set(digests)))
+        }
+        missing: dict[bytes, str] = {}
+        for digest, text in zip(digests, texts, strict=True):
+            if digest not in cached:
+                missing.setdefault(digest, text)
+        fresh: dict[bytes, Vector] = {}
+        if missing:
+            vectors = await embed_checked(self._embedder, list(missing.values()))
+            fresh = dict(zip(missing, vectors, strict=True))
+        return Embedded([cached.get(d, fresh.get(d)) for d in digests],  # type: ignore[misc]
+                         fresh)
+
+    async def embed_texts(self, agent: str, texts: list[str]) -> list[Vector]:
+        """Embeddings through the cache (nothing is written; for callers that store them)."""
+        return (await self._embed(agent, texts)).vectors if texts else []
+
+    async def embed_query(self, agent: str, text: str) -> Vector:
+        """One query's embedding through the cache; a miss is cached (one statement,
+        after the model call: no transaction is held while embedding)."""
+        embedded = await self._embed(agent, [text])
+        if embedded.fresh:
+            async with self._db.acquire() as conn:
+                await self.cache(conn, agent, embedded)
+        return embedded.vectors[0]
+
+    @property
+    def dimension(self) -> int:
+        return self._embedder.dimension
+
+    async def cache(self, conn: Connection, agent: str, embedded: Embedded) -> None:
+        """Store freshly computed embeddings, inside the caller's write transaction."""
+        if embedded.fresh:
+            await conn.execute("embedding_cache_store", agent, self._embedder.model_name,
+                               list(embedded.fresh), [PgVector(v) for v in embedded.fresh.values()])
+
+    # ------------------------------------------------------------------ read
+
+    async def get(self, agent_id: str, memory_id: UUID | str, *,
+                  include_deleted: bool = False) -> Memory:
+        agent = parse_agent_id(agent_id)
+        ident = parse_memory_id(memory_id)
+        row = await self._db.fetchrow("get_memory", agent, ident)
+        if row is None or (row["status"] == Status.DELETED and not include_deleted):
+            raise NotFoundError("memory", ident)
+        return Memory.from_row(row)
+
+
+    async def history(self, agent_id: str, memory_id: UUID | str) -> list[MemoryEvent]:
+        """The audit trail of one memory (it outlives a purge, without the content)."""
+        agent = parse_agent_id(agent_id)
+        ident = parse_memory_id(memory_id)
+        rows = await self._db.fetch("memory_events", agent, ident)
+        if not rows:
+            raise NotFoundError("memory", ident)
+        return [MemoryEvent.model_validate(dict(r)) for r in rows]
+
+    # ------------------------------------------------------------------ update
+
+    async def update(self, agent_id: str, memory_id: UUID | str, changes: Mapping[str, Any], *,
+                     actor: str | None = None) -> Memory:
+        """Change fields; the summary and embedding follow, and the old values are audited."""
+        agent = parse_agent_id(agent_id)
+        ident = parse_memory_id(memory_id)
+        if not changes:
+            raise InvalidInputError.single("changes", "nothing to update")
+        for _ in range(UPDATE_ATTEMPTS):
+            current = await self.get(agent, ident)
+            updated = apply_changes(current, changes)
+            old, new = audit_values(current), audit_values(updated)
+            changed = sorted(k for k in new if new[k] != old.get(k))
+            if not changed:
+                return current
+            refuse_cold_detail_edit(current, changed)
+            embedded = None
+            if updated.summary != current.summary:
+                embedded = await self._embed(agent, [updated.summary])
+            async with self._db.transaction() as conn:
+                await conn.execute("lock_agent_facts", agent)  # never mid-learn_fact
+                row = await conn.fetchrow(
+                    "update_memory", agent, ident, current.version, updated.summary,
+                    updated.summary_source.value, updated.summary_tokens,
+                    PgVector(embedded.vectors[0]) if embedded else None,
+                    self._embedder.model_name, updated.importance, updated.tags)
+                if row is None:
+                    continue  # changed or deleted since we read it: read again
+                await conn.execute(_DETAIL_UPSERT[current.kind], agent,
+                                   [_detail_row(agent, ident, updated.detail)])
+                await conn.execute("insert_events", agent, [{
+                    "memory_id": str(ident), "event": "updated", "actor": actor,
+                    "old_values": {k: old.get(k) for k in changed},
+                    "new_values": {k: new[k] for k in changed}}])
+                if embedded:
+                    await self.cache(conn, agent, embedded)
+            return updated.model_copy(update={
+                "version": row["version"], "updated_at": row["updated_at"],
+                "embedding_model": (self._embedder.model_name if embedded
+                                    else current.embedding_model)})
+        raise ConflictError(f"memory {ident} kept changing; update not applied")
+
+    # ------------------------------------------------------------------ delete
+
+    async def delete(self, agent_id: str, memory_id: UUID | str, *, purge: bool = False,
+                     actor: str | None = None) -> None:
+        """Soft delete (status ``deleted``, reversible in SQL) or purge (rows and content gone)."""
+        agent = parse_agent_id(agent_id)
+        ident = parse_memory_id(memory_id)
+        async with self._db.transaction() as conn:
+            await conn.execute("lock_agent_facts", agent)  # never mid-learn_fact
+            if purge:
+                gone = await conn.fetchrow("purge_memory", agent, ident)
+                if gone is None:
+                    raise NotFoundError("memory", ident)
+                await conn.execute("redact_events", agent, ident)
+                if gone["embedding_model"]:
+                    await conn.execute("embedding_cache_forget", agent, gone["embedding_model"],
+                                       text_digest(gone["summary"]))
+                event = {"event": "purged", "old_values": None,
+                         "new_values": {"kind": gone["kind"]}}
+            else:
+                before = await conn.fetchval("soft_delete_memory", agent, ident)
+                if before is None:
+                    raise NotFoundError("memory", ident)
+                event = {"event": "deleted", "old_values": {"status": before},
+                         "new_values": {"status": Status.DELETED.value}}
+            await conn.execute("insert_events", agent,
+                               [{"memory_id": str(ident), "actor": actor, **event}])
+
+    async def counts(self, agent_id: str) -> dict[str, dict[str, int]]:
+        """{kind: {status: n}} for one agent."""
+        agent = parse_agent_id(agent_id)
+        out: dict[str, dict[str, int]] = {}
+        for r in await self._db.fetch("count_memories", agent):
+            out.setdefault(r["kind"], {})[r["status"]] = r["n"]
+        return out
+
+    # last in the class: a method named `list` shadows the builtin in later signatures
+    async def list(
+        self, agent_id: str, *, kind: Kind | str | None = None,
+        status: Status | str | Sequence[Status | str] | None = None,
+        created_after: datetime | None = None, created_before: datetime | None = None,
+        limit: int = 50, cursor: str | None = None,
+    ) -> Page:
+        """Newest first, paged by an opaque cursor; deleted memories only when asked for."""
+        agent = parse_agent_id(agent_id)
+        kind_value = None if kind is None else parse_enum(Kind, kind, "kind").value
+        statuses = parse_statuses(status)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not (
+                1 <= limit <= MAX_PAGE_SIZE):
+            raise InvalidInputError.single("limit", f"must be between 1 and {MAX_PAGE_SIZE}")
+        after = parse_time(created_after, "created_after")
+        before = parse_time(created_before, "created_before")
+        after_at, after_id = decode_cursor(cursor) if cursor else (None, None)
+        rows = await self._db.fetch("list_memories", agent, kind_value, statuses, after,
+                                    before, after_at, after_id, limit + 1)
+        items = [Memory.from_row(r) for r in rows[:limit]]
+        more = len(rows) > limit
+        next_cursor = encode_cursor(items[-1].created_at, items[-1].id) if more else None
+        return Page(items=items, next_cursor=next_cursor)
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _as_array(value: Any) -> Vector:
+    """The pgvector codec decodes to its own Vector type; the store works with ndarrays."""
+    array: Vector = value.to_numpy() if isinstance(value, PgVector) else np.asarray(
+        value, dtype=np.float32)
+    return array
+
+
+
+
+def _detail_row(agent: str, memory_id: UUID, detail: Any) -> dict[str, Any]:
+    row: dict[str, Any] = detail.model_dump(mode="json")
+    row.update(agent_id=agent, memory_id=str(memory_id))
+    if isinstance(detail, FactDetail):
+        row["normalized_hash"] = "\\x" + fact_hash(detail.content).hex()
+    return row
+
+

@@ -1,0 +1,59 @@
+"""Caller arguments (ids, enum values, timestamps, statuses) parsed into typed values.
+
+Each failure is an ``InvalidInputError`` that names the field, so every surface (Python,
+REST, CLI) reports bad arguments the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from pydantic import TypeAdapter, ValidationError
+
+from ..errors import InvalidInputError
+from .kinds import Status, Timestamp
+
+VISIBLE_STATUSES = (Status.ACTIVE, Status.SUPERSEDED, Status.ARCHIVED)
+
+
+def parse_memory_id(value: object, field: str = "memory_id") -> UUID:
+    if isinstance(value, UUID):
+        return value
+    try:
+        return UUID(str(value))
+    except ValueError:
+        raise InvalidInputError.single(field, f"not a memory id (UUID): {value!r}") from None
+
+
+def parse_enum(enum: Any, value: object, field: str) -> Any:
+    try:
+        return enum(str(value))
+    except ValueError:
+        allowed = ", ".join(e.value for e in enum)
+        raise InvalidInputError.single(field, f"unknown value {value!r}; expected one of {allowed}"
+                                       ) from None
+
+
+_TIME = TypeAdapter(Timestamp)
+
+
+def parse_time(value: object, field: str) -> datetime | None:
+    """A datetime or ISO 8601 text; naive means UTC."""
+    if value is None:
+        return None
+    try:
+        parsed: datetime = _TIME.validate_python(value)
+    except ValidationError:
+        raise InvalidInputError.single(field, f"not a timestamp: {value!r}") from None
+    return parsed
+
+
+def parse_statuses(status: Status | str | Sequence[Status | str] | None) -> list[str]:
+    """The statuses a listing asks for; none means every visible one (not deleted)."""
+    if status is None:
+        return [s.value for s in VISIBLE_STATUSES]
+    values = [status] if isinstance(status, str) else list(status)
+    return [parse_enum(Status, v, "status").value for v in values]

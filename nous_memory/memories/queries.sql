@@ -1,0 +1,146 @@
+-- Memory rows of every kind: writes, reads, listing, deletion, audit events, the embedding cache.
+-- `-- name: x` starts a query; the comment lines after it say why it looks the way it
+-- does.  Every query on tenant data filters by agent_id ($1 by convention); the few
+-- that read across agents say so (tests/unit/test_queries.py lists them).  The loader
+-- (nous_memory/db/queries.py) reads every package's queries.sql into one namespace.
+
+-- ---------------------------------------------------------------- embeddings
+
+-- name: embedding_cache_lookup
+-- $3: sha256 digests of the texts; one round trip for a whole batch.
+SELECT text_sha256, embedding
+FROM embedding_cache
+WHERE agent_id = $1 AND model = $2 AND text_sha256 = ANY($3::bytea[]);
+
+-- name: embedding_cache_store
+INSERT INTO embedding_cache (agent_id, model, text_sha256, embedding)
+SELECT $1, $2, h, e FROM unnest($3::bytea[], $4::vector[]) AS u(h, e)
+ON CONFLICT (agent_id, model, text_sha256) DO NOTHING;
+
+-- ---------------------------------------------------------------- memories
+
+-- name: insert_memories
+-- A batch of memories from JSON rows; $3 holds the embeddings, row i uses element i.
+INSERT INTO memories (agent_id, id, kind, summary, summary_source, summary_tokens,
+                      embedding, embedding_model, importance, tags)
+SELECT $1, r.id, r.kind, r.summary, r.summary_source, r.summary_tokens,
+       ($3::vector[])[r.ord], $4, r.importance, r.tags
+FROM jsonb_to_recordset($2::jsonb) AS r(id uuid, kind text, summary text,
+     summary_source text, summary_tokens integer, importance double precision,
+     tags text[], ord integer)
+RETURNING id, created_at, updated_at;
+
+-- name: upsert_decision_details
+INSERT INTO decisions SELECT * FROM jsonb_populate_recordset(NULL::decisions, $2::jsonb) r
+WHERE r.agent_id = $1
+ON CONFLICT (agent_id, memory_id) DO UPDATE SET
+    description = EXCLUDED.description, outcome = EXCLUDED.outcome,
+    confidence = EXCLUDED.confidence, pattern = EXCLUDED.pattern,
+    reasons = EXCLUDED.reasons, context = EXCLUDED.context,
+    source_episode_id = EXCLUDED.source_episode_id;
+
+-- name: upsert_fact_details
+-- Confirmations, links and flags are learn_fact's: an update never overwrites them.
+INSERT INTO facts SELECT * FROM jsonb_populate_recordset(NULL::facts, $2::jsonb) r
+WHERE r.agent_id = $1
+ON CONFLICT (agent_id, memory_id) DO UPDATE SET
+    content = EXCLUDED.content, subject = EXCLUDED.subject, category = EXCLUDED.category,
+    confidence = EXCLUDED.confidence, source = EXCLUDED.source,
+    source_kind = EXCLUDED.source_kind, source_episode_id = EXCLUDED.source_episode_id,
+    normalized_hash = EXCLUDED.normalized_hash;
+
+-- name: upsert_episode_details
+-- State, message count and extraction state belong to the lifecycle: never overwritten.
+INSERT INTO episodes SELECT * FROM jsonb_populate_recordset(NULL::episodes, $2::jsonb) r
+WHERE r.agent_id = $1
+ON CONFLICT (agent_id, memory_id) DO UPDATE SET
+    title = EXCLUDED.title, detail = EXCLUDED.detail,
+    started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at,
+    participants = EXCLUDED.participants, outcome = EXCLUDED.outcome,
+    lessons = EXCLUDED.lessons, user_id = EXCLUDED.user_id,
+    key_points = EXCLUDED.key_points, topics = EXCLUDED.topics;
+
+-- name: upsert_procedure_details
+INSERT INTO procedures SELECT * FROM jsonb_populate_recordset(NULL::procedures, $2::jsonb) r
+WHERE r.agent_id = $1
+ON CONFLICT (agent_id, memory_id) DO UPDATE SET
+    name = EXCLUDED.name, goals = EXCLUDED.goals, core_patterns = EXCLUDED.core_patterns,
+    implementation_notes = EXCLUDED.implementation_notes,
+    activation_count = EXCLUDED.activation_count, success_count = EXCLUDED.success_count,
+    failure_count = EXCLUDED.failure_count, effectiveness = EXCLUDED.effectiveness;
+
+-- name: upsert_censor_details
+INSERT INTO censors SELECT * FROM jsonb_populate_recordset(NULL::censors, $2::jsonb) r
+WHERE r.agent_id = $1
+ON CONFLICT (agent_id, memory_id) DO UPDATE SET
+    trigger_pattern = EXCLUDED.trigger_pattern, action = EXCLUDED.action,
+    reason = EXCLUDED.reason, activation_count = EXCLUDED.activation_count,
+    false_positive_count = EXCLUDED.false_positive_count;
+
+-- name: insert_events
+-- Audit rows for a batch: [{memory_id, event, old_values, new_values, actor}].
+INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor)
+SELECT $1, r.memory_id, r.event, r.old_values, r.new_values, r.actor
+FROM jsonb_to_recordset($2::jsonb) AS r(memory_id uuid, event text, old_values jsonb,
+     new_values jsonb, actor text);
+
+-- name: get_memory
+SELECT * FROM memory_records WHERE agent_id = $1 AND id = $2;
+
+-- name: list_memories
+-- Keyset paging on (created_at, id) descending; NULL filters are ignored.
+-- $3: statuses to include; ($6, $7): the cursor position.
+SELECT * FROM memory_records
+WHERE agent_id = $1
+  AND ($2::text IS NULL OR kind = $2)
+  AND status = ANY($3::text[])
+  AND ($4::timestamptz IS NULL OR created_at > $4)
+  AND ($5::timestamptz IS NULL OR created_at < $5)
+  AND ($6::timestamptz IS NULL OR (created_at, id) < ($6, $7::uuid))
+ORDER BY created_at DESC, id DESC
+LIMIT $8;
+
+-- name: update_memory
+-- Optimistic: only applies when the version is the one the caller read ($3).
+UPDATE memories SET
+    summary = $4, summary_source = $5, summary_tokens = $6,
+    embedding = COALESCE($7::vector, embedding),
+    embedding_model = CASE WHEN $7::vector IS NULL THEN embedding_model ELSE $8 END,
+    importance = $9, tags = $10::text[],
+    version = version + 1, updated_at = now()
+WHERE agent_id = $1 AND id = $2 AND version = $3 AND status <> 'deleted'
+RETURNING version, updated_at;
+
+-- name: soft_delete_memory
+-- Returns the status it had, for the audit event; nothing when missing or already deleted.
+UPDATE memories m SET status = 'deleted', deleted_at = now(), updated_at = now(),
+                      version = m.version + 1
+FROM (SELECT id, status FROM memories
+      WHERE agent_id = $1 AND id = $2 AND status <> 'deleted' FOR UPDATE) old
+WHERE m.agent_id = $1 AND m.id = old.id
+RETURNING old.status;
+
+-- name: purge_memory
+-- Detail rows and transcript go with it (ON DELETE CASCADE).
+DELETE FROM memories WHERE agent_id = $1 AND id = $2
+RETURNING kind, summary, embedding_model;
+
+-- name: embedding_cache_forget
+DELETE FROM embedding_cache WHERE agent_id = $1 AND model = $2 AND text_sha256 = $3;
+
+-- name: redact_events
+-- A purge removes the content from the audit trail too; the trail itself stays.
+UPDATE memory_events SET old_values = NULL, new_values = NULL
+WHERE agent_id = $1 AND memory_id = $2;
+
+-- name: memory_events
+SELECT id, memory_id, event, old_values, new_values, actor, created_at
+FROM memory_events WHERE agent_id = $1 AND memory_id = $2 ORDER BY id;
+
+-- name: count_memories
+SELECT kind, status, count(*) AS n FROM memories WHERE agent_id = $1
+GROUP BY kind, status ORDER BY kind, status;
+
+-- name: memory_touch
+UPDATE memories SET version = version + 1, updated_at = now()
+WHERE agent_id = $1 AND id = $2;

@@ -1,0 +1,80 @@
+"""Immutable results returned by the store."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import InvalidInputError
+from .kinds import Detail, Kind, Status, SummarySource
+
+
+class Memory(BaseModel):
+    """One stored memory: the shared columns plus its kind's ``detail``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: UUID
+    agent_id: str
+    kind: Kind
+    status: Status
+    summary: str
+    summary_source: SummarySource
+    summary_tokens: int
+    importance: float
+    tags: list[str]
+    embedding_model: str | None
+    version: int
+    created_at: datetime
+    updated_at: datetime
+    last_accessed_at: datetime | None = None
+    access_count: int = 0
+    deleted_at: datetime | None = None
+    detail: Detail
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Memory:
+        return cls.model_validate(dict(row))
+
+
+class MemoryEvent(BaseModel):
+    """One audit entry: what changed, from what, to what."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: int
+    memory_id: UUID
+    event: str
+    old_values: dict[str, Any] | None
+    new_values: dict[str, Any] | None
+    actor: str | None
+    created_at: datetime
+
+
+class Page(BaseModel):
+    """One page of a listing; pass ``next_cursor`` back to get the next one."""
+
+    model_config = ConfigDict(frozen=True)
+
+    items: list[Memory]
+    next_cursor: str | None
+
+
+def encode_cursor(created_at: datetime, memory_id: UUID) -> str:
+    raw = f"{created_at.isoformat()}|{memory_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, UUID]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        stamp, ident = base64.urlsafe_b64decode(padded).decode().split("|")
+        return datetime.fromisoformat(stamp), UUID(ident)
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise InvalidInputError.single("cursor", "not a cursor returned by list") from None

@@ -1,0 +1,5 @@
+"""Durable deferred work: rows in ``work_items`` claimed with ``FOR UPDATE SKIP LOCKED``.
+
+- ``queue``: enqueue, the records a task handler sees, completion under the lease;
+- ``worker``: claims, runs handlers, heartbeats, retries with backoff.
+"""

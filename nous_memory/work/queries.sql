@@ -1,0 +1,58 @@
+-- The durable work queue: enqueue, claim under a lease, heartbeat, finish, retry.
+-- `-- name: x` starts a query; the comment lines after it say why it looks the way it
+-- does.  Every query on tenant data filters by agent_id ($1 by convention); the few
+-- that read across agents say so (tests/unit/test_queries.py lists them).  The loader
+-- (nous_memory/db/queries.py) reads every package's queries.sql into one namespace.
+
+-- ---------------------------------------------------------------- work queue
+
+-- name: work_enqueue
+-- $5 dedup_key ('' when one open item per (task, memory) is enough), $6 payload
+INSERT INTO work_items (agent_id, task, memory_id, run_after, dedup_key, payload)
+VALUES ($1, $2, $3, now() + make_interval(secs => $4), $5, $6)
+ON CONFLICT (agent_id, task, memory_id, dedup_key) WHERE state IN ('pending', 'running') DO NOTHING;
+
+-- name: work_claim
+-- cross-agent: the worker serves every agent's queue; the claimed item is then handled
+-- within its own agent.  An expired lease (a dead worker) makes an item claimable again.
+UPDATE work_items w SET state = 'running', attempts = w.attempts + 1, locked_by = $2,
+       lease_until = now() + make_interval(secs => $1), updated_at = now()
+FROM (SELECT agent_id, id FROM work_items
+      WHERE (state = 'pending' AND run_after <= now())
+         OR (state = 'running' AND lease_until < now() AND attempts < $3)
+      ORDER BY run_after, id
+      LIMIT 1 FOR UPDATE SKIP LOCKED) c
+WHERE w.agent_id = c.agent_id AND w.id = c.id
+RETURNING w.agent_id, w.id, w.task, w.memory_id, w.attempts, w.payload;
+
+-- name: work_fail_exhausted
+-- cross-agent: items whose worker died on every one of their attempts stop here.
+UPDATE work_items SET state = 'failed', lease_until = NULL, locked_by = NULL,
+       last_error = COALESCE(last_error || '; ', '') || 'lease expired on the last attempt',
+       updated_at = now()
+WHERE state = 'running' AND lease_until < now() AND attempts >= $1;
+
+-- name: work_extend_lease
+-- Heartbeat while slow work (LLM calls) runs, so a live worker keeps its item.
+UPDATE work_items SET lease_until = now() + make_interval(secs => $4), updated_at = now()
+WHERE agent_id = $1 AND id = $2 AND locked_by = $3 AND state = 'running'
+RETURNING id;
+
+-- name: work_complete
+-- Inside the result transaction: only the worker that still holds the lease may finish.
+UPDATE work_items SET state = 'done', lease_until = NULL, updated_at = now()
+WHERE agent_id = $1 AND id = $2 AND locked_by = $3 AND state = 'running'
+RETURNING id;
+
+-- name: work_retry
+UPDATE work_items SET state = CASE WHEN attempts >= $4 THEN 'failed' ELSE 'pending' END,
+       run_after = now() + make_interval(secs => $5), last_error = $6, locked_by = NULL,
+       lease_until = NULL, updated_at = now()
+WHERE agent_id = $1 AND id = $2 AND locked_by = $3 AND state = 'running'
+RETURNING state;
+
+-- name: work_open_for
+-- Whether a memory still has open items of the given tasks (e.g. a close's follow-up).
+SELECT EXISTS (SELECT 1 FROM work_items
+               WHERE agent_id = $1 AND memory_id = $2 AND task = ANY($3::text[])
+                 AND state IN ('pending', 'running'));

@@ -1,0 +1,69 @@
+"""The durable work queue's records: what a task handler receives and how work is queued.
+
+A handler is an async callable taking a :class:`WorkContext`.  It does its slow work
+(LLM, embeddings) with no transaction open, then writes its result inside
+``async with ctx.commit() as conn:``, which completes the item in the same transaction
+only while this worker still holds the lease.  ``ctx.skip()`` completes an item that
+has nothing left to do (a duplicate, or its memory was deleted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+from ..db import Connection, Database
+from ..errors import ConflictError
+
+
+class LeaseLost(ConflictError):
+    """Another worker took the item over (our lease expired); our result is dropped."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkItem:
+    agent_id: str
+    id: int
+    task: str
+    memory_id: UUID
+    attempts: int
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    last_try: bool = False  # the final attempt: prefer a degraded result to a failure
+
+
+class WorkContext:
+    """One claimed item, and the only way to finish it."""
+
+    def __init__(self, db: Database, item: WorkItem, worker_id: str) -> None:
+        self._db = db
+        self.item = item
+        self.worker_id = worker_id
+
+    @asynccontextmanager
+    async def commit(self) -> AsyncIterator[Connection]:
+        """A transaction that completes the item; raises :class:`LeaseLost` if overtaken."""
+        item = self.item
+        async with self._db.transaction() as conn:
+            if await conn.fetchval("work_complete", item.agent_id, item.id,
+                                   self.worker_id) is None:
+                raise LeaseLost(f"lease on work item {item.id} lost")
+            yield conn
+
+    async def skip(self) -> None:
+        """Complete the item without a result (nothing left to do)."""
+        await self._db.fetchval("work_complete", self.item.agent_id, self.item.id,
+                                self.worker_id)
+
+
+TaskHandler = Callable[[WorkContext], Awaitable[None]]
+
+
+async def enqueue(conn: Connection | Database, agent_id: str, task: str, memory_id: UUID, *,
+                  delay_s: float = 0.0, dedup_key: str = "",
+                  payload: Mapping[str, Any] | None = None) -> None:
+    """Queue ``task`` for a memory; a no-op while an open item with the same key exists."""
+    await conn.execute("work_enqueue", agent_id, task, memory_id, delay_s, dedup_key,
+                       dict(payload or {}))
