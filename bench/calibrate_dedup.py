@@ -19,8 +19,8 @@ import os
 from pathlib import Path
 
 import numpy as np
+from backends import LocalEmbedder, add_backend_option, local_embedder
 
-from nous_memory.embeddings import SentenceTransformerEmbedder
 from nous_memory.facts.rules import relation
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "stsb"
@@ -37,7 +37,7 @@ def load(path: Path) -> tuple[list[str], list[str], np.ndarray]:
     return [r[0] for r in rows], [r[1] for r in rows], scores[keep] >= 4.0
 
 
-def cosines(embedder: SentenceTransformerEmbedder, a: list[str], b: list[str]) -> np.ndarray:
+def cosines(embedder: LocalEmbedder, a: list[str], b: list[str]) -> np.ndarray:
     left = np.stack(embedder.encode(a))
     right = np.stack(embedder.encode(b))
     return (left * right).sum(axis=1)
@@ -61,9 +61,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--train", type=Path, default=DATA / "train.csv")
     parser.add_argument("--dev", type=Path, default=DATA / "dev.csv")
+    add_backend_option(parser)
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    embedder = SentenceTransformerEmbedder()
+    embedder = local_embedder(args.backend)
     results = {}
     for split, path in (("train", args.train), ("dev", args.dev)):
         a, b, truth = load(path)

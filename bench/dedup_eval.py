@@ -21,9 +21,9 @@ import uuid
 from pathlib import Path
 
 import numpy as np
+from backends import add_backend_option, local_embedder
 
 from nous_memory import MemoryStore
-from nous_memory.embeddings import SentenceTransformerEmbedder
 from nous_memory.facts.learning import LearnAction
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "stsb" / "dev.csv"
@@ -61,7 +61,7 @@ def distinct_facts(n: int) -> list[str]:
 async def run(args: argparse.Namespace) -> None:
     pairs = load_pairs(args.data)
     truth = np.array([t for _, _, t in pairs])
-    embedder = SentenceTransformerEmbedder()
+    embedder = local_embedder(args.backend)
     left = np.stack(embedder.encode([a for a, _, _ in pairs]))
     right = np.stack(embedder.encode([b for _, b, _ in pairs]))
     cosine = (left * right).sum(axis=1)
@@ -103,6 +103,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--learn-n", type=int, default=2000)
+    add_backend_option(parser)
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     asyncio.run(run(args))

@@ -39,9 +39,9 @@ from typing import Any
 
 import asyncpg
 import numpy as np
+from backends import add_backend_option, local_embedder
 
 from nous_memory import MemoryStore
-from nous_memory.embeddings import SentenceTransformerEmbedder
 from nous_memory.testing import JSONReply, ScriptedLLMServer, ScriptStep
 
 REPO = Path(__file__).resolve().parent.parent
@@ -218,7 +218,7 @@ def pct(values: Sequence[float], q: float) -> float:
 # ------------------------------------------------------------------------- main
 
 
-async def run(data: Path, limit: int | None) -> None:
+async def run(data: Path, limit: int | None, backend: str) -> None:
     sessions, empty = load_sessions(data)
     if limit is not None:
         sessions = sessions[:limit]
@@ -227,8 +227,7 @@ async def run(data: Path, limit: int | None) -> None:
     load_before = os.getloadavg()[0]
 
     with tempfile.TemporaryDirectory(prefix="nous-bench-") as tmp:
-        embedder = SentenceTransformerEmbedder()
-        embedder.warm_up()
+        embedder = local_embedder(backend)
         async with (ScriptedLLMServer(default=extraction_for) as llm,
                     MemoryStore.open(data_dir=tmp, embedder=embedder, llm_base_url=llm.base_url,
                                      llm_model="scripted") as store):
@@ -392,12 +391,13 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help=f"LoCoMo JSON (default {DEFAULT_DATA})")
     parser.add_argument("--limit-sessions", type=int, default=None,
                         help="only the first N sessions (default: all)")
+    add_backend_option(parser)
     args = parser.parse_args(argv)
     if args.limit_sessions is not None and args.limit_sessions < 1:
         parser.error("--limit-sessions must be >= 1")
     if not args.data.exists():
         parser.error(f"no data file at {args.data}")
-    asyncio.run(run(args.data, args.limit_sessions))
+    asyncio.run(run(args.data, args.limit_sessions, args.backend))
 
 
 if __name__ == "__main__":

@@ -46,6 +46,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from backends import add_backend_option
+
 from nous_memory import MemoryStore
 from nous_memory.context.recall import RecallItem
 
@@ -230,8 +232,9 @@ async def run(args: argparse.Namespace) -> None:
     skipped = sum(c.skipped for c in conversations)
     url = os.environ.get("NOUS_MEMORY_DATABASE_URL")
     with tempfile.TemporaryDirectory(prefix="nous-locomo-") as tmp:
-        opened = (MemoryStore.open(database_url=url) if url
-                  else MemoryStore.open(data_dir=tmp, database_url=None))
+        opened = (MemoryStore.open(database_url=url, embedding_backend=args.backend) if url
+                  else MemoryStore.open(data_dir=tmp, database_url=None,
+                                        embedding_backend=args.backend))
         async with opened as store:
             t0 = time.perf_counter()
             agents = await ingest(store, conversations, uuid.uuid4().hex[:8])
@@ -274,6 +277,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="only the first N conversations (quick runs)")
     parser.add_argument("--archive-all", action="store_true",
                         help="ask again after archiving every episode; print the ratio")
+    add_backend_option(parser)
     args = parser.parse_args(argv)
     if not args.data.is_file():
         sys.exit(f"no data file at {args.data}")

@@ -25,9 +25,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from backends import LocalEmbedder, add_backend_option, local_embedder
 
 from nous_memory import MemoryStore
-from nous_memory.embeddings import SentenceTransformerEmbedder
 
 BATCH = 64  # SentenceTransformerEmbedder's default batch size
 TARGET_MANY_OVER_EMBED = 0.8
@@ -114,7 +114,7 @@ def alternating(count: int) -> Iterator[tuple[int, bool]]:
         yield i, i % 2 == 0
 
 
-async def measure_single(store: MemoryStore, embedder: SentenceTransformerEmbedder, agent: str,
+async def measure_single(store: MemoryStore, embedder: LocalEmbedder, agent: str,
                          remember_texts: Sequence[str], embed_texts: Sequence[str]
                          ) -> tuple[list[float], list[float]]:
     """One remember and one bare encode per step, in alternating order; seconds each."""
@@ -151,7 +151,7 @@ class Pair:
     embed_s: float
 
 
-async def measure_batches(store: MemoryStore, embedder: SentenceTransformerEmbedder, agent: str,
+async def measure_batches(store: MemoryStore, embedder: LocalEmbedder, agent: str,
                           remember_texts: Sequence[str], embed_texts: Sequence[str],
                           rounds: int) -> list[Pair]:
     """remember_many and bare encode over batches of 64, paired batch by batch.
@@ -195,7 +195,7 @@ def round_rates(pairs: Sequence[Pair]) -> list[tuple[float, float]]:
 # ------------------------------------------------------------------------- main
 
 
-async def run(n: int, rounds: int, seed: int) -> None:
+async def run(n: int, rounds: int, seed: int, backend: str) -> None:
     warm_count = BATCH + 8
     texts = fact_texts(3 * n + warm_count, seed)
     warm, texts = texts[:warm_count], texts[warm_count:]
@@ -205,10 +205,9 @@ async def run(n: int, rounds: int, seed: int) -> None:
     load_before = os.getloadavg()[0]
 
     with tempfile.TemporaryDirectory(prefix="nous-bench-") as tmp:
-        embedder = SentenceTransformerEmbedder()
+        embedder = local_embedder(backend)
         async with MemoryStore.open(data_dir=tmp, embedder=embedder) as store:
             # warm-up, outside every timing: the model, the pool, the first statements
-            embedder.warm_up()
             for text in warm[:4]:
                 embedder.encode([text])
             await store.remember(agent, "fact", content=warm[4])
@@ -249,7 +248,7 @@ async def run(n: int, rounds: int, seed: int) -> None:
     print(f"# write_throughput: n={n} per phase, agent {agent}, database: {database}, "
           f"model {embedder.model_name}, {len(texts)} distinct texts "
           f"(mean {statistics.mean(lengths):.0f} chars), warm-up excluded")
-    print(f"# machine: {os.cpu_count()} CPUs, torch threads {_torch_threads()}, "
+    print(f"# machine: {os.cpu_count()} CPUs, backend {backend}, "
           f"1-min load average {load_before:.2f} at start, {load_after:.2f} at end")
     print(f"# single: {n} store.remember(fact) calls interleaved 1:1 with {n} "
           f"embedder.encode([text]) calls on other texts, order alternating; wall-clock per call")
@@ -275,10 +274,6 @@ async def run(n: int, rounds: int, seed: int) -> None:
     print(f"remember_many_over_embed: {ratio:.3f}")
 
 
-def _torch_threads() -> int:
-    import torch
-
-    return int(torch.get_num_threads())
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -287,10 +282,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=5,
                         help="rounds the batch phases are split into (default 5)")
     parser.add_argument("--seed", type=int, default=7, help="seed for the generated texts")
+    add_backend_option(parser)
     args = parser.parse_args(argv)
     if args.n < 1 or args.rounds < 1:
         parser.error("--n and --rounds must be >= 1")
-    asyncio.run(run(args.n, args.rounds, args.seed))
+    asyncio.run(run(args.n, args.rounds, args.seed, args.backend))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """nous-memory: long-term memory for LLM agents on PostgreSQL + pgvector."""
 
 from .config import Settings
-from .embeddings.embedders import Embedder, OpenAIEmbedder, SentenceTransformerEmbedder
+from .embeddings import Embedder, OnnxEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder
 from .errors import (
     ClientError,
     ConfigurationError,
@@ -59,6 +59,7 @@ __all__ = [
     "MemoryStore",
     "NotFoundError",
     "NousMemoryError",
+    "OnnxEmbedder",
     "OpenAIEmbedder",
     "Page",
     "PayloadTooLargeError",

@@ -13,6 +13,7 @@ import platformdirs
 from .errors import ConfigurationError
 
 EmbeddingProvider = Literal["local", "openai"]
+EmbeddingBackend = Literal["onnx", "torch"]
 
 ENV_PREFIX = "NOUS_MEMORY_"
 
@@ -20,6 +21,11 @@ ENV_PREFIX = "NOUS_MEMORY_"
 def default_data_dir() -> Path:
     """Where the embedded PostgreSQL keeps its data when nothing else is configured."""
     return Path(platformdirs.user_data_dir("nous-memory", appauthor=False))
+
+
+def default_model_cache_dir() -> Path:
+    """Where a local model's ONNX export is kept: a cache, safe to delete at any time."""
+    return Path(platformdirs.user_cache_dir("nous-memory", appauthor=False)) / "models"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,6 +40,11 @@ class Settings:
 
     embedding_provider: EmbeddingProvider = "local"
     embedding_model: str | None = None
+    # a local model runs on ONNX Runtime (exported once into model_cache_dir) or torch;
+    # both give the same vectors (cosine >= 0.999), so switching needs no re-embedding
+    embedding_backend: EmbeddingBackend = "onnx"
+    embedding_threads: int | None = None  # intra-op threads; default: the cores, at most 4
+    model_cache_dir: Path = field(default_factory=default_model_cache_dir)
     embedding_batch_size: int = 64
     embedding_base_url: str | None = None
     embedding_api_key: str | None = None
@@ -108,6 +119,11 @@ class Settings:
             )
         if self.embedding_batch_size < 1:
             raise ConfigurationError("embedding_batch_size must be >= 1")
+        if self.embedding_backend not in ("onnx", "torch"):
+            raise ConfigurationError(
+                f"embedding_backend must be 'onnx' or 'torch', not {self.embedding_backend!r}")
+        if self.embedding_threads is not None and self.embedding_threads < 1:
+            raise ConfigurationError("embedding_threads must be >= 1")
         if self.embedding_provider not in ("local", "openai"):
             raise ConfigurationError(
                 f"embedding_provider must be 'local' or 'openai', not {self.embedding_provider!r}"
@@ -164,8 +180,9 @@ class Settings:
                 continue
             values[f.name] = _coerce(f.name, f.type, raw)
         values.update({k: v for k, v in overrides.items() if v is not None})
-        if "data_dir" in values:
-            values["data_dir"] = Path(values["data_dir"]).expanduser()
+        for name in ("data_dir", "model_cache_dir"):
+            if name in values:
+                values[name] = Path(values[name]).expanduser()
         return cls(**values)
 
     def with_changes(self, **changes: Any) -> Settings:

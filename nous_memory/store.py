@@ -31,7 +31,7 @@ from .conversation import (
 )
 from .db import Database, EmbeddedServer, SchemaStatus
 from .db.setup import ensure_database, prepare_schema, redact_dsn
-from .embeddings.embedders import Embedder, embedder_from_settings
+from .embeddings import Embedder, embedder_from_settings
 from .episodes.chunks import TranscriptMessage
 from .episodes.close import CloseSettings, EpisodeCloser
 from .episodes.learn import EpisodeLearner
@@ -170,6 +170,13 @@ class MemoryStore:
             "embedding": {"model": self.embedder.model_name,
                           "dimension": self.embedder.dimension},
         }
+
+    async def warm_up(self) -> None:
+        """Load a local model now (exporting it first on a new machine), so that the
+        first request does not pay for it; a service calls this at startup."""
+        warm = getattr(self.embedder, "warm_up", None)
+        if callable(warm):
+            await asyncio.to_thread(warm)
 
     async def schema_drift(self) -> list[str]:
         """How the live tables differ from the typed rows this version was written
@@ -329,7 +336,7 @@ class MemoryStore:
         self.access = AccessLog(self._db)
         self.extractor = Extractor(self._db, self.llm, ttl_s=self.settings.extraction_ttl_s,
                                    sync_timeout_s=self.settings.extraction_sync_timeout_s)
-        self.contexts = ContextAssembler(self._db, self.embedder, self.recaller,
+        self.contexts = ContextAssembler(self._db, self.memories, self.recaller,
                                          self.extractor, self.access)
         self.expander = Expander(self._db, self.memories, self.facts, self.access)
         self.conversation.context_provider = self.contexts.for_prompt

@@ -15,7 +15,8 @@ from typing import Any
 import asyncpg
 import pytest
 
-from nous_memory import MemoryStore, SentenceTransformerEmbedder
+from nous_memory import Embedder, MemoryStore, OnnxEmbedder
+from nous_memory.config import default_model_cache_dir
 from nous_memory.db import QUERIES, Connection, EmbeddedServer, migrate
 from nous_memory.embeddings import BUNDLED_MODEL_NAME
 from nous_memory.testing import ScriptedLLMServer
@@ -91,16 +92,17 @@ async def empty_database_url(pg_server: EmbeddedServer) -> AsyncIterator[str]:
 
 
 @pytest.fixture(scope="session")
-def embedder() -> SentenceTransformerEmbedder:
-    """The real bundled all-MiniLM-L6-v2, loaded once per session."""
-    model = SentenceTransformerEmbedder()
+def embedder() -> Embedder:
+    """The real bundled all-MiniLM-L6-v2 on the default backend (ONNX Runtime), loaded
+    once per session (exported first if this machine has no export yet)."""
+    model = OnnxEmbedder(cache_dir=default_model_cache_dir())
     model.warm_up()
     return model
 
 
 @pytest.fixture
 async def store(database_url: str,
-                embedder: SentenceTransformerEmbedder) -> AsyncIterator[MemoryStore]:
+                embedder: Embedder) -> AsyncIterator[MemoryStore]:
     async with MemoryStore.open(database_url=database_url, embedder=embedder,
                                 data_dir=Path("/nonexistent-unused")) as opened:
         yield opened
@@ -117,7 +119,7 @@ LLMStoreFactory = Callable[..., AbstractAsyncContextManager[MemoryStore]]
 
 
 @pytest.fixture
-def open_llm_store(database_url: str, embedder: SentenceTransformerEmbedder,
+def open_llm_store(database_url: str, embedder: Embedder,
                    llm_server: ScriptedLLMServer) -> LLMStoreFactory:
     """``async with open_llm_store(**settings) as store``: LLM = the scripted server."""
 

@@ -104,6 +104,7 @@ def create_app(store: MemoryStore | None = None, *,
                 background_worker(opened, enabled=worker), \
                 background_scheduler(opened, enabled=scheduler):
             app.state.store = opened
+            await opened.warm_up()
             try:
                 yield
             finally:

@@ -12,7 +12,6 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
 
-from ..conversation import MessageChange, Prompt, SummarizeResult
 from ..errors import FieldProblem, InvalidInputError
 from .body import json_object, optional_json_object, unknown_fields
 from .episodes import EpisodeId
@@ -37,24 +36,6 @@ def _fields(body: dict[str, Any], allowed: tuple[str, ...]) -> None:
         raise InvalidInputError(problems)
 
 
-def result_json(result: SummarizeResult) -> dict[str, Any]:
-    data = dataclasses.asdict(result)
-    data["episode_id"] = str(result.episode_id)
-    return data
-
-
-def prompt_json(prompt: Prompt) -> dict[str, Any]:
-    data = {f.name: getattr(prompt, f.name) for f in dataclasses.fields(prompt)}
-    data["summarized"] = result_json(prompt.summarized) if prompt.summarized else None
-    return data
-
-
-def change_json(change: MessageChange) -> dict[str, Any]:
-    return {"episode_id": str(change.episode_id), "seq": change.seq, "action": change.action,
-            "at": change.at.isoformat(), "invalidated": change.invalidated,
-            "versions": change.versions}
-
-
 @router.post("/episodes/{episode_id}/prompt", summary="Build the prompt for the next call",
              responses=ERRORS)
 async def build_prompt(agent_id: AgentId, episode_id: EpisodeId, request: Request,
@@ -73,7 +54,7 @@ async def build_prompt(agent_id: AgentId, episode_id: EpisodeId, request: Reques
         agent_id, episode_id, body["system"], body["budget_tokens"], query=body.get("query"),
         context_tokens=body.get("context_tokens"), summarize=body.get("summarize", True),
         policy=body.get("policy"))
-    return prompt_json(prompt)
+    return prompt.as_json()
 
 
 @router.get("/episodes/{episode_id}/summary", summary="The current rolling summary",
@@ -94,7 +75,7 @@ async def summarize(agent_id: AgentId, episode_id: EpisodeId, request: Request,
                                                 force=body.get("force", False),
                                                 policy=body.get("policy"))
     summary = await store.conversation_summary(agent_id, episode_id)
-    return {"result": result_json(result), "summary": summary.as_json()}
+    return {"result": result.as_json(), "summary": summary.as_json()}
 
 
 @router.get("/episodes/{episode_id}/summary/history", summary="The summary chain",
@@ -118,7 +99,7 @@ async def edit_message(agent_id: AgentId, episode_id: EpisodeId, seq: Seq, reque
     _fields(body, ("content",))
     if "content" not in body:
         raise InvalidInputError.single("content", "missing")
-    return change_json(await store.edit_message(agent_id, episode_id, seq, body["content"]))
+    return (await store.edit_message(agent_id, episode_id, seq, body["content"])).as_json()
 
 
 @router.delete("/episodes/{episode_id}/messages/{seq}", summary="Delete a message (soft)",
@@ -126,7 +107,7 @@ async def edit_message(agent_id: AgentId, episode_id: EpisodeId, seq: Seq, reque
 async def delete_message(agent_id: AgentId, episode_id: EpisodeId, seq: Seq,
                          store: Store) -> dict[str, Any]:
     """The message leaves prompts and summaries; its row and text stay."""
-    return change_json(await store.delete_message(agent_id, episode_id, seq))
+    return (await store.delete_message(agent_id, episode_id, seq)).as_json()
 
 
 @router.get("/conversation-policy", summary="The agent's summary policy", responses=ERRORS)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..api.conversation import prompt_json, result_json
 from ..errors import InvalidInputError
 from ..store import MemoryStore
 from .output import Output, json_argument, shorten
@@ -62,7 +61,7 @@ async def _prompt(store: MemoryStore, args: argparse.Namespace) -> Output:
     lines = [f"{prompt.tokens}/{prompt.budget_tokens} tokens: summary {prompt.summary_tokens}, "
              f"{prompt.tail_messages} recent message(s), {prompt.dropped_messages} left out"]
     lines += [f"[{m['role']}] {shorten(m['content'], CONTENT_CHARS)}" for m in prompt.messages]
-    return Output(prompt_json(prompt), "\n".join(lines))
+    return Output(prompt.as_json(), "\n".join(lines))
 
 
 async def _summary(store: MemoryStore, args: argparse.Namespace) -> Output:
@@ -73,7 +72,7 @@ async def _summary(store: MemoryStore, args: argparse.Namespace) -> Output:
     if args.run:
         result = await store.summarize_conversation(args.agent, args.episode_id,
                                                     force=args.force, policy=_policy(args))
-        data["result"] = result_json(result)
+        data["result"] = result.as_json()
         lines.append(f"folded {result.folded} message(s); watermark {result.watermark_seq}")
         lines += [f"  - {r}" for r in result.reasons]
         lines += [f"  gap at {g.seq}: {g.reason}" for g in result.gaps]

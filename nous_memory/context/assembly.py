@@ -23,9 +23,9 @@ import numpy as np
 
 from .. import blocks
 from ..db import Database
-from ..embeddings.embedders import Embedder, embed_checked
 from ..facts.rules import censor_matches
 from ..memories.kinds import Kind, parse_agent_id
+from ..memories.manager import MemoryManager
 from .access import AccessLog
 from .extraction import (
     HOT_SOURCE_CHARS,
@@ -106,10 +106,10 @@ def ref_of(kind: str, memory_id: UUID) -> str:
 
 
 class ContextAssembler:
-    def __init__(self, db: Database, embedder: Embedder, recaller: Recaller,
+    def __init__(self, db: Database, memories: MemoryManager, recaller: Recaller,
                  extractor: Extractor, access: AccessLog) -> None:
         self._db = db
-        self._embedder = embedder
+        self._memories = memories
         self._recaller = recaller
         self._extractor = extractor
         self._access = access
@@ -139,7 +139,7 @@ class ContextAssembler:
         if query_embedding is not None:
             vector = self._recaller.check_vector(query_embedding)
         else:
-            vector = (await embed_checked(self._embedder, [req.query]))[0]
+            vector = await self._memories.query_vector(agent, req.query)
         embedded = time.perf_counter()
         # the always-on read runs beside recall's statement, not beside the model (which
         # keeps every core busy)

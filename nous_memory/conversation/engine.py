@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 from uuid import UUID
 
 from .. import blocks
@@ -63,6 +64,11 @@ class SummarizeResult:
     invalidated: str | None = None  # why the chain was rebuilt from the raw messages
     lost_race: bool = False  # another worker folded first; this call wrote nothing
     deferred: bool = False  # a fold is due but was left to the worker (it needs the LLM)
+
+    def as_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["episode_id"] = str(self.episode_id)
+        return data
 
 
 @dataclass(slots=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 from ..db import Database
@@ -27,6 +28,11 @@ class MessageChange:
     at: datetime
     invalidated: bool  # the change was behind the watermark: the summary is rebuilt
     versions: int = 1  # stored versions of the message (edits + the current one)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"episode_id": str(self.episode_id), "seq": self.seq, "action": self.action,
+                "at": self.at.isoformat(), "invalidated": self.invalidated,
+                "versions": self.versions}
 
 
 def _check_seq(seq: object) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -71,6 +72,11 @@ class Prompt:
     truncated: bool  # the newest message was cut to fit
     watermark_seq: int
     summarized: SummarizeResult | None
+
+    def as_json(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data["summarized"] = self.summarized.as_json() if self.summarized else None
+        return data
 
 
 async def current_summary(db: Database, agent_id: str,

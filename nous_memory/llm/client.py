@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Generic, cast
 
-import openai
 from pydantic import BaseModel
 
 from ..errors import ConfigurationError, FieldProblem, InvalidInputError
@@ -83,8 +82,12 @@ class LLMClient:
         self._sleep = sleep
         self._rng = rng or random.Random()
         self._json_schema_supported = True
+        # imported with the first client: a process without an LLM never pays for it
+        import openai
+
         self._openai = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "unused",
                                           max_retries=0, timeout=timeout_s)
+        self._call_errors: tuple[type[BaseException], ...] = (openai.OpenAIError, TimeoutError)
 
     @property
     def model(self) -> str:
@@ -178,7 +181,7 @@ class LLMClient:
                     completion = await self._openai.chat.completions.create(
                         model=self._model, messages=cast(Any, sent),
                         response_format=cast(Any, response_format), max_tokens=max_tokens)
-            except (openai.OpenAIError, TimeoutError) as exc:
+            except self._call_errors as exc:
                 failure = classify(exc, mode)
                 await self._record(LLMCall(
                     agent_id=call.agent_id, purpose=call.purpose, model=self._model,

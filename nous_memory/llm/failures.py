@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import openai
+from typing import TYPE_CHECKING
 
 from .backoff import retry_after_seconds
 from .replies import Mode
 from .usage import CallOutcome, short_error
+
+if TYPE_CHECKING:
+    import openai
 
 # Words a server's 400 uses when it lacks structured output (OpenAI, vLLM, llama.cpp...).
 _REJECTS_SCHEMA = ("response_format", "json_schema")
@@ -27,6 +29,7 @@ class Failure:
 
 def classify(exc: BaseException, mode: Mode) -> Failure:
     """Transport trouble, timeouts, 429 and 5xx are retryable; other 4xx are not."""
+    import openai  # already loaded: only an openai call fails this way
     if isinstance(exc, openai.APITimeoutError | TimeoutError):
         return Failure(outcome=CallOutcome.TIMEOUT, error="request timed out", retryable=True)
     if isinstance(exc, openai.APIConnectionError):

@@ -16,7 +16,8 @@ import numpy as np
 from pgvector import Vector as PgVector
 
 from ..db import Connection, Database
-from ..embeddings.embedders import Embedder, Vector, embed_checked
+from ..embeddings.base import Embedder, Vector, embed_checked
+from ..embeddings.query_cache import QueryCache
 from ..errors import (
     ConflictError,
     FieldProblem,
@@ -78,6 +79,7 @@ class MemoryManager:
     def __init__(self, db: Database, embedder: Embedder) -> None:
         self._db = db
         self._embedder = embedder
+        self.recent_queries = QueryCache()
 
     @property
     def model_name(self) -> str:
@@ -207,13 +209,27 @@ class MemoryManager:
         return (await self._embed(agent, texts)).vectors if texts else []
 
     async def embed_query(self, agent: str, text: str) -> Vector:
-        """One query's embedding through the cache; a miss is cached (one statement,
-        after the model call: no transaction is held while embedding)."""
+        """One query's embedding: the recent queries of this process, else the
+        database cache, else the model; a miss is cached (one statement, after the
+        model call: no transaction is held while embedding)."""
+        vector = self.recent_queries.get(agent, text)
+        if vector is not None:
+            return vector
         embedded = await self._embed(agent, [text])
         if embedded.fresh:
             async with self._db.acquire() as conn:
                 await self.cache(conn, agent, embedded)
+        self.recent_queries.put(agent, text, embedded.vectors[0])
         return embedded.vectors[0]
+
+    async def query_vector(self, agent: str, text: str) -> Vector:
+        """The hot read path's query embedding: the recent queries of this process,
+        else the model (no database round trip)."""
+        vector = self.recent_queries.get(agent, text)
+        if vector is None:
+            (vector,) = await embed_checked(self._embedder, [text])
+            self.recent_queries.put(agent, text, vector)
+        return vector
 
     @property
     def dimension(self) -> int:

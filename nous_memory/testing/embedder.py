@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..embeddings.embedders import Vector, normalize
+from ..embeddings.base import Vector, normalize
 
 
 class FakeEmbedder:

@@ -15,8 +15,8 @@ from nous_memory import (
     ConfigurationError,
     ConflictError,
     DatabaseError,
+    Embedder,
     MemoryStore,
-    SentenceTransformerEmbedder,
     Settings,
 )
 from nous_memory.api import MAX_BODY_BYTES, create_app
@@ -405,7 +405,7 @@ async def test_server_errors_do_not_leak(client: httpx.AsyncClient, store: Memor
 
 
 async def test_database_down_is_503(store: MemoryStore, database_url: str,
-                                    embedder: SentenceTransformerEmbedder) -> None:
+                                    embedder: Embedder) -> None:
     closed = await MemoryStore.connect(database_url=database_url, embedder=embedder,
                                        data_dir=Path("/nonexistent-unused"))
     await closed.close()

@@ -165,10 +165,9 @@ async def test_errors_map_to_exit_codes(cli: Cli) -> None:
 # runs main() in a child that reports afterwards whether model weights were loaded
 STATUS_PROBE = """\
 import sys
-from nous_memory.embeddings import embedders
 from nous_memory.cli import main
 code = main(sys.argv[1:])
-loaded = bool(embedders._models) or "sentence_transformers" in sys.modules
+loaded = any(m in sys.modules for m in ("torch", "onnxruntime", "sentence_transformers"))
 print("weights loaded" if loaded else "weights not loaded", file=sys.stderr)
 raise SystemExit(code)
 """

@@ -18,7 +18,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from jobs import JOBS, JobRunner, JobScheduler, slot_for
 from jobs.scheduler import cron_trigger
-from nous_memory import MemoryStore, SentenceTransformerEmbedder
+from nous_memory import Embedder, MemoryStore
 from nous_memory.errors import ConfigurationError, NotFoundError
 
 from .jobs_helpers import NOW, long_text, old_episode, sql
@@ -34,7 +34,7 @@ def every_second() -> IntervalTrigger:
 
 
 async def test_two_schedulers_fire_each_job_once_per_slot(
-        store: MemoryStore, database_url: str, embedder: SentenceTransformerEmbedder) -> None:
+        store: MemoryStore, database_url: str, embedder: Embedder) -> None:
     async with MemoryStore.open(database_url=database_url, embedder=embedder) as second:
         schedulers = [JobScheduler(s, runner_id=f"runner-{i}",
                                    triggers={"lifecycle": every_second(),
@@ -100,7 +100,7 @@ async def test_the_lock_loser_records_a_skip(store: MemoryStore) -> None:
 
 
 async def test_a_failed_run_records_what_it_committed(database_url: str,
-                                                      embedder: SentenceTransformerEmbedder
+                                                      embedder: Embedder
                                                       ) -> None:
     async with MemoryStore.open(database_url=database_url, embedder=embedder,
                                 job_batch_size=1) as small:

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from nous_memory import (
+    Embedder,
     InvalidInputError,
     Kind,
     MemoryStore,
     NotFoundError,
     PayloadTooLargeError,
-    SentenceTransformerEmbedder,
     Status,
     SummarySource,
 )
@@ -81,7 +81,7 @@ async def test_each_kind_gets_its_template_summary(store: MemoryStore) -> None:
 
 
 async def test_embedding_is_the_summary_embedding(store: MemoryStore,
-                                                  embedder: SentenceTransformerEmbedder) -> None:
+                                                  embedder: Embedder) -> None:
     fact = await store.remember("a", "fact", content="The office is in Lisbon")
     stored = await _embedding(store, "a", fact.id)
     expected = embedder.encode(["The office is in Lisbon"])[0]
@@ -89,7 +89,7 @@ async def test_embedding_is_the_summary_embedding(store: MemoryStore,
 
 
 async def test_update_recomputes_summary_embedding_and_audits(
-        store: MemoryStore, embedder: SentenceTransformerEmbedder) -> None:
+        store: MemoryStore, embedder: Embedder) -> None:
     d = await store.remember("a", "decision", **DECISION)
     before = await _embedding(store, "a", d.id)
     updated = await store.update("a", d.id, outcome="failure", confidence=0.4, actor="tester")
@@ -214,7 +214,7 @@ async def test_remember_many_batch_and_error_paths(store: MemoryStore) -> None:
 class CountingEmbedder:
     """The real model, counting how many texts reach it."""
 
-    def __init__(self, inner: SentenceTransformerEmbedder) -> None:
+    def __init__(self, inner: Embedder) -> None:
         self.inner = inner
         self.texts: list[str] = []
         self.model_name = inner.model_name
@@ -226,7 +226,7 @@ class CountingEmbedder:
 
 
 async def test_embedding_cache_embeds_each_text_once_per_agent(
-        database_url: str, embedder: SentenceTransformerEmbedder) -> None:
+        database_url: str, embedder: Embedder) -> None:
     counting = CountingEmbedder(embedder)
     async with MemoryStore.open(database_url=database_url, embedder=counting) as store:
         await store.remember("a", "fact", content="Paris is in France")

@@ -67,7 +67,8 @@ MESSAGES = [
 # SIGKILLs itself before the commit (patched here, in this process only).
 WORKER_SCRIPT = r"""
 import asyncio, json, logging, os, signal, sys
-from nous_memory import MemoryStore, SentenceTransformerEmbedder
+from nous_memory import MemoryStore, OnnxEmbedder
+from nous_memory.config import default_model_cache_dir
 from nous_memory.episodes.close import EpisodeCloser
 from nous_memory.work.worker import Worker
 
@@ -84,7 +85,7 @@ async def run_once_reporting(self):
 
 
 Worker.run_once = run_once_reporting
-embedder = SentenceTransformerEmbedder()
+embedder = OnnxEmbedder(cache_dir=default_model_cache_dir())
 embedder.warm_up()
 print("model loaded", flush=True)
 job = json.loads(sys.stdin.readline())
