@@ -31,4 +31,7 @@ EXPOSE 8765
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
     CMD ["python", "-c", "import sys, urllib.request; r = urllib.request.urlopen('http://127.0.0.1:8765/health', timeout=4); sys.exit(0 if r.status == 200 else 1)"]
 
+# All interfaces, so the server refuses to start without NOUS_MEMORY_API_KEYS (keys of
+# at least 16 characters); NOUS_MEMORY_INSECURE_NO_AUTH_ON_NETWORK=true overrides that,
+# for a proxy that authenticates every request itself.
 CMD ["nous-memory", "serve", "--host", "0.0.0.0", "--port", "8765"]

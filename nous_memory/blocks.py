@@ -2,7 +2,9 @@
 
 Anything the store itself put into a conversation (recalled memories, summaries) is
 wrapped in ``<nous-memory ...>`` tags; episode close strips these before extraction so
-recalled memories are never learned a second time from the transcript.
+recalled memories are never learned a second time from the transcript.  Only whole
+blocks are removed: an opening marker with no closing one (a user can type one) loses
+just the marker, never the text after it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ TAG = "nous-memory"
 # only the exact form ``wrap`` writes, so a user typing "<nous-memory" loses nothing
 _OPEN = rf'<{TAG} kind="[a-z_]+">'
 _BLOCK = re.compile(rf"{_OPEN}.*?</{TAG}>", re.S)
-_UNCLOSED = re.compile(rf"{_OPEN}.*\Z", re.S)
+_MARKER = re.compile(rf"{_OPEN}|</{TAG}>")
 
 
 def wrap(text: str, kind: str) -> str:
@@ -30,6 +32,6 @@ def unwrap(text: str, kind: str) -> str:
 
 
 def strip(text: str) -> str:
-    """Remove injected blocks, including a truncated one left open at the end."""
-    cleaned = _UNCLOSED.sub("", _BLOCK.sub("", text))
+    """Remove injected blocks; a stray opening or closing marker loses only itself."""
+    cleaned = _MARKER.sub("", _BLOCK.sub("", text))
     return cleaned.strip()

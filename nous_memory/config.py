@@ -110,6 +110,9 @@ class Settings:
     api_host: str = "127.0.0.1"
     api_port: int = 8765
     api_keys: str | None = None
+    # serve a non-loopback address without api_keys (only behind another layer that
+    # authenticates every request); refused otherwise
+    insecure_no_auth_on_network: bool = False
 
     def __post_init__(self) -> None:
         if self.pool_min_size < 0 or self.pool_max_size < max(1, self.pool_min_size):

@@ -114,6 +114,7 @@ def create_app(store: MemoryStore | None = None, *,
                         openapi_tags=TAGS, lifespan=lifespan)
     app.state.store = store
     app.state.settings = settings
+    app.state.key_ring = ring
     errors.install(app)
     app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES)
     app.include_router(health_router)

@@ -2,15 +2,19 @@
 
 ``NOUS_MEMORY_API_KEYS`` holds comma-separated entries ``KEY`` (any agent) or
 ``KEY:agentA|agentB`` (only those); a key cannot contain ``,``, ``:`` or spaces.
-Unset means no authentication, which is why the server binds 127.0.0.1 by default.
-Keys are kept only as SHA-256 digests and every presented key is compared against all
-of them in constant time.
+Unset means no authentication, so the server then serves loopback only: binding any
+other address without keys is refused unless the operator sets the loudly named
+``insecure_no_auth_on_network`` opt-out.  A key has at least 16 characters.  Keys are
+kept only as SHA-256 digests and every presented key is compared against all of them
+in constant time.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated
@@ -21,7 +25,10 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from ..errors import ConfigurationError, InvalidInputError
 from ..memories.kinds import parse_agent_id
 
+log = logging.getLogger("nous_memory.api")
+
 API_KEY_HEADER = "X-API-Key"
+MIN_KEY_CHARS = 16
 
 
 def _digest(key: str) -> bytes:
@@ -60,6 +67,11 @@ class KeyRing:
             if any(ch.isspace() for ch in key) or not key.isprintable():
                 raise ConfigurationError(f"{where}: keys may not contain spaces or control "
                                          "characters")
+            if len(key) < MIN_KEY_CHARS:
+                raise ConfigurationError(f"{where}: a key needs at least {MIN_KEY_CHARS} "
+                                         f"characters (it has {len(key)}); use for example "
+                                         "`python -c 'import secrets; print(secrets."
+                                         "token_urlsafe(32))'`")
             agents = _agents(agent_list, where) if colon else None
             digest = _digest(key)
             if digest in seen:
@@ -96,6 +108,30 @@ def key_ring(spec: str | None) -> KeyRing | None:
     return KeyRing.parse(spec)
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is only reachable from this machine."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name or an interface: it may well be reachable
+
+
+def check_exposure(host: str, ring: KeyRing | None, *, insecure_opt_out: bool) -> None:
+    """Refuse to serve memories to the network without authentication."""
+    if ring is not None or is_loopback(host):
+        return
+    if not insecure_opt_out:
+        raise ConfigurationError(
+            f"refusing to serve on {host} without API keys: anyone who can reach it could "
+            "read and change every agent's memories. Set NOUS_MEMORY_API_KEYS (see README, "
+            "REST), bind 127.0.0.1, or, if another layer authenticates, set "
+            "NOUS_MEMORY_INSECURE_NO_AUTH_ON_NETWORK=true (or --insecure-no-auth-on-network)")
+    log.warning("SERVING %s WITHOUT AUTHENTICATION (insecure_no_auth_on_network is set): "
+                "every agent's memories are open to anyone who can reach this address", host)
+
+
 _bearer = HTTPBearer(auto_error=False, scheme_name="BearerKey",
                      description="`Authorization: Bearer KEY`")
 _header = APIKeyHeader(name=API_KEY_HEADER, auto_error=False, scheme_name="ApiKeyHeader",
@@ -123,3 +159,13 @@ def require_key(ring: KeyRing) -> Callable[..., Awaitable[None]]:
             raise HTTPException(403, "this API key may not act for this agent")
 
     return check_key
+
+
+def presents_valid_key(request: Request, ring: KeyRing) -> bool:
+    """Whether the request carries a configured key (for routes that stay open, such as
+    /health, but say more to a caller with a key)."""
+    header = request.headers.get(API_KEY_HEADER)
+    authorization = request.headers.get("authorization", "")
+    scheme, _, credentials = authorization.partition(" ")
+    presented = credentials.strip() if scheme.lower() == "bearer" else header
+    return bool(presented) and ring.lookup(presented or "") is not None

@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import FieldProblem, InvalidInputError
+from ..memories.kinds import is_utf8
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
 """Largest accepted request body (8 MiB); larger ones get 413 before they are parsed."""
@@ -100,7 +101,37 @@ async def json_object(request: Request) -> dict[str, Any]:
         raise InvalidInputError.single("body", "JSON nested too deeply") from None
     if not isinstance(value, dict):
         raise InvalidInputError.single("body", f"expected a JSON object, got {_json_type(value)}")
+    where = _lone_surrogate_at(value)
+    if where is not None:
+        raise InvalidInputError.single(
+            where, "contains a lone UTF-16 surrogate (such as \\ud800), which is not valid "
+                   "Unicode text")
     return value
+
+
+def _lone_surrogate_at(value: Any) -> str | None:
+    """The path of a key or string holding a lone surrogate (JSON allows "\\ud800"; no
+    UTF-8 text, so no database, can hold it), or None.  Checked once for the whole body
+    here, so no route meets such a string halfway through its work."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, str):
+            if not is_utf8(item):
+                return where or "body"
+        elif isinstance(item, dict):
+            for key, inner in item.items():
+                here = f"{where}.{_printable(key)}" if where else _printable(key)
+                if not is_utf8(key):
+                    return here
+                stack.append((here, inner))
+        elif isinstance(item, list):
+            stack.extend((f"{where}[{i}]", inner) for i, inner in enumerate(item))
+    return None
+
+
+def _printable(key: str) -> str:
+    return key.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 async def optional_json_object(request: Request) -> dict[str, Any]:

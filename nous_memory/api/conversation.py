@@ -82,7 +82,7 @@ async def summarize(agent_id: AgentId, episode_id: EpisodeId, request: Request,
             responses=ERRORS)
 async def history(agent_id: AgentId, episode_id: EpisodeId, store: Store,
                   limit: Annotated[int, Query(description="1 to 500")] = 100,
-                  offset: Annotated[int, Query(ge=0)] = 0) -> dict[str, Any]:
+                  offset: Annotated[int, Query(ge=0, lt=2**31)] = 0) -> dict[str, Any]:
     """Every summary record, oldest first: id, parent, depth, covered messages, tokens,
     source (llm | rule), facets and status (current, superseded, invalidated)."""
     records = await store.summary_history(agent_id, episode_id, limit=limit, offset=offset)

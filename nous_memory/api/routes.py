@@ -25,6 +25,7 @@ from ..errors import (
 from ..memories.kinds import MAX_AGENT_ID_CHARS, MAX_PAGE_SIZE, Kind, Status
 from ..memories.records import Memory, MemoryEvent, Page
 from ..store import MemoryStore
+from .auth import presents_valid_key
 from .body import json_object
 from .errors import problem_responses
 from .schemas import (
@@ -79,7 +80,9 @@ router = APIRouter(prefix="/agents/{agent_id}/memories", tags=["memories"])
     responses={200: {"model": Health, "description": "Healthy"},
                503: {"model": Unhealthy, "description": "The database query failed"}})
 async def health(request: Request) -> JSONResponse:
-    """Runs one query against the database; never needs an API key."""
+    """Runs one query against the database; never needs an API key.  When keys are
+    configured, a caller without one learns only whether the service is up: versions,
+    the database address and the model are for callers with a key."""
     try:
         report = await get_store(request).health()
     except DatabaseError as exc:
@@ -87,6 +90,9 @@ async def health(request: Request) -> JSONResponse:
         reason = ("cannot reach the database" if isinstance(exc, DatabaseUnavailableError)
                   else "the database query failed")
         return JSONResponse({"status": "unavailable", "detail": reason}, status_code=503)
+    ring = request.app.state.key_ring
+    if ring is not None and not presents_valid_key(request, ring):
+        return JSONResponse({"status": "ok"})
     return JSONResponse(jsonable_encoder({"status": "ok", **report}))
 
 

@@ -52,8 +52,10 @@ class Health(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     status: str = Field(examples=["ok"])
-    database: DatabaseHealth
-    embedding: EmbeddingHealth
+    database: DatabaseHealth | None = Field(
+        default=None, description="Absent for a caller without a key when keys are set.")
+    embedding: EmbeddingHealth | None = Field(
+        default=None, description="Absent for a caller without a key when keys are set.")
 
 
 class Unhealthy(BaseModel):

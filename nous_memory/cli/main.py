@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="also run the maintenance scheduler in the server (default: "
                             "$NOUS_MEMORY_RUN_SCHEDULER_IN_SERVE, false; or run "
                             "'nous-memory scheduler')")
+    serve.add_argument("--insecure-no-auth-on-network", action="store_true",
+                       help="serve a non-loopback address without API keys (refused "
+                            "otherwise; only behind a proxy that authenticates)")
     return parser
 
 
@@ -99,10 +102,15 @@ async def _serve(args: argparse.Namespace) -> None:
         raise NousMemoryError(f"the REST API is not available: {exc}") from exc
     import uvicorn
 
+    from ..api.auth import check_exposure, key_ring
+
+    host = args.host or settings.api_host
+    check_exposure(host, key_ring(settings.api_keys),
+                   insecure_opt_out=args.insecure_no_auth_on_network
+                   or settings.insecure_no_auth_on_network)
     app = create_app(settings=settings, run_worker=False if args.no_worker else None,
                      run_scheduler=args.scheduler)
-    config = uvicorn.Config(app,
-                            host=args.host or settings.api_host,
+    config = uvicorn.Config(app, host=host,
                             port=args.port if args.port is not None else settings.api_port)
     await uvicorn.Server(config).serve()
 

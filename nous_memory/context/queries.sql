@@ -9,6 +9,8 @@
 -- name: context_always_on
 -- Censors (matched against the query in Python) and pinned profile facts ($2: the
 -- categories), considered on every call whatever the ranking says.  $3, $4: limits.
+-- Only facts the user stated (or an owner confirmed by setting source_kind) are pinned:
+-- an extracted "rule" must never become a standing instruction by itself.
 (SELECT m.id, m.kind, m.summary, m.importance, c.trigger_pattern
  FROM censors c JOIN memories m ON m.agent_id = c.agent_id AND m.id = c.memory_id
  WHERE c.agent_id = $1 AND m.status = 'active'
@@ -17,6 +19,7 @@ UNION ALL
 (SELECT m.id, m.kind, m.summary, m.importance, NULL
  FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
  WHERE f.agent_id = $1 AND m.status = 'active' AND lower(f.category) = ANY($2::text[])
+   AND f.source_kind = 'user_stated'
  ORDER BY m.importance DESC, f.confirmation_count DESC, m.updated_at DESC, m.id LIMIT $4);
 
 -- name: context_tier2

@@ -253,8 +253,8 @@ class WorkingMemory:
         if isinstance(limit, bool) or not isinstance(limit, int) or not (
                 1 <= limit <= MAX_HISTORY_PAGE):
             raise InvalidInputError.single("limit", f"must be between 1 and {MAX_HISTORY_PAGE}")
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise InvalidInputError.single("offset", "must be an integer >= 0")
+        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < 2**31:
+            raise InvalidInputError.single("offset", "must be an integer from 0 to 2147483647")
         await storage.episode_state(self._db, agent, episode)
         return await storage.history(self._db, agent, episode, limit=limit, offset=offset)
 

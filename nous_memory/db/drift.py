@@ -10,13 +10,17 @@ manual fix.  ``schema_drift`` compares the live catalog with the picture, so
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy.dialects import postgresql
 
 from .connector import Connection
+from .migrate import schema_sql
 from .models import TABLE_MODELS
+
+_VIEW = re.compile(r"^CREATE (?:OR REPLACE )?VIEW (\w+)", re.M | re.I)
 
 # SQLAlchemy's PostgreSQL type names -> the catalog's udt_name
 _SA_TO_PG = {
@@ -82,11 +86,20 @@ def compare(expected: dict[str, tuple[dict[str, Column], set[str]]],
     return problems
 
 
+def expected_views(schema: str | None = None) -> set[str]:
+    """The views ``schema.sql`` creates (reads go through them, e.g. memory_records)."""
+    return set(_VIEW.findall(schema if schema is not None else schema_sql()))
+
+
 async def schema_drift(conn: Connection) -> list[str]:
-    """How the live schema differs from the typed rows; empty when it matches."""
+    """How the live schema differs from the typed rows and the schema's views; empty
+    when it matches."""
     live_columns = await conn.fetch("catalog_columns")
     live_keys = await conn.fetch("catalog_primary_keys")
-    return compare(expected_tables(),
-                   ((r["table_name"], r["column_name"], r["udt_name"], r["nullable"])
-                    for r in live_columns),
-                   ((r["table_name"], r["column_name"]) for r in live_keys))
+    live_views = {r["view_name"] for r in await conn.fetch("catalog_views")}
+    problems = compare(expected_tables(),
+                       ((r["table_name"], r["column_name"], r["udt_name"], r["nullable"])
+                        for r in live_columns),
+                       ((r["table_name"], r["column_name"]) for r in live_keys))
+    return problems + [f"view {name} is missing"
+                       for name in sorted(expected_views() - live_views)]

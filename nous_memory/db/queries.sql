@@ -52,13 +52,22 @@ SELECT set_config('plan_cache_mode', 'force_generic_plan', false),
 -- ---------------------------------------------------------------- schema drift
 
 -- name: catalog_columns
--- Every column of the store's schema as the catalog has it (db/drift.py compares).
+-- Every column of the store's schema as the catalog has it (db/drift.py compares);
+-- tables that belong to an extension (PostGIS's spatial_ref_sys, ...) are not ours.
 SELECT c.table_name::text AS table_name, c.column_name::text AS column_name,
        c.udt_name::text AS udt_name, c.is_nullable = 'YES' AS nullable
 FROM information_schema.columns c
 JOIN information_schema.tables t
   ON t.table_schema = c.table_schema AND t.table_name = c.table_name
-WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE';
+WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE'
+  AND NOT EXISTS (
+      SELECT 1 FROM pg_depend d
+      WHERE d.classid = 'pg_class'::regclass AND d.deptype = 'e'
+        AND d.objid = format('%I.%I', c.table_schema, c.table_name)::regclass);
+
+-- name: catalog_views
+SELECT table_name::text AS view_name FROM information_schema.views
+WHERE table_schema = current_schema();
 
 -- name: catalog_primary_keys
 SELECT cls.relname::text AS table_name, a.attname::text AS column_name

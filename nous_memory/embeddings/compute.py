@@ -4,8 +4,8 @@ A local model (torch or ONNX Runtime) keeps every core busy while it encodes, so
 encodes at once only thrash.  Every encode of one model therefore runs on that model's
 own thread, one request at a time, from a priority queue:
 
-- a request of at most ``interactive_max`` texts and ``slice_chars`` characters (a
-  query, a single write, a fact) is interactive and goes before any bulk work;
+- a request of at most ``interactive_max`` texts and ``interactive_chars`` characters
+  (a query, a single write, a fact) is interactive and goes before any bulk work;
 - a larger request (``remember_many``, an episode's chunks at close, re-embedding) is
   bulk: sorted by length (so each slice pads to similar lengths) and cut into slices
   of at most ``slice_texts`` texts and ``slice_chars`` characters of work; it queues its
@@ -31,8 +31,9 @@ from concurrent.futures import Future
 from .base import Vector
 
 INTERACTIVE_MAX_TEXTS = 8
+INTERACTIVE_MAX_CHARS = 2_400  # two window-length texts
 SLICE_TEXTS = 64
-SLICE_CHARS = 2_400  # about two texts at the window: 0.1 to 0.15 s of the bundled model
+SLICE_CHARS = 600  # half a window-length text: ~25 ms of the bundled model on 2 cores
 WINDOW_CHARS = 1_200  # past the 256-token window (~1,000+ characters) a text costs no more
 MAX_THREADS = 4
 
@@ -68,14 +69,16 @@ class ComputeQueue:
 
     def __init__(self, encode: Encode, *, name: str, slice_texts: int = SLICE_TEXTS,
                  slice_chars: int = SLICE_CHARS,
-                 interactive_max: int = INTERACTIVE_MAX_TEXTS) -> None:
-        if min(slice_texts, slice_chars, interactive_max) < 1:
-            raise ValueError("slice_texts, slice_chars and interactive_max must be >= 1")
+                 interactive_max: int = INTERACTIVE_MAX_TEXTS,
+                 interactive_chars: int = INTERACTIVE_MAX_CHARS) -> None:
+        if min(slice_texts, slice_chars, interactive_max, interactive_chars) < 1:
+            raise ValueError("slice and interactive limits must be >= 1")
         self._encode = encode
         self._name = name
         self.slice_texts = slice_texts
         self.slice_chars = slice_chars
         self.interactive_max = interactive_max
+        self.interactive_chars = interactive_chars
         self._jobs: queue.PriorityQueue[_Job] = queue.PriorityQueue()
         self._order = itertools.count()
         self._thread: threading.Thread | None = None
@@ -87,7 +90,7 @@ class ComputeQueue:
         if not batch:
             return []
         if (len(batch) <= self.interactive_max
-                and sum(map(_cost, batch)) <= self.slice_chars):
+                and sum(map(_cost, batch)) <= self.interactive_chars):
             return await asyncio.wrap_future(self.submit(batch, INTERACTIVE))
         out: list[Vector | None] = [None] * len(batch)
         for chosen in self._slices(batch):
@@ -119,10 +122,10 @@ class ComputeQueue:
         return future
 
     def _ensure_thread(self) -> None:
-        if self._thread is not None:
+        if self._thread is not None and self._thread.is_alive():
             return
         with self._start_lock:
-            if self._thread is None:
+            if self._thread is None or not self._thread.is_alive():
                 # a daemon: a process that exits mid-encode is not held up by its model
                 self._thread = threading.Thread(target=self._serve, daemon=True,
                                                 name=f"nous-memory-embed-{self._name}")
@@ -135,5 +138,5 @@ class ComputeQueue:
                 continue  # its caller was cancelled while it waited
             try:
                 future.set_result(self._encode(texts))
-            except Exception as exc:  # handed to the caller, who raises it
+            except BaseException as exc:  # handed to the caller; the thread serves on
                 future.set_exception(exc)

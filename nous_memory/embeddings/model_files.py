@@ -11,9 +11,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ConfigurationError
-
 BUNDLED_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+ONNX_MODEL_TYPES = ("bert",)
 DEFAULT_MAX_SEQ_LENGTH = 256
 
 
@@ -33,7 +32,9 @@ class ModelFiles:
     name: str
     dimension: int | None
     max_seq_length: int
-    pooling: str  # "mean" or "cls"
+    pooling: str  # "mean", "cls", or the modes another pooling uses
+    has_dense: bool  # a Dense layer after pooling (the ONNX backend does not run one)
+    model_type: str | None  # config.json's architecture family ("bert", "mpnet", ...)
 
     @classmethod
     def resolve(cls, model_path: str | Path | None) -> ModelFiles:
@@ -41,8 +42,25 @@ class ModelFiles:
         (named by its path)."""
         path = Path(model_path) if model_path else bundled_model_path()
         name = BUNDLED_MODEL_NAME if model_path is None else str(path)
+        model_type = (_read(path / "config.json") or {}).get("model_type")
         return cls(path=path, name=name, dimension=_dimension(path),
-                   max_seq_length=_max_seq_length(path), pooling=_pooling(path))
+                   max_seq_length=_max_seq_length(path), pooling=_pooling(path),
+                   has_dense=bool(list(path.glob("*_Dense/config.json"))),
+                   model_type=model_type if isinstance(model_type, str) else None)
+
+    def onnx_problem(self) -> str | None:
+        """Why the ONNX backend cannot reproduce this model's vectors, or None.
+
+        It runs a BERT-family transformer (which takes token type ids), then mean or
+        CLS pooling and normalisation; anything else would give other vectors than the
+        model's own (silently, under the same model name), so it is refused instead."""
+        if self.model_type not in ONNX_MODEL_TYPES:
+            return f"its architecture is {self.model_type!r}, not one of {ONNX_MODEL_TYPES}"
+        if self.pooling not in ("mean", "cls"):
+            return f"it pools with {self.pooling}"
+        if self.has_dense:
+            return "it has a Dense layer after pooling"
+        return None
 
 
 def _read(path: Path) -> dict[str, object] | None:
@@ -73,6 +91,4 @@ def _pooling(path: Path) -> str:
         return "mean"
     if config.get("pooling_mode_cls_token"):
         return "cls"
-    modes = sorted(k for k, v in config.items() if k.startswith("pooling_mode") and v)
-    raise ConfigurationError(f"the model in {path} pools with {modes}; the local embedders "
-                             "support mean or CLS pooling")
+    return "+".join(sorted(k for k, v in config.items() if k.startswith("pooling_mode") and v))

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..errors import ConfigurationError
 from .base import Vector, normalize
 from .compute import ComputeQueue, default_threads
 from .model_files import ModelFiles
@@ -36,13 +37,16 @@ _lock = threading.Lock()
 def _open(files: ModelFiles, cache_dir: Path, threads: int) -> tuple[Any, Any]:
     """(session, tokenizer) of one model folder, once per process."""
     key = (str(files.path), threads)
+    found = _sessions.get(key)
+    if found is not None:
+        return found
+    graph = ensure_export(files, cache_dir)  # outside _lock: exporters meet at a file lock
     with _lock:
         found = _sessions.get(key)
         if found is None:
             import onnxruntime as ort
             from tokenizers import Tokenizer
 
-            graph = ensure_export(files, cache_dir)
             options = ort.SessionOptions()
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             options.intra_op_num_threads = threads
@@ -66,11 +70,19 @@ class OnnxEmbedder:
     def __init__(self, model_path: str | Path | None = None, *, cache_dir: Path,
                  batch_size: int = 64, threads: int | None = None) -> None:
         self._files = ModelFiles.resolve(model_path)
+        problem = self._files.onnx_problem()
+        if problem is not None:
+            raise ConfigurationError(
+                f"the ONNX backend cannot run the model in {self._files.path}: {problem}; "
+                "use NOUS_MEMORY_EMBEDDING_BACKEND=torch for it")
         self._cache_dir = cache_dir
         self._batch_size = batch_size
         self._threads = threads or default_threads()
-        with _lock:  # one queue per model folder: every store of the process shares it
-            self._queue = _queues.setdefault(str(self._files.path), ComputeQueue(
+        self._dimension = self._files.dimension
+        # one queue per model folder and settings: every store of the process shares it
+        key = f"{self._files.path}|{self._threads}|{batch_size}"
+        with _lock:
+            self._queue = _queues.setdefault(key, ComputeQueue(
                 self.encode, name=f"onnx-{self._files.path.name}"))
 
     @property
@@ -79,10 +91,10 @@ class OnnxEmbedder:
 
     @property
     def dimension(self) -> int:
-        if self._files.dimension is None:
+        if self._dimension is None:  # a folder without a pooling config: ask the model once
             (vector,) = self.encode(["dimension"])
-            return int(vector.shape[0])
-        return self._files.dimension
+            self._dimension = int(vector.shape[0])
+        return self._dimension
 
     def warm_up(self) -> None:
         """Export if need be and open the session now (it otherwise opens on first use)."""

@@ -73,10 +73,12 @@ def verified_graph(folder: Path, files: ModelFiles) -> Path | None:
     except (OSError, ValueError):
         return None
     graph = folder / GRAPH
-    weights = _weights(files.path)
-    expected = {"format": EXPORT_FORMAT, "weights_bytes": weights.stat().st_size}
+    stat = _weights(files.path).stat()
+    # weights replaced in place (a fine-tune of the same size) change their mtime
+    expected = {"format": EXPORT_FORMAT, "weights_bytes": stat.st_size,
+                "weights_mtime_ns": stat.st_mtime_ns}
     if any(manifest.get(key) != value for key, value in expected.items()):
-        return None
+        return None  # made from other weights, or by another format: exported again
     if not graph.is_file() or _sha256(graph) != manifest.get("graph_sha256"):
         log.warning("the ONNX export in %s is damaged; exporting again", folder)
         return None
@@ -119,6 +121,7 @@ def _export(files: ModelFiles, target: Path) -> None:
         weights = _weights(files.path)
         manifest = {"format": EXPORT_FORMAT, "model": files.name,
                     "source": str(files.path.resolve()), "weights_bytes": weights.stat().st_size,
+                    "weights_mtime_ns": weights.stat().st_mtime_ns,
                     "weights_sha256": _sha256(weights), "graph_sha256": _sha256(work / GRAPH),
                     "opset": OPSET}
         (work / MANIFEST).write_text(json.dumps(manifest, indent=2))

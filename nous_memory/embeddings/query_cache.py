@@ -40,11 +40,16 @@ class QueryCache:
     def put(self, agent: str, text: str, vector: Vector) -> None:
         if len(text) > self._max_text_chars or self._max_entries == 0:
             return
-        vector.setflags(write=False)  # shared by every caller that gets it
+        vector = vector.copy()  # the cache's own, frozen: shared by every caller that gets it
+        vector.setflags(write=False)
         self._entries[(agent, text)] = vector
         self._entries.move_to_end((agent, text))
         while len(self._entries) > self._max_entries:
             self._entries.popitem(last=False)
+
+    def forget(self, agent: str, text: str) -> None:
+        """Drop one entry (a purge removes its text from this process too)."""
+        self._entries.pop((agent, text), None)
 
     def clear(self) -> None:
         self._entries.clear()

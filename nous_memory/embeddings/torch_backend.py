@@ -47,8 +47,9 @@ class SentenceTransformerEmbedder:
         self._batch_size = batch_size
         self._threads = threads or default_threads()
         self._dimension = self._files.dimension
-        with _lock:  # one queue per model folder: every store of the process shares it
-            self._queue = _queues.setdefault(self._path, ComputeQueue(
+        # one queue per model folder and settings: every store of the process shares it
+        with _lock:
+            self._queue = _queues.setdefault(f"{self._path}|{batch_size}", ComputeQueue(
                 self.encode, name=f"torch-{Path(self._path).name}"))
 
     @property

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -127,11 +128,9 @@ def render_transcript(messages: Sequence[TranscriptMessage]) -> str:
     """Delimited data: one tagged element per message, tags in the text neutralised."""
     lines = []
     for m in messages:
-        text = blocks.strip(m.content)
+        text = neutralise_tags(blocks.strip(m.content))  # no forged or closed elements
         if not text:
             continue
-        for tag in ("<message", "</message", "<transcript", "</transcript"):
-            text = text.replace(tag, "&lt;" + tag[1:])  # no forged or closed elements
         name = f' name="{_attr(m.name)}"' if m.name else ""
         when = f' time="{m.created_at:%Y-%m-%d %H:%M}"' if m.created_at else ""
         lines.append(f'<message seq="{m.seq}" role="{m.role}"{name}{when}>{text}</message>')
@@ -140,10 +139,18 @@ def render_transcript(messages: Sequence[TranscriptMessage]) -> str:
 
 def render_rolling_summary(summary: str | None, max_tokens: int) -> str:
     """Working memory's summary as a delimited preface; its newest part when too long."""
-    text = blocks.strip(summary or "").replace("</conversation-summary",
-                                               "&lt;/conversation-summary")
+    text = neutralise_tags(blocks.strip(summary or ""))
     text = fit(text, max_tokens, "tail")
     return f"<conversation-summary>\n{text}\n</conversation-summary>\n" if text else ""
+
+
+_DELIMITER = re.compile(r"<(/?\s*(?:message|transcript|conversation-summary))", re.I)
+
+
+def neutralise_tags(text: str) -> str:
+    """Our delimiter tags in any case (``</Transcript>``, ``<MESSAGE role="system">``)
+    become inert text, so data can neither close its element nor open a new one."""
+    return _DELIMITER.sub(r"&lt;\1", text)
 
 
 def _attr(value: str) -> str:

@@ -16,6 +16,7 @@ from typing import Literal
 from uuid import UUID
 
 from ..memories.fact_key import normalize_fact
+from ..memories.triggers import trigger_matches
 
 _TOKEN = re.compile("[A-Za-z][A-Za-z.'\u2019\\-]*[A-Za-z]|[A-Za-z]|\\d+(?:[.,:/]\\d+)*")
 _NUMBER_WORDS = {w: str(i) for i, w in enumerate(
@@ -167,15 +168,8 @@ def _echoes(content: str, instructions: str) -> bool:
 
 
 def censor_matches(trigger_pattern: str, content: str) -> bool:
-    """A censor's trigger is a /regex/ (case-insensitive) or a phrase matched as words."""
-    pattern = trigger_pattern.strip()
-    if len(pattern) > 2 and pattern.startswith("/") and pattern.endswith("/"):
-        try:
-            return re.search(pattern[1:-1], content, re.I) is not None
-        except re.error:
-            return False
-    phrase = normalize_fact(pattern)
-    return bool(phrase) and f" {phrase} " in f" {normalize_fact(content)} "
+    """A censor's trigger is a /regex/ (case-insensitive, RE2) or a phrase matched as words."""
+    return trigger_matches(trigger_pattern, content)
 
 
 # ---------------------------------------------------------------------- deciding

@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from ..errors import FieldProblem, InvalidInputError, PayloadTooLargeError
+from .triggers import valid_trigger
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -110,10 +111,22 @@ MAX_MESSAGE_CHARS = 100_000  # one transcript message, appended or edited
 
 
 def no_nul(value: str) -> str:
-    """Reject NUL bytes: PostgreSQL cannot store them in text."""
+    """Reject what PostgreSQL cannot store as text: NUL bytes, and lone UTF-16
+    surrogates (JSON's "\\ud800"), which have no UTF-8 form."""
     if "\x00" in value:
         raise ValueError("contains a NUL byte, which PostgreSQL cannot store in text")
+    if not is_utf8(value):
+        raise ValueError("contains a lone UTF-16 surrogate, which is not valid Unicode text")
     return value
+
+
+def is_utf8(value: str) -> bool:
+    """Whether ``value`` has a UTF-8 form (no lone surrogates); C speed on large text."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 _CLEAN = AfterValidator(no_nul)
@@ -136,7 +149,7 @@ _EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
 _LATEST = datetime(9999, 12, 30, tzinfo=UTC)
 
 
-def _aware(value: datetime | None) -> datetime | None:
+def aware_timestamp(value: datetime | None) -> datetime | None:
     """Naive timestamps are taken as UTC, so stored times are never ambiguous; times
     whose UTC form leaves years 1..9999 are refused (they could not be read back)."""
     if value is None:
@@ -152,7 +165,7 @@ def _aware(value: datetime | None) -> datetime | None:
     return value
 
 
-Timestamp = Annotated[datetime, AfterValidator(_aware)]
+Timestamp = Annotated[datetime, AfterValidator(aware_timestamp)]
 
 
 class _Detail(BaseModel):
@@ -233,7 +246,7 @@ class ProcedureDetail(_Detail):
 
 class CensorDetail(_Detail):
     kind: Literal["censor"] = "censor"
-    trigger_pattern: Text
+    trigger_pattern: Annotated[Text, AfterValidator(valid_trigger)]
     action: CensorAction
     reason: Text
     activation_count: Count = 0

@@ -322,6 +322,7 @@ class MemoryManager:
                 if gone["embedding_model"]:
                     await conn.execute("embedding_cache_forget", agent, gone["embedding_model"],
                                        text_digest(gone["summary"]))
+                self.recent_queries.forget(agent, gone["summary"])
                 event = {"event": "purged", "old_values": None,
                          "new_values": {"kind": gone["kind"]}}
             else:

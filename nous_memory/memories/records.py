@@ -12,7 +12,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import InvalidInputError
-from .kinds import Detail, Kind, Status, SummarySource
+from .kinds import Detail, Kind, Status, SummarySource, aware_timestamp
 
 
 class Memory(BaseModel):
@@ -75,6 +75,8 @@ def decode_cursor(cursor: str) -> tuple[datetime, UUID]:
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         stamp, ident = base64.urlsafe_b64decode(padded).decode().split("|")
-        return datetime.fromisoformat(stamp), UUID(ident)
-    except (ValueError, binascii.Error, UnicodeDecodeError):
+        created_at = aware_timestamp(datetime.fromisoformat(stamp))
+        assert created_at is not None
+        return created_at, UUID(ident)
+    except (ValueError, binascii.Error, UnicodeDecodeError):  # a forged or damaged cursor
         raise InvalidInputError.single("cursor", "not a cursor returned by list") from None

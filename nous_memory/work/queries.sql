@@ -12,14 +12,29 @@ INSERT INTO work_items (agent_id, task, memory_id, run_after, dedup_key, payload
 VALUES ($1, $2, $3, now() + make_interval(secs => $4), $5, $6)
 ON CONFLICT (agent_id, task, memory_id, dedup_key) WHERE state IN ('pending', 'running') DO NOTHING;
 
+-- name: worker_present
+-- A live worker holds this session lock on a connection of its own for as long as it
+-- works; when its process dies, the connection and so the lock go with it.
+SELECT pg_advisory_lock(hashtext('nous_memory.worker'), hashtext($1));
+
 -- name: work_claim
 -- cross-agent: the worker serves every agent's queue; the claimed item is then handled
--- within its own agent.  An expired lease (a dead worker) makes an item claimable again.
+-- within its own agent.  An item is claimable again when its lease expired, or at once
+-- when the worker holding it is known dead (its presence lock is gone; a worker that
+-- never took one, or lost only its lock connection, is overtaken the same way, and its
+-- late result is dropped by the lease check at completion).
 UPDATE work_items w SET state = 'running', attempts = w.attempts + 1, locked_by = $2,
        lease_until = now() + make_interval(secs => $1), updated_at = now()
-FROM (SELECT agent_id, id FROM work_items
+FROM (SELECT agent_id, id FROM work_items i
       WHERE (state = 'pending' AND run_after <= now())
-         OR (state = 'running' AND lease_until < now() AND attempts < $3)
+         OR (state = 'running' AND attempts < $3
+             AND (lease_until < now() OR NOT EXISTS (
+                 SELECT 1 FROM pg_locks l
+                 WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+                   AND l.database = (SELECT oid FROM pg_database
+                                     WHERE datname = current_database())
+                   AND l.classid = hashtext('nous_memory.worker')::oid
+                   AND l.objid = hashtext(i.locked_by)::oid)))
       ORDER BY run_after, id
       LIMIT 1 FOR UPDATE SKIP LOCKED) c
 WHERE w.agent_id = c.agent_id AND w.id = c.id

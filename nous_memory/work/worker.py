@@ -3,7 +3,9 @@
 An item is claimed with ``FOR UPDATE SKIP LOCKED`` under a lease.  Slow work (LLM,
 embeddings) happens with no transaction open; the result is written in one transaction
 that first re-checks the lease, so a worker killed at any instant leaves either nothing
-(the item is claimed again when its lease expires) or the complete result, never both.
+or the complete result, never both.  While it works, a worker holds a session lock on a
+connection of its own (its presence): when its process dies, the lock goes with the
+connection and other workers claim its item at once instead of waiting for the lease.
 """
 
 from __future__ import annotations
@@ -40,9 +42,28 @@ class Worker:
         self._lease_s = lease_s
         self._poll_s = poll_s
         self._retry_base_s = retry_base_s
+        self._present = False
+
+    @contextlib.asynccontextmanager
+    async def presence(self) -> AsyncIterator[None]:
+        """Hold this worker's presence lock (nested uses share the outer one)."""
+        if self._present:
+            yield
+            return
+        async with self._db.session() as conn:
+            await conn.fetchval("worker_present", self.worker_id)
+            self._present = True
+            try:
+                yield
+            finally:
+                self._present = False
 
     async def run(self, stop: asyncio.Event) -> None:
         """Work until ``stop`` is set: close idle episodes, drain ready items, wait."""
+        async with self.presence():
+            await self._serve(stop)
+
+    async def _serve(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             try:
                 await self.close_idle()
@@ -59,8 +80,9 @@ class Worker:
     async def drain(self, limit: int = 10_000) -> int:
         """Process ready items until none is left (or ``limit``); returns how many."""
         done = 0
-        while done < limit and await self.run_once():
-            done += 1
+        async with self.presence():
+            while done < limit and await self.run_once():
+                done += 1
         return done
 
     async def close_idle(self, limit: int = 100) -> int:
@@ -68,6 +90,11 @@ class Worker:
         return 0 if self._idle_sweep is None else await self._idle_sweep(limit)
 
     async def run_once(self) -> bool:
+        """Claim and process one ready item; False when none is ready."""
+        async with self.presence():
+            return await self._run_one()
+
+    async def _run_one(self) -> bool:
         await self._db.execute("work_fail_exhausted", MAX_ATTEMPTS)
         row = await self._db.fetchrow("work_claim", self._lease_s, self.worker_id,
                                       MAX_ATTEMPTS)

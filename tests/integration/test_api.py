@@ -492,7 +492,8 @@ async def test_openapi_documents_paths_and_bodies(client: httpx.AsyncClient) -> 
 
 # ---------------------------------------------------------------------- API keys
 
-KEYS = "admin-key, agent-key:alice|bob ,other-key:carol"
+ADMIN, AGENT, OTHER = "admin-key-0123456789", "agent-key-0123456789", "other-key-0123456789"
+KEYS = f"{ADMIN}, {AGENT}:alice|bob ,{OTHER}:carol"
 
 
 @pytest.fixture
@@ -506,12 +507,12 @@ async def guarded(store: MemoryStore) -> AsyncIterator[httpx.AsyncClient]:
 async def test_missing_or_unknown_key_is_401(guarded: httpx.AsyncClient,
                                              store: MemoryStore) -> None:
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"X-API-Key": "wrong"},
-                    {"Authorization": "Basic admin-key"}, {"Authorization": "Bearer "},
-                    {"X-API-Key": "ADMIN-KEY"}, {"X-API-Key": "agent-key:alice"}):
+                    {"Authorization": "Basic admin-key-0123456789"}, {"Authorization": "Bearer "},
+                    {"X-API-Key": "ADMIN-KEY"}, {"X-API-Key": "agent-key-0123456789:alice"}):
         response = await guarded.post(memories_url("alice"), json=FACT, headers=headers)
         assert response.status_code == 401, headers
         assert response.headers["www-authenticate"] == "Bearer"
-        assert "admin-key" not in response.text
+        assert "admin-key-0123456789" not in response.text
         assert (await guarded.get(memories_url("alice"), headers=headers)).status_code == 401
     assert await store.counts("alice") == {}
 
@@ -519,7 +520,7 @@ async def test_missing_or_unknown_key_is_401(guarded: httpx.AsyncClient,
 async def test_key_for_other_agents_is_403(guarded: httpx.AsyncClient,
                                            store: MemoryStore) -> None:
     memory = await store.remember("carol", "fact", content="Carol's secret")
-    for headers in ({"Authorization": "Bearer agent-key"}, {"X-API-Key": "agent-key"}):
+    for headers in ({"Authorization": f"Bearer {AGENT}"}, {"X-API-Key": AGENT}):
         response = await guarded.post(memories_url("carol"), json=FACT, headers=headers)
         assert response.status_code == 403
         response = await guarded.get(memories_url("carol", str(memory.id)), headers=headers)
@@ -532,26 +533,30 @@ async def test_key_for_other_agents_is_403(guarded: httpx.AsyncClient,
 
 
 async def test_allowed_keys_pass(guarded: httpx.AsyncClient) -> None:
-    bearer = {"Authorization": "Bearer agent-key"}
+    bearer = {"Authorization": "Bearer agent-key-0123456789"}
     created = await create(guarded, FACT, agent="alice", headers=bearer)
     response = await guarded.get(memories_url("alice", created["id"]),
-                                 headers={"X-API-Key": "agent-key"})
+                                 headers={"X-API-Key": "agent-key-0123456789"})
     assert response.status_code == 200
     assert response.json()["summary"] == "A valid fact"
     assert (await guarded.get(memories_url("bob"), headers=bearer)).status_code == 200
-    admin = {"Authorization": "Bearer admin-key"}
+    admin = {"Authorization": "Bearer admin-key-0123456789"}
     assert (await guarded.get(memories_url("alice", created["id"]),
                               headers=admin)).status_code == 200
     assert (await guarded.get(memories_url("carol"),
-                              headers={"X-API-Key": "other-key"})).status_code == 200
+                              headers={"X-API-Key": "other-key-0123456789"})).status_code == 200
     for open_path in ("/health", "/openapi.json", "/docs"):
         assert (await guarded.get(open_path)).status_code == 200
     spec = (await guarded.get("/openapi.json")).json()
     assert set(spec["components"]["securitySchemes"]) == {"BearerKey", "ApiKeyHeader"}
 
 
-@pytest.mark.parametrize("keys", ["", "  ", "k1,,k2", ",k1", "k1:", "k1:a||b", "k1,k1",
-                                  "bad key", ":agent", "k1:" + "a" * 129])
+K1, K2 = "k1-0123456789abcdef", "k2-0123456789abcdef"
+
+
+@pytest.mark.parametrize("keys", ["", "  ", f"{K1},,{K2}", f",{K1}", f"{K1}:", f"{K1}:a||b",
+                                  f"{K1},{K1}", "bad key-0123456789", ":agent",
+                                  f"{K1}:" + "a" * 129, "k1-too-short", f"{K1},k2"])
 def test_invalid_api_keys_setting_fails_at_create_app(keys: str) -> None:
     with pytest.raises(ConfigurationError) as caught:
         create_app(settings=Settings(api_keys=keys, data_dir=Path("/nonexistent-unused")))
@@ -559,11 +564,11 @@ def test_invalid_api_keys_setting_fails_at_create_app(keys: str) -> None:
 
 
 def test_api_keys_from_environment() -> None:
-    settings = Settings.from_env({"NOUS_MEMORY_API_KEYS": "k1:a|a,k2"},
+    settings = Settings.from_env({"NOUS_MEMORY_API_KEYS": f"{K1}:a|a,{K2}"},
                                  data_dir=Path("/nonexistent-unused"))
     assert create_app(settings=settings).title == "nous-memory"
     with pytest.raises(ConfigurationError):
-        create_app(settings=Settings.from_env({"NOUS_MEMORY_API_KEYS": "k1:"},
+        create_app(settings=Settings.from_env({"NOUS_MEMORY_API_KEYS": f"{K1}:"},
                                               data_dir=Path("/nonexistent-unused")))
 
 

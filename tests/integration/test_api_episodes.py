@@ -316,12 +316,15 @@ async def test_app_that_opens_its_store_runs_the_worker_by_setting(
 # ---------------------------------------------------------------------- auth and docs
 
 
+KEY_A = "k-a-0123456789abcdef"
+
+
 async def test_episode_routes_need_a_key_for_the_agent(store: MemoryStore) -> None:
-    app = create_app(store, settings=store.settings.with_changes(api_keys="k-a:agent-a"))
+    app = create_app(store, settings=store.settings.with_changes(api_keys=f"{KEY_A}:agent-a"))
     async with asgi_client(app) as http:
         assert (await http.post(url(A))).status_code == 401
-        assert (await http.post(url(B), headers={"X-API-Key": "k-a"})).status_code == 403
-        made = await http.post(url(A), headers={"X-API-Key": "k-a"}, json={"title": "Keyed"})
+        assert (await http.post(url(B), headers={"X-API-Key": KEY_A})).status_code == 403
+        made = await http.post(url(A), headers={"X-API-Key": KEY_A}, json={"title": "Keyed"})
         assert made.status_code == 201
         ident = made.json()["id"]
         for path in (url(A, ident), url(A, ident, "messages")):

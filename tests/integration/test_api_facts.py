@@ -269,7 +269,8 @@ async def test_openapi_documents_the_fact_routes(client: httpx.AsyncClient) -> N
 
 # ---------------------------------------------------------------------- API keys
 
-KEYS = "admin-key, agent-key:alice|bob ,other-key:carol"
+ADMIN, AGENT, OTHER = "admin-key-0123456789", "agent-key-0123456789", "other-key-0123456789"
+KEYS = f"{ADMIN}, {AGENT}:alice|bob ,{OTHER}:carol"
 
 
 @pytest.fixture
@@ -291,7 +292,7 @@ async def test_fact_routes_need_a_key(guarded: httpx.AsyncClient, store: MemoryS
     episode = await store.remember("alice", "episode", title="Planning", detail="Deadlines.")
     calls = fact_calls("alice", str(fact.fact.id), str(episode.id))
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"X-API-Key": "wrong"},
-                    {"X-API-Key": "agent-key:alice"}):
+                    {"X-API-Key": "agent-key-0123456789:alice"}):
         for method, url in calls:
             response = await guarded.request(method, url, json={"content": NEW},
                                              headers=headers)
@@ -306,7 +307,7 @@ async def test_key_for_other_agents_is_403_and_allowed_keys_pass(
     secret = await store.learn_fact("carol", "Carol's locker code is 4711")
     assert secret.fact is not None
     episode = await store.remember("carol", "episode", title="Locker", detail="Code set.")
-    for headers in ({"Authorization": "Bearer agent-key"}, {"X-API-Key": "agent-key"}):
+    for headers in ({"Authorization": f"Bearer {AGENT}"}, {"X-API-Key": AGENT}):
         for method, url in fact_calls("carol", str(secret.fact.id), str(episode.id)):
             response = await guarded.request(method, url, json={"content": NEW},
                                              headers=headers)
@@ -314,7 +315,7 @@ async def test_key_for_other_agents_is_403_and_allowed_keys_pass(
             assert "4711" not in response.text
     assert await store.counts("carol") == {"fact": {"active": 1}, "episode": {"active": 1}}
 
-    for key in ("other-key", "admin-key"):
+    for key in ("other-key-0123456789", "admin-key-0123456789"):
         headers = {"Authorization": f"Bearer {key}"}
         response = await guarded.get(history_url(str(secret.fact.id), "carol"), headers=headers)
         assert response.status_code == 200
@@ -322,6 +323,6 @@ async def test_key_for_other_agents_is_403_and_allowed_keys_pass(
         assert (await guarded.get(episode_url(str(episode.id), "carol"),
                                   headers=headers)).json() == []
     learned = await learn(guarded, {"content": NEW}, agent="alice",
-                          headers={"X-API-Key": "agent-key"})
+                          headers={"X-API-Key": "agent-key-0123456789"})
     assert learned["action"] == "created"
     assert await store.counts("alice") == {"fact": {"active": 1}}

@@ -3,8 +3,10 @@ do not embed never import a model runtime, and repeated queries skip the model."
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nous_memory import Embedder, MemoryStore, OnnxEmbedder, SentenceTransformerEmbedder
+from nous_memory import (
+    ConfigurationError,
+    Embedder,
+    MemoryStore,
+    OnnxEmbedder,
+    SentenceTransformerEmbedder,
+)
 from nous_memory.embeddings.model_files import ModelFiles
 from nous_memory.embeddings.onnx_export import GRAPH, MANIFEST, ensure_export, export_dir
 
@@ -73,9 +81,9 @@ def test_a_damaged_or_half_written_export_is_never_used(tmp_path: Path) -> None:
         byte = handle.read(1)
         handle.seek(-1, 1)
         handle.write(bytes([byte[0] ^ 0xFF]))
+    assert _sha256(graph) != manifest["graph_sha256"]
     assert ensure_export(files, tmp_path) == graph  # exported again...
-    assert json.loads((folder / MANIFEST).read_text())["graph_sha256"] == \
-        manifest["graph_sha256"]  # ...to the same graph
+    assert _sha256(graph) == manifest["graph_sha256"]  # ...to the same, whole graph
 
     (folder / MANIFEST).unlink()  # as a process killed before the manifest leaves it
     assert ensure_export(files, tmp_path) == graph
@@ -83,18 +91,43 @@ def test_a_damaged_or_half_written_export_is_never_used(tmp_path: Path) -> None:
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".export-")]
 
 
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_the_onnx_backend_refuses_models_it_cannot_reproduce(tmp_path: Path) -> None:
+    """Another architecture, pooling or a Dense layer would give other vectors under the
+    same model name; the torch backend still takes such a folder."""
+    bundled = ModelFiles.resolve(None).path
+    for name, change in (("mpnet", {"config.json": {"model_type": "mpnet"}}),
+                         ("maxpool", {"1_Pooling/config.json": {
+                             "word_embedding_dimension": 384,
+                             "pooling_mode_max_tokens": True}}),
+                         ("dense", {"2_Dense/config.json": {"out_features": 256}})):
+        folder = tmp_path / name
+        shutil.copytree(bundled, folder, ignore=shutil.ignore_patterns("*.safetensors"))
+        for relative, content in change.items():
+            (folder / relative).parent.mkdir(exist_ok=True)
+            (folder / relative).write_text(json.dumps(content))
+        with pytest.raises(ConfigurationError, match="EMBEDDING_BACKEND=torch"):
+            OnnxEmbedder(folder, cache_dir=tmp_path / "cache")
+        assert SentenceTransformerEmbedder(folder).model_name == str(folder)
+
+
 PROBE = """\
 import sys
 from nous_memory.cli import main
 code = main(sys.argv[1:])
-runtimes = sorted(m for m in ("torch", "onnxruntime", "sentence_transformers", "transformers")
-                  if m in sys.modules)
+runtimes = sorted(m for m in ("torch", "onnxruntime", "sentence_transformers", "transformers",
+                              "openai", "fastapi") if m in sys.modules)
 print("runtimes:", ",".join(runtimes) or "none", file=sys.stderr)
 raise SystemExit(code)
 """
 
 
 @pytest.mark.parametrize("command", [["db", "status"], ["list", "--agent", "a"],
+                                     ["get", "--agent", "a",
+                                      "00000000-0000-0000-0000-000000000000"],
                                      ["history", "--agent", "a",
                                       "00000000-0000-0000-0000-000000000000"],
                                      ["jobs", "list"]])

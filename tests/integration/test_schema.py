@@ -46,7 +46,10 @@ async def test_drift_names_every_hand_made_change(empty_database_url: str) -> No
             ALTER TABLE llm_calls ADD COLUMN extra integer;
             ALTER TABLE store_meta DROP CONSTRAINT store_meta_pkey;
             CREATE TABLE stray (x integer);
-            DROP TABLE job_runs;""")
+            DROP TABLE job_runs;
+            CREATE SCHEMA elsewhere;
+            CREATE TABLE elsewhere.memories (x integer);
+            DROP VIEW memory_records;""")
         assert await schema_drift(wrapped) == [
             "embedding_cache.model is varchar, expected text",
             "facts.subject is missing",
@@ -55,6 +58,7 @@ async def test_drift_names_every_hand_made_change(empty_database_url: str) -> No
             "llm_calls.extra is not known to this version",
             "store_meta has primary key (), expected (key)",
             "table stray is not known to this version",
+            "view memory_records is missing",
         ]
     finally:
         await conn.close()

@@ -220,11 +220,12 @@ class WorkerProcess:
                 sys.executable, "-c", WORKER_SCRIPT, stdin=asyncio.subprocess.PIPE,
                 stdout=log, stderr=asyncio.subprocess.STDOUT, env=env)
 
-    async def start(self, database_url: str, llm_url: str, worker_id: str, mode: str) -> None:
+    async def start(self, database_url: str, llm_url: str, worker_id: str, mode: str,
+                    lease_s: float = LEASE_S) -> None:
         assert self.proc is not None and self.proc.stdin is not None
         await self.alive()
         job = {"database_url": database_url, "llm_base_url": llm_url,
-               "worker_id": worker_id, "lease_s": LEASE_S, "mode": mode}
+               "worker_id": worker_id, "lease_s": lease_s, "mode": mode}
         self.proc.stdin.write(json.dumps(job).encode() + b"\n")
         await self.proc.stdin.drain()
 
@@ -585,6 +586,30 @@ async def test_sigkill_during_the_llm_call_then_another_worker_finishes(
     assert len(llm.requests) == 2
     assert await llm_store.worker().drain() == 0
     assert len(llm.requests) == 2
+
+
+async def test_a_killed_workers_item_is_claimed_at_once_not_after_its_lease(
+        llm_store: MemoryStore, llm: ScriptedLLMServer, database_url: str,
+        worker_process: WorkerProcess) -> None:
+    """The dead worker held a 300 s lease; its presence lock died with its process, so a
+    second worker takes the item within seconds (a lease wait would time out below)."""
+    agent = "noor"
+    episode_id = await _closing_episode(llm_store, agent, MESSAGES)
+    llm.enqueue(Delayed(seconds=120, then=JSONReply(content=EXTRACTION)))
+    await worker_process.start(database_url, llm.base_url, "doomed", "plain", lease_s=300)
+
+    async def request_arrived() -> bool:
+        return await worker_process.alive() and len(llm.requests) == 1
+
+    await _wait_until(request_arrived, 120, "the child worker's LLM request")
+    # alive, it keeps its item although another worker is ready
+    assert await llm_store.worker(worker_id="second").run_once() is False
+    await worker_process.kill()
+    (item,) = await _work(database_url, agent, episode_id)
+    assert (item["state"], item["locked_by"]) == ("running", "doomed")
+    llm.reply_json(EXTRACTION)
+    assert await _recover(llm_store, timeout_s=30) == 2
+    _assert_closed_once(await _effects(database_url, agent, episode_id))
 
 
 async def test_sigkill_after_the_answer_before_the_commit(

@@ -72,17 +72,34 @@ async def test_a_cancelled_request_is_skipped_and_errors_reach_the_caller() -> N
     await asyncio.sleep(0.05)
     doomed.cancel()
     await asyncio.sleep(0.05)  # the cancellation reaches the queued job
+    sentinel = asyncio.create_task(compute.run(["sentinel"]))  # queued after the doomed one
+    await asyncio.sleep(0.05)
     model.gate.release()
     await running
-    model.gate.release()  # nothing else should need it
+    model.gate.release()
+    await sentinel
     assert await compute.run([]) == []
-    assert model.batches == [["first"]]
+    assert model.batches == [["first"], ["sentinel"]]  # the cancelled job never ran
 
     def broken(texts: list[str]) -> list[Vector]:
         raise RuntimeError("model exploded")
 
     with pytest.raises(RuntimeError, match="model exploded"):
         await ComputeQueue(broken, name="broken").run(["x"])
+
+    calls = 0
+
+    def exits_once(texts: list[str]) -> list[Vector]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise SystemExit("a BaseException from inside the model")
+        return [np.zeros(4, dtype=np.float32) for _ in texts]
+
+    fragile = ComputeQueue(exits_once, name="fragile")
+    with pytest.raises(SystemExit):
+        await fragile.run(["x"])
+    assert len(await fragile.run(["y"])) == 1  # the thread still serves
 
 
 def test_thread_policy() -> None:
@@ -109,7 +126,8 @@ async def test_bulk_slices_are_bounded_by_work_and_results_keep_their_order() ->
 
 async def test_few_texts_over_the_work_budget_are_bulk() -> None:
     model = GatedModel()
-    compute = ComputeQueue(model.encode, name="test", slice_chars=2_400, interactive_max=8)
+    compute = ComputeQueue(model.encode, name="test", slice_chars=2_400, interactive_max=8,
+                           interactive_chars=2_400)
     task = asyncio.create_task(compute.run(["a" * 1_000, "b" * 1_000, "c" * 1_000]))
     for _ in range(2):
         model.gate.release()

@@ -60,3 +60,12 @@ def test_a_broken_rule_fails_the_check(tmp_path: Path, module: str, line: str,
     result = _lint(tree)
     assert result.returncode == 1
     assert report in result.stdout
+
+
+def test_importing_the_package_loads_no_test_kit() -> None:
+    """The root ``__init__`` is outside the contracts' source modules: checked here."""
+    probe = ("import sys, nous_memory; "
+             "print(sorted(m for m in sys.modules if m.startswith('nous_memory.testing')))")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                            timeout=60, check=True)
+    assert result.stdout.strip() == "[]"
