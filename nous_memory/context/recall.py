@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..db import Database
 from ..errors import FieldProblem, InvalidInputError
-from ..memories.kinds import Kind, Status, parse_agent_id, parse_kind
+from ..memories.kinds import Kind, Status, is_utf8, parse_agent_id, parse_kind
 from ..memories.manager import MemoryManager
 
 MIN_K = 1
@@ -187,6 +187,9 @@ def parse_request(agent_id: object, query: object, kinds: object, k: object,
         problems.append(FieldProblem("query", f"longer than {MAX_QUERY_CHARS} characters"))
     elif "\x00" in query:
         problems.append(FieldProblem("query", "contains a NUL character"))
+    elif not is_utf8(query):
+        problems.append(FieldProblem("query", "contains a lone UTF-16 surrogate, which is "
+                                              "not valid Unicode text"))
     else:
         text = query.strip()
     if isinstance(k, bool) or not isinstance(k, int) or not MIN_K <= k <= MAX_K:

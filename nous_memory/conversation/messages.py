@@ -15,7 +15,7 @@ from uuid import UUID
 
 from ..db import Database
 from ..errors import ConflictError, InvalidInputError, NotFoundError
-from ..memories.kinds import MAX_MESSAGE_CHARS
+from ..memories.kinds import MAX_MESSAGE_CHARS, is_utf8
 from ..tokens import count_tokens
 from .storage import invalidate_in
 
@@ -48,6 +48,9 @@ def _check_content(content: object) -> str:
         raise InvalidInputError.single("content", f"at most {MAX_MESSAGE_CHARS} characters")
     if "\x00" in content:
         raise InvalidInputError.single("content", "contains a NUL character")
+    if not is_utf8(content):
+        raise InvalidInputError.single("content", "contains a lone UTF-16 surrogate, which is "
+                                                  "not valid Unicode text")
     return content
 
 

@@ -13,7 +13,7 @@ from uuid import UUID
 from ..db import Database
 from ..errors import ConfigurationError, InvalidInputError, NotFoundError
 from ..llm import LLMClient
-from ..memories.kinds import parse_agent_id
+from ..memories.kinds import is_utf8, parse_agent_id
 from ..memories.params import parse_memory_id
 from ..tokens import count_tokens
 from ..work.queue import TaskHandler, WorkContext, enqueue
@@ -174,13 +174,14 @@ class WorkingMemory:
         """System prompt, summary block, optional context block and tail, within budget."""
         agent = parse_agent_id(agent_id)
         episode = parse_memory_id(episode_id, "episode_id")
-        if not isinstance(system, str) or "\x00" in system:
-            raise InvalidInputError.single("system", "must be a string without NUL")
+        if not isinstance(system, str) or "\x00" in system or not is_utf8(system):
+            raise InvalidInputError.single("system", "must be valid text without NUL")
         if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or not (
                 1 <= budget_tokens <= 10_000_000):
             raise InvalidInputError.single("budget_tokens", "must be an integer >= 1")
-        if query is not None and (not isinstance(query, str) or "\x00" in query):
-            raise InvalidInputError.single("query", "must be a string without NUL")
+        if query is not None and (not isinstance(query, str) or "\x00" in query
+                                  or not is_utf8(query)):
+            raise InvalidInputError.single("query", "must be valid text without NUL")
         if context_tokens is not None and (isinstance(context_tokens, bool) or not isinstance(
                 context_tokens, int) or context_tokens < 0):
             raise InvalidInputError.single("context_tokens", "must be an integer >= 0")

@@ -38,6 +38,7 @@ from ..memories.kinds import (
     Kind,
     Label,
     Timestamp,
+    is_utf8,
     no_nul,
     parse_agent_id,
     parse_new,
@@ -225,6 +226,9 @@ def parse_messages(messages: Sequence[Mapping[str, Any] | MessageIn]) -> list[Me
             size = len(encoded)
             if "\\u0000" in encoded:
                 raise ValueError("contains a NUL character, which PostgreSQL cannot store")
+            if not is_utf8(json.dumps(item.metadata, ensure_ascii=False)):
+                raise ValueError("contains a lone UTF-16 surrogate, which is not valid "
+                                 "Unicode text")
         except (TypeError, ValueError) as exc:
             problems.append(FieldProblem(f"messages[{index}].metadata", f"not JSON: {exc}"))
             continue

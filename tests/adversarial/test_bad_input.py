@@ -103,3 +103,27 @@ async def test_unusable_regex_triggers_are_refused_when_written(
     assert fields_of(response) == ["trigger_pattern"]
     assert reason in response.json()["detail"][0]["reason"]
     assert (await store.list(A, kind="censor")).items == []
+
+
+async def test_the_python_api_raises_typed_errors_for_lone_surrogates(
+        store: MemoryStore) -> None:
+    episode = await store.start_episode(A, title="chat")
+    await store.append(A, episode.id, [{"role": "user", "content": "hello there"}])
+    calls = [
+        ("messages[0].metadata", store.append(A, episode.id, [
+            {"role": "user", "content": "x", "metadata": {"k": LONE}}])),
+        ("messages[0].metadata", store.append(A, episode.id, [
+            {"role": "user", "content": "x", "metadata": {LONE: 1}}])),
+        ("system", store.build_prompt(A, episode.id, f"sys{LONE}", 500)),
+        ("query", store.build_prompt(A, episode.id, "sys", 500, query=LONE)),
+        ("query", store.recall(A, f"q{LONE}")),
+        ("query", store.assemble_context(A, f"q{LONE}")),
+        ("content", store.learn_fact(A, f"Ana likes tea{LONE}")),
+        ("content", store.edit_message(A, episode.id, 0, LONE)),
+        ("tags.0", store.remember(A, "fact", content="x", tags=[f"t{LONE}"])),
+    ]
+    for field, call in calls:
+        with pytest.raises(InvalidInputError) as caught:
+            await call
+        assert caught.value.problems[0].field == field
+    assert [m.content for m in await store.transcript(A, episode.id)] == ["hello there"]
