@@ -185,16 +185,17 @@ async def wait_closed(store: MemoryStore, agent_id: str, episode: Memory, *,
     worker = store.worker(poll_s=poll_s)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
-    while (episode_detail(episode).state is not EpisodeState.CLOSED
-           or await store.episodes.processing(agent_id, episode.id)):
-        if not await worker.run_once():
-            if loop.time() >= deadline:
-                raise NousMemoryError(
-                    f"close processing of episode {episode.id} (now "
-                    f"{episode_detail(episode).state.value}) is not finished after "
-                    f"{timeout_s:g} s; a worker will finish it later")
-            await asyncio.sleep(poll_s)
-        episode = await store.get_episode(agent_id, episode.id)
+    async with worker.presence():  # one presence lock for the whole wait
+        while (episode_detail(episode).state is not EpisodeState.CLOSED
+               or await store.episodes.processing(agent_id, episode.id)):
+            if not await worker.run_once():
+                if loop.time() >= deadline:
+                    raise NousMemoryError(
+                        f"close processing of episode {episode.id} (now "
+                        f"{episode_detail(episode).state.value}) is not finished after "
+                        f"{timeout_s:g} s; a worker will finish it later")
+                await asyncio.sleep(poll_s)
+            episode = await store.get_episode(agent_id, episode.id)
     return episode
 
 

@@ -25,16 +25,11 @@ class QueryCache:
         self._entries: OrderedDict[tuple[str, str], Vector] = OrderedDict()
         self._max_entries = max_entries
         self._max_text_chars = max_text_chars
-        self.hits = 0
-        self.misses = 0
 
     def get(self, agent: str, text: str) -> Vector | None:
         vector = self._entries.get((agent, text))
-        if vector is None:
-            self.misses += 1
-            return None
-        self._entries.move_to_end((agent, text))
-        self.hits += 1
+        if vector is not None:
+            self._entries.move_to_end((agent, text))
         return vector
 
     def put(self, agent: str, text: str, vector: Vector) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ from nous_memory import Embedder, MemoryStore, Settings
 from nous_memory.api import create_app
 from nous_memory.db import EmbeddedServer
 from tests.conftest import create_database, drop_database
+from tests.integration.http_helpers import free_port
 
 MAX_EXAMPLES = 15
 VICTIM = "victim"
@@ -50,13 +50,6 @@ async def victim_snapshot(dsn: str) -> dict[str, str | None]:
             "WHERE agent_id = $1", VICTIM) for table in TENANT_TABLES}
     finally:
         await conn.close()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 import httpx
 from fastapi import FastAPI
 
@@ -24,3 +26,11 @@ async def post_body(client: httpx.AsyncClient, url: str, body: object) -> httpx.
     if isinstance(body, bytes):
         return await client.post(url, content=body, headers={"content-type": "application/json"})
     return await client.post(url, json=body)
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on right now (for a served instance)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import signal
-import socket
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ import pytest
 
 from nous_memory import MemoryStore, NotFoundError, Status
 from nous_memory.db.migrate import schema_version
+from tests.integration.http_helpers import free_port
 
 AGENT = "cli-agent"
 SUMMARY = ("Chose Postgres + pgvector for unified storage [success] [85% confidence]"
@@ -187,13 +187,6 @@ async def test_db_status(env: dict[str, str], database_url: str) -> None:
     password = urlsplit(database_url).password
     if password:
         assert password not in out
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 async def test_serve_answers_health(env: dict[str, str]) -> None:
