@@ -113,6 +113,9 @@ class Settings:
     # serve a non-loopback address without api_keys (only behind another layer that
     # authenticates every request); refused otherwise
     insecure_no_auth_on_network: bool = False
+    # let the assistant's model purge (erase for good) through the agent tools; without it
+    # memory_forget only soft-deletes, which the owner can undo
+    tools_allow_purge: bool = False
 
     def __post_init__(self) -> None:
         if self.pool_min_size < 0 or self.pool_max_size < max(1, self.pool_min_size):

@@ -357,6 +357,11 @@ class MemoryStore:
         """Everything about one memory (an id or a ref such as ``fact:1a2b3c4d``)."""
         return await self.expander.expand(agent_id, memory_id)
 
+    async def resolve(self, agent_id: str, target: UUID | str, /) -> UUID:
+        """The memory id behind an id or a ref (``fact:1a2b3c4d``); a chunk ref
+        (``episode:1a2b3c4d#c3``) names its episode."""
+        return (await self.expander.resolve(agent_id, target))[0]
+
     # ------------------------------------------------------------------ facts
 
     async def learn_fact(self, agent_id: str, content: str, /, *, subject: str | None = None,

@@ -46,3 +46,12 @@ def count_line(line: str) -> int:
 def estimate_tokens(text: str) -> int:
     """About four characters per token: cheap, and an over-estimate for English prose."""
     return (len(text) + 3) // 4
+
+
+def head_tokens(text: str, limit: int) -> str:
+    """The longest prefix of ``text`` that is at most ``limit`` tokens (whole tokens)."""
+    encoding = _encoding()
+    tokens = encoding.encode(text, disallowed_special=())
+    if len(tokens) <= limit:
+        return text
+    return str(encoding.decode(tokens[:max(limit, 0)]))

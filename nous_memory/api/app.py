@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import Depends, FastAPI
+from starlette.routing import Route
 
 from .. import __version__
 from ..config import Settings
@@ -28,6 +29,8 @@ from .episodes import router as episodes_router
 from .facts import fact_request_schemas
 from .facts import router as facts_router
 from .maintenance import router as maintenance_router
+from .mcp import PATH as MCP_PATH
+from .mcp import McpEndpoint
 from .recall import recall_request_schemas
 from .recall import router as recall_router
 from .routes import health_router, router
@@ -43,6 +46,8 @@ censor) stored per agent in PostgreSQL + pgvector.
 * Request bodies over {MAX_BODY_BYTES} bytes are refused with 413.
 * When API keys are configured (`NOUS_MEMORY_API_KEYS`), every route except `/health`
   and the docs needs `Authorization: Bearer KEY` or `X-API-Key: KEY`.
+* `/mcp` serves the agent tools over MCP (streamable HTTP, stateless, JSON responses);
+  a key's tool calls may name only that key's agents.
 """
 
 TAGS = [
@@ -95,14 +100,15 @@ def create_app(store: MemoryStore | None = None, *,
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if store is not None:
             async with background_worker(store, enabled=run_worker is True), \
-                    background_scheduler(store, enabled=run_scheduler is True):
+                    background_scheduler(store, enabled=run_scheduler is True), \
+                    mcp.running():
                 yield  # the caller opened the store and will close it
             return
         worker = settings.run_worker_in_serve if run_worker is None else run_worker
         scheduler = settings.run_scheduler_in_serve if run_scheduler is None else run_scheduler
         async with MemoryStore.open(settings=settings) as opened, \
                 background_worker(opened, enabled=worker), \
-                background_scheduler(opened, enabled=scheduler):
+                background_scheduler(opened, enabled=scheduler), mcp.running():
             app.state.store = opened
             await opened.warm_up()
             try:
@@ -126,4 +132,7 @@ def create_app(store: MemoryStore | None = None, *,
     app.include_router(maintenance_router, dependencies=guard)
     app.include_router(recall_router, dependencies=guard)
     app.include_router(context_router, dependencies=guard)
+    mcp = McpEndpoint(app, ring)
+    app.router.routes.append(Route(MCP_PATH, mcp.route, methods=["GET", "POST", "DELETE"],
+                                   include_in_schema=False))
     return app

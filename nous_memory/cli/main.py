@@ -23,6 +23,7 @@ from .context import add_context_commands
 from .episodes import add_episode_commands
 from .facts import add_fact_commands
 from .jobs import add_job_commands
+from .mcp import add_mcp_command, serve_mcp
 from .memories import add_memory_commands
 from .output import Command, Output
 from .recall import add_recall_command
@@ -62,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_job_commands(commands, agent, json_flag)
     add_recall_command(commands, agent)
     add_context_commands(commands, agent)
+    add_mcp_command(commands)
 
     serve = commands.add_parser("serve", help="run the REST API")
     serve.add_argument("--host", help="interface to bind (default: settings api_host)")
@@ -139,6 +141,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a server stops
                 asyncio.run(_serve(args))
+            return EXIT_OK
+        if args.command == "mcp":
+            with contextlib.suppress(KeyboardInterrupt):
+                asyncio.run(serve_mcp(args, _settings(args)))
             return EXIT_OK
         output = asyncio.run(_run(args))
     except InvalidInputError as exc:

@@ -105,10 +105,7 @@ class Expander:
 
     async def expand(self, agent_id: str, memory_id: UUID | str) -> Expanded:
         agent = parse_agent_id(agent_id)
-        ident, ref, chunk_no = parse_target(memory_id)
-        if ident is None:
-            assert ref is not None
-            ident = await self._resolve(agent, ref)
+        ident, chunk_no = await self.resolve(agent, memory_id)
         memory = await self._memories.get(agent, ident)
         archive = await self._db.fetch("memory_archive_parts", agent, ident)
         memory, restored = _restore_detail(memory, archive)
@@ -136,6 +133,15 @@ class Expander:
             ref=f"{memory.kind.value}:{ident.hex[:8]}", memory=memory,
             detail_restored=restored, events=events, chain=chain, source_episode=source,
             transcript=transcript, archived=[_part(r) for r in archive])
+
+    async def resolve(self, agent_id: str, target: UUID | str) -> tuple[UUID, int | None]:
+        """The memory id behind an id or a ref, and the chunk number a chunk ref names."""
+        agent = parse_agent_id(agent_id)
+        ident, ref, chunk_no = parse_target(target)
+        if ident is None:
+            assert ref is not None
+            ident = await self._resolve(agent, ref)
+        return ident, chunk_no
 
     async def _resolve(self, agent: str, ref: str) -> UUID:
         kind, hexdigits = ref.split(":")

@@ -3,8 +3,8 @@
 - ``FakeEmbedder``: deterministic pseudo-embeddings for pure unit tests (similar texts
   are not close; thresholds and ranking need the real model).
 - ``ScriptedLLMServer``: an OpenAI-compatible endpoint on 127.0.0.1 that plays a
-  script of steps (``JSONReply``, ``TextReply``, ``StatusReply``, ``DropConnection``,
-  ``Delayed``), so LLM paths run through the real ``openai`` client.
+  script of steps (``JSONReply``, ``TextReply``, ``ToolCallReply``, ``StatusReply``,
+  ``DropConnection``, ``Delayed``), so LLM paths run through the real ``openai`` client.
 """
 
 from .embedder import FakeEmbedder
@@ -17,6 +17,7 @@ from .script import (
     ScriptStep,
     StatusReply,
     TextReply,
+    ToolCallReply,
     Usage,
 )
 
@@ -30,5 +31,6 @@ __all__ = [
     "ScriptedLLMServer",
     "StatusReply",
     "TextReply",
+    "ToolCallReply",
     "Usage",
 ]

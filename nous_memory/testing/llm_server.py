@@ -29,6 +29,7 @@ from .script import (
     ScriptStep,
     StatusReply,
     TextReply,
+    ToolCallReply,
     Usage,
 )
 
@@ -110,6 +111,10 @@ class ScriptedLLMServer:
              param: str | None = None, code: str | None = None, delay_s: float = 0.0) -> None:
         self._add(StatusReply(status=status, message=message, retry_after=retry_after,
                               error_type=error_type, param=param, code=code), delay_s)
+
+    def reply_tool_calls(self, *calls: tuple[str, dict[str, Any] | str],
+                         text: str | None = None, delay_s: float = 0.0) -> None:
+        self._add(ToolCallReply(calls=calls, text=text), delay_s)
 
     def drop(self, *, delay_s: float = 0.0) -> None:
         self._add(DropConnection(), delay_s)
@@ -282,6 +287,14 @@ class ScriptedLLMServer:
                 step.message, step.error_type or _error_type(step.status), step.param,
                 step.code), extra)
             return keep_alive
+        if isinstance(step, ToolCallReply):
+            completion = self._completion(body, step.text, step.usage, step.finish_reason)
+            completion["choices"][0]["message"]["tool_calls"] = [
+                {"id": f"call_{next(self._ids)}", "type": "function", "function": {
+                    "name": name, "arguments": args if isinstance(args, str)
+                    else json.dumps(args)}} for name, args in step.calls]
+            await _write(writer, 200, completion)
+            return keep_alive
         text = json.dumps(step.content) if isinstance(step, JSONReply) else step.text
         await _write(writer, 200, self._completion(body, text, step.usage, step.finish_reason))
         return keep_alive
@@ -339,7 +352,7 @@ class ScriptedLLMServer:
         raw = await reader.readexactly(length)
         return parts[0].upper(), parts[1].split("?", 1)[0], headers, raw
 
-    def _completion(self, request: dict[str, Any], text: str, usage: Usage,
+    def _completion(self, request: dict[str, Any], text: str | None, usage: Usage,
                     finish_reason: str) -> dict[str, Any]:
         body: dict[str, Any] = {
             "id": f"chatcmpl-scripted-{next(self._ids)}", "object": "chat.completion",
@@ -351,7 +364,7 @@ class ScriptedLLMServer:
             messages = request.get("messages")
             prompt = sum(count_tokens(m["content"]) for m in messages or []
                          if isinstance(m, dict) and isinstance(m.get("content"), str))
-            usage = (prompt, count_tokens(text))
+            usage = (prompt, count_tokens(text or ""))
         if isinstance(usage, tuple):
             body["usage"] = {"prompt_tokens": usage[0], "completion_tokens": usage[1],
                              "total_tokens": usage[0] + usage[1]}

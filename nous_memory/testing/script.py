@@ -29,6 +29,18 @@ class TextReply:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallReply:
+    """A completion that calls tools: ``calls`` are (name, arguments) pairs, arguments a
+    mapping (sent as JSON) or raw text (to send malformed JSON); ``text`` is optional
+    content beside the calls."""
+
+    calls: tuple[tuple[str, dict[str, Any] | str], ...]
+    text: str | None = None
+    usage: Usage = True
+    finish_reason: str = "tool_calls"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StatusReply:
     """An HTTP error with an OpenAI-style error body and an optional Retry-After."""
 
@@ -53,5 +65,5 @@ class Delayed:
     then: ScriptStep
 
 
-ScriptStep = JSONReply | TextReply | StatusReply | DropConnection | Delayed
+ScriptStep = JSONReply | TextReply | ToolCallReply | StatusReply | DropConnection | Delayed
 Responder = Callable[[dict[str, Any]], ScriptStep]

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
 import textwrap
+from typing import Any
 
+from nous_memory.testing import ScriptedLLMServer, ScriptStep, TextReply, ToolCallReply
 from tests.unit.test_readme import readme_blocks
 
 WRAPPER = """\
@@ -27,9 +30,11 @@ asyncio.run(main())
 """
 
 
-async def _run(code: str, database_url: str) -> list[str]:
+async def _run(code: str, database_url: str, extra: dict[str, str] | None = None
+               ) -> list[str]:
     env = {**os.environ, "NOUS_MEMORY_DATABASE_URL": database_url, "HF_HUB_OFFLINE": "1"}
-    env = {k: v for k, v in env.items() if not k.startswith("NOUS_MEMORY_LLM")}
+    env = {k: v for k, v in env.items() if not k.startswith(("NOUS_MEMORY_LLM", "OPENAI_"))}
+    env.update(extra or {})
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-c", code, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
@@ -57,3 +62,33 @@ async def test_readme_python_examples_run(database_url: str) -> None:
     context_out = next(o for f, o in zip(fragments, outputs, strict=True)
                        if "assemble_context" in f)
     assert context_out == ["True ['fact', 'fact']", "['created']"]
+
+
+def scripted_assistant(request: dict[str, Any]) -> ScriptStep:
+    """A model that expands the first ref of its context, then answers from the result."""
+    messages = request["messages"]
+    tool_results = [m["content"] for m in messages if m.get("role") == "tool"]
+    if not tool_results:
+        names = [tool["function"]["name"] for tool in request.get("tools", [])]
+        match = re.search(r"\[(procedure:[0-9a-f]{8})\]", messages[0]["content"])
+        if "memory_expand" not in names or match is None:
+            return TextReply(text="no ref or no tool to expand it with")
+        return ToolCallReply(calls=(("memory_expand", {"ref": match.group(1)}),))
+    number = re.search(r"TP-\d+", tool_results[-1])
+    return TextReply(text=f"Use frequent flyer number {number.group(0) if number else '?'}.")
+
+
+async def test_readme_tool_loop_runs_against_an_openai_compatible_server(
+        database_url: str) -> None:
+    (program,) = readme_blocks("py")
+    async with ScriptedLLMServer(default=scripted_assistant) as server:
+        env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "test",
+               "ASSISTANT_MODEL": "scripted"}
+        lines = await _run(program, database_url, env)
+        assert lines == ["Use frequent flyer number TP-884512."]
+        first, second = list(server.requests)
+        assert len(first["tools"]) == 7
+        tool_message = second["messages"][-1]
+        assert tool_message["role"] == "tool"
+        assert tool_message["tool_call_id"] == second["messages"][-2]["tool_calls"][0]["id"]
+        assert "frequent flyer number TP-884512" in tool_message["content"]

@@ -1,0 +1,216 @@
+"""Agent tools: what a call costs through MCP (stdio and HTTP) next to the same call in
+Python.
+
+    python bench/tools.py [--memories 2000] [--calls 60]
+
+Builds a fresh database (an embedded PostgreSQL in a temporary directory, or
+NOUS_MEMORY_DATABASE_URL when set) with one agent of --memories memories written through
+the store (facts, decisions, procedures), then serves the tools three ways against it:
+  - python: ``ToolBox.call`` in this process (the baseline: the store's own work);
+  - stdio: ``nous-memory mcp --agent ...`` as a subprocess, driven by the MCP SDK client;
+  - http: ``nous-memory serve`` as a subprocess, ``/mcp`` driven by the SDK client.
+Each round calls every tool once per face, in rotating face order (so drift on this
+shared machine hits the faces alike); the first --warmup rounds are not counted.  Write
+tools get fresh arguments every call (a new fact, a new memory to forget).
+
+Prints per tool and face ``tools_<tool>_<face>_ms_p50`` / ``_p95``, then per transport the
+median over tools of (face p50 - python p50): ``mcp_overhead_ms_p50_stdio`` and
+``..._http``; the headline ``mcp_overhead_ms_p50`` is the larger of the two (goal <= 3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+from mcp import Client, StdioServerParameters
+
+from nous_memory import MemoryStore
+from nous_memory.tools import ToolBox
+
+AGENT = "bench-tools"
+GOAL_MS = 3.0
+QUERIES = ["Where does the user's sister live?", "Which database did we choose?",
+           "How do I book a flight?", "What does the user eat?", "Who is on the team?"]
+Call = Callable[[str, dict[str, Any]], Awaitable[bool]]  # -> is_error
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def seed(store: MemoryStore, count: int) -> list[str]:
+    """``count`` memories for AGENT; returns the refs of the facts (for expand/history)."""
+    topics = ["sister", "database", "flight", "diet", "team", "garden", "car", "music"]
+    items: list[dict[str, Any]] = []
+    for i in range(count):
+        topic = topics[i % len(topics)]
+        if i % 5 == 3:
+            items.append({"kind": "decision", "description": f"Decision {i} about the {topic}",
+                          "reasons": [f"reason {i}"]})
+        elif i % 5 == 4:
+            items.append({"kind": "procedure", "name": f"Procedure {i} for the {topic}",
+                          "core_patterns": [f"step {i}a", f"step {i}b"]})
+        else:
+            items.append({"kind": "fact", "content": f"Fact {i}: the user's {topic} note {i}"})
+    refs: list[str] = []
+    for start in range(0, count, 500):
+        for memory in await store.remember_many(AGENT, items[start:start + 500]):
+            if memory.kind.value == "fact":
+                refs.append(f"fact:{memory.id.hex[:8]}")
+    return refs
+
+
+class Arguments:
+    """Arguments per tool and call; write tools never repeat theirs."""
+
+    def __init__(self, refs: list[str], forgettable: dict[str, list[str]]) -> None:
+        self._refs = refs
+        self._forgettable = forgettable
+        self._n = 0
+
+    def __call__(self, tool: str, face: str) -> dict[str, Any]:
+        self._n += 1
+        n = self._n
+        query = QUERIES[n % len(QUERIES)]
+        return {
+            "memory_search": lambda: {"query": query, "k": 10},
+            "memory_context": lambda: {"query": query, "budget_tokens": 1500},
+            "memory_expand": lambda: {"ref": self._refs[n % len(self._refs)]},
+            "memory_history": lambda: {"ref": self._refs[n % len(self._refs)]},
+            "memory_remember": lambda: {"kind": "decision",
+                                        "description": f"Bench decision {face} {n}"},
+            "memory_learn_fact": lambda: {"content": f"The user owns {n} {face} umbrellas "
+                                                     f"in colour number {n * 7}"},
+            "memory_forget": lambda: {"ref": self._forgettable[face].pop()},
+        }[tool]()
+
+
+async def serve_http(env: dict[str, str], port: int) -> asyncio.subprocess.Process:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "nous_memory.cli", "serve", "--port", str(port), "--no-worker",
+        env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    async with httpx.AsyncClient() as http:
+        for _ in range(600):
+            try:
+                if (await http.get(f"http://127.0.0.1:{port}/health")).status_code == 200:
+                    return proc
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.1)
+    proc.terminate()
+    raise SystemExit("the HTTP server did not start")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def run(args: argparse.Namespace) -> None:
+    data_dir = Path(tempfile.mkdtemp(prefix="nous-bench-tools-"))
+    async with MemoryStore.open(data_dir=data_dir) as store:
+        await store.warm_up()
+        refs = await seed(store, args.memories)
+        rounds = args.calls + args.warmup
+        forgettable: dict[str, list[str]] = {}
+        for face in ("python", "stdio", "http"):
+            made = await store.remember_many(AGENT, [
+                {"kind": "fact", "content": f"Forgettable {face} fact {i}"}
+                for i in range(rounds)])
+            forgettable[face] = [f"fact:{m.id.hex[:8]}" for m in made]
+        arguments = Arguments(refs, forgettable)
+        box = ToolBox(store, agent_id=AGENT)
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "NOUS_MEMORY_DATABASE_URL": store.dsn}
+        port = free_port()
+        http_proc = await serve_http(env, port)
+        stdio = StdioServerParameters(command=sys.executable, env=env,
+                                      args=["-m", "nous_memory.cli", "mcp", "--agent", AGENT])
+        try:
+            async with Client(stdio, read_timeout_seconds=120) as stdio_client, \
+                    Client(f"http://127.0.0.1:{port}/mcp",
+                           read_timeout_seconds=120) as http_client:
+
+                async def python_call(name: str, call_args: dict[str, Any]) -> bool:
+                    return (await box.call(name, call_args)).is_error
+
+                async def stdio_call(name: str, call_args: dict[str, Any]) -> bool:
+                    return bool((await stdio_client.call_tool(name, call_args)).is_error)
+
+                async def http_call(name: str, call_args: dict[str, Any]) -> bool:
+                    result = await http_client.call_tool(name, {**call_args,
+                                                                "agent_id": AGENT})
+                    return bool(result.is_error)
+
+                faces: dict[str, Call] = {"python": python_call, "stdio": stdio_call,
+                                          "http": http_call}
+                timings = await measure(faces, [t.name for t in box.tools], arguments,
+                                        rounds, args.warmup)
+        finally:
+            http_proc.terminate()
+            await http_proc.wait()
+    report(timings)
+
+
+async def measure(faces: dict[str, Call], tools: list[str], arguments: Arguments,
+                  rounds: int, warmup: int) -> dict[tuple[str, str], list[float]]:
+    timings: dict[tuple[str, str], list[float]] = {}
+    order = list(faces)
+    for round_no in range(rounds):
+        rotation = order[round_no % 3:] + order[:round_no % 3]
+        for tool in tools:
+            for face in rotation:
+                call_args = arguments(tool, face)
+                start = time.perf_counter()
+                failed = await faces[face](tool, call_args)
+                elapsed = (time.perf_counter() - start) * 1000
+                if failed:
+                    raise SystemExit(f"{tool} over {face} failed with {call_args}")
+                if round_no >= warmup:
+                    timings.setdefault((tool, face), []).append(elapsed)
+    return timings
+
+
+def report(timings: dict[tuple[str, str], list[float]]) -> None:
+    tools = sorted({tool for tool, _ in timings})
+    overhead: dict[str, list[float]] = {"stdio": [], "http": []}
+    for tool in tools:
+        p50 = {}
+        for face in ("python", "stdio", "http"):
+            values = timings[(tool, face)]
+            p50[face] = statistics.median(values)
+            short = tool.removeprefix("memory_")
+            print(f"tools_{short}_{face}_ms_p50: {p50[face]:.2f}")
+            print(f"tools_{short}_{face}_ms_p95: {percentile(values, 0.95):.2f}")
+        for face in ("stdio", "http"):
+            overhead[face].append(p50[face] - p50["python"])
+    per_face = {face: statistics.median(values) for face, values in overhead.items()}
+    for face, value in per_face.items():
+        print(f"mcp_overhead_ms_p50_{face}: {value:.2f}")
+    print(f"mcp_overhead_goal_ms: {GOAL_MS}")
+    print(f"mcp_overhead_ms_p50: {max(per_face.values()):.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--memories", type=int, default=2_000)
+    parser.add_argument("--calls", type=int, default=60, help="counted rounds")
+    parser.add_argument("--warmup", type=int, default=5, help="rounds not counted")
+    asyncio.run(run(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""``/mcp``: the agent tools over MCP streamable HTTP, inside the REST service.
+
+Stateless JSON mode: every POST is answered on its own (no session affinity, so any
+replica can answer and nothing is kept per client).  With API keys configured each
+request needs one, and the key's agents are the only ones its tool calls may name;
+without keys the service is loopback-only (as the REST API) and the endpoint also checks
+the Host and Origin headers, so a web page cannot reach it by DNS rebinding.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from mcp.server import ServerRequestContext
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.requests import Request
+from starlette.types import Receive, Scope, Send
+
+from ..errors import DatabaseUnavailableError
+from ..tools import ToolBox
+from ..tools.mcp_server import build_server
+from .auth import API_KEY_HEADER, ApiKey, KeyRing
+
+PATH = "/mcp"
+_KEY_STATE = "nous_memory_api_key"
+_LOOPBACK = TransportSecuritySettings(
+    enable_dns_rebinding_protection=True,
+    allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"],
+    allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"])
+
+
+def presented_key(request: Request) -> str | None:
+    authorization = request.headers.get("authorization", "")
+    scheme, _, credentials = authorization.partition(" ")
+    if scheme.lower() == "bearer" and credentials.strip():
+        return credentials.strip()
+    return request.headers.get(API_KEY_HEADER) or None
+
+
+class KeyGuard:
+    """401 without a configured key; the key found rides along in the request state."""
+
+    def __init__(self, app: StreamableHTTPASGIApp, ring: KeyRing | None) -> None:
+        self._app = app
+        self._ring = ring
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self._ring is not None:
+            presented = presented_key(Request(scope))
+            key = self._ring.lookup(presented) if presented else None
+            if key is None:
+                reason = "unknown API key" if presented else (
+                    f"missing API key; send 'Authorization: Bearer KEY' or '{API_KEY_HEADER}'")
+                await _refuse(send, 401, reason)
+                return
+            scope.setdefault("state", {})[_KEY_STATE] = key
+        await self._app(scope, receive, send)
+
+
+async def _refuse(send: Send, status: int, reason: str) -> None:
+    body = json.dumps({"detail": reason}).encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+        (b"www-authenticate", b"Bearer")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class McpEndpoint:
+    """The ``/mcp`` route and the lifetime its session manager needs."""
+
+    def __init__(self, app: FastAPI, ring: KeyRing | None) -> None:
+        self._app = app
+        self._ring = ring
+        self._boxes: dict[frozenset[str] | None, ToolBox] = {}  # one per key's agent set
+        server = build_server(self._toolbox_for)
+        self.manager = StreamableHTTPSessionManager(
+            app=server, json_response=True, stateless=True,
+            security_settings=_LOOPBACK if ring is None else None)
+        self.route = KeyGuard(StreamableHTTPASGIApp(self.manager), ring)
+
+    def _toolbox_for(self, ctx: ServerRequestContext[Any]) -> ToolBox:
+        store = self._app.state.store
+        if store is None:
+            raise DatabaseUnavailableError("the store is not open")
+        request = ctx.request
+        key: ApiKey | None = None
+        if isinstance(request, Request):
+            key = request.scope.get("state", {}).get(_KEY_STATE)
+        if self._ring is not None and key is None:  # KeyGuard let no such request through
+            raise PermissionError("an MCP request without a checked API key")
+        agents = key.agents if key is not None else None
+        box = self._boxes.get(agents)
+        if box is None or box.store is not store:
+            box = self._boxes[agents] = ToolBox(store, allowed_agents=agents,
+                                                actor="mcp-http")
+        return box
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        async with self.manager.run():
+            yield

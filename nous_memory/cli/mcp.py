@@ -1,0 +1,47 @@
+"""``nous-memory mcp``: the agent tools over stdio, for desktop and IDE MCP clients.
+
+The session acts for the one agent named on the command line; the tools take no agent
+argument, so the model cannot name another.  Standard output carries only the protocol
+(the SDK points file descriptor 1 at stderr while serving, and the store is opened
+inside that), so nothing the database or the model runtime prints can corrupt it.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..config import Settings
+from ..memories.kinds import parse_agent_id
+from ..store import MemoryStore
+
+DESCRIPTION = """\
+Serve the agent tools (memory_search, memory_context, memory_expand, memory_remember,
+memory_learn_fact, memory_forget, memory_history) over MCP on stdin/stdout, bound to
+one agent.  Add it to an MCP client's configuration as a command, for example:
+  {"command": "nous-memory", "args": ["mcp", "--agent", "alice"]}"""
+
+
+def add_mcp_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    mcp = commands.add_parser("mcp", help="serve the agent tools over MCP (stdio)",
+                              description=DESCRIPTION,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    mcp.add_argument("--agent", required=True, metavar="AGENT",
+                     help="the agent whose memories this session reads and changes")
+    mcp.add_argument("--allow-purge", action="store_true", default=None,
+                     help="let the model erase memories for good (default: "
+                          "$NOUS_MEMORY_TOOLS_ALLOW_PURGE, false: forget only soft-deletes)")
+
+
+async def serve_mcp(args: argparse.Namespace, settings: Settings) -> None:
+    from mcp.server.stdio import stdio_server
+
+    from ..tools import ToolBox
+    from ..tools.mcp_server import build_server
+
+    agent = parse_agent_id(args.agent)  # a bad id fails before the client connects
+    async with stdio_server() as (read, write), \
+            MemoryStore.open(settings=settings) as store:
+        await store.warm_up()
+        box = ToolBox(store, agent_id=agent, allow_purge=args.allow_purge, actor="mcp")
+        server = build_server(lambda ctx: box)
+        await server.run(read, write, server.create_initialization_options())

@@ -1,0 +1,168 @@
+"""Compact text a model reads: every memory under its ref, every body inside a block.
+
+Memory text is wrapped in the store's ``<nous-memory>`` blocks (see ``blocks``) with the
+store's own tags neutralised inside, so a remembered sentence can never pass for an
+instruction or close its block early, and a tool result that lands in a transcript is
+stripped at episode close instead of being learned a second time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from .. import blocks
+from ..context.assembly import ref_of
+from ..context.expand import Expanded
+from ..context.model import Context
+from ..context.recall import RecallResult
+from ..context.sections import item_line
+from ..facts.learning import LearnResult
+from ..memories.records import Memory, MemoryEvent
+from ..tokens import count_tokens, head_tokens
+
+MAX_RESULT_TOKENS = 6_000  # one tool result; a longer one is cut with a note saying so
+MAX_VALUE_CHARS = 2_000  # one field or one old/new value in a history line
+EXPAND_HINT = "Call memory_expand with a ref for the full record."
+
+
+def ref(memory: Memory) -> str:
+    return ref_of(memory.kind.value, memory.id)
+
+
+def _day(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M UTC") if moment else "-"
+
+
+def _value(value: object) -> str:
+    if isinstance(value, list):
+        text = "; ".join(str(v) for v in value)
+    elif isinstance(value, datetime):
+        text = _day(value)
+    else:
+        text = str(value)
+    return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + " [...]"
+
+
+def block(lines: Sequence[str], kind: str, limit: int = MAX_RESULT_TOKENS) -> str:
+    """The lines in one store block of at most about ``limit`` tokens; a cut block is
+    followed by a note saying so (the cut never falls outside the block)."""
+    inner = "\n".join(lines)
+    if count_tokens(inner) <= limit:
+        return blocks.wrap(inner, kind)
+    cut = head_tokens(inner, limit).rsplit("\n", 1)[0]
+    return blocks.wrap(cut, kind) + f"\n(cut at {limit} tokens: expand one ref at a time)"
+
+
+def search(result: RecallResult) -> str:
+    if not result.items:
+        return f"No memories match {result.query!r}."
+    lines = [item_line(item.ref, f"({item.kind.value}, score {item.scores.final:.3f}) "
+                                 f"{item.text}") for item in result.items]
+    head = f"{len(result.items)} memories for {result.query!r}, best first:"
+    return f"{head}\n{block(lines, 'recall')}\n{EXPAND_HINT}"
+
+
+def context(result: Context) -> str:
+    if not result.text:
+        return "Nothing in memory is relevant to this query."
+    return (f"{result.text}\n({result.tokens_used} of {result.budget_tokens} tokens; "
+            f"{len(result.dropped)} more did not fit.) {EXPAND_HINT}")
+
+
+def _fields(memory: Memory) -> Iterable[str]:
+    detail = memory.detail.model_dump(mode="json", exclude={"kind"})
+    for name, value in detail.items():
+        if value in (None, [], "") or name == "detail":
+            continue
+        yield f"{name}: {_value(value)}"
+    long_detail = getattr(memory.detail, "detail", None)
+    if long_detail:
+        yield f"detail: {_value(long_detail)}"
+
+
+def memory_card(memory: Memory) -> str:
+    head = (f"{memory.kind.value}, {memory.status.value}, version {memory.version}, "
+            f"created {_day(memory.created_at)}, importance {memory.importance:g}")
+    if memory.tags:
+        head += f", tags {', '.join(memory.tags)}"
+    lines = [head, f"summary: {memory.summary}", *_fields(memory)]
+    return item_line(ref(memory), "\n".join(lines))
+
+
+def _event(event: MemoryEvent) -> str:
+    changed = sorted(set(event.old_values or {}) | set(event.new_values or {}))
+    parts = []
+    for name in changed[:12]:
+        old = (event.old_values or {}).get(name)
+        new = (event.new_values or {}).get(name)
+        parts.append(f"{name}: {_value(old)} -> {_value(new)}" if event.old_values
+                     else f"{name}: {_value(new)}")
+    who = f" by {event.actor}" if event.actor else ""
+    return f"{_day(event.created_at)} {event.event}{who}" + (
+        f" ({'; '.join(parts)})" if parts else "")
+
+
+def expanded(result: Expanded) -> str:
+    out = [memory_card(result.memory)]
+    if len(result.chain) > 1:
+        out.append("versions, oldest first:")
+        out += [item_line(ref(m), f"({m.status.value}) {m.summary}") for m in result.chain]
+    if result.source_episode is not None:
+        out.append("source episode:")
+        out.append(item_line(ref(result.source_episode), result.source_episode.summary))
+    if result.transcript is not None and result.transcript.messages:
+        first, last = result.transcript.messages[0].seq, result.transcript.messages[-1].seq
+        out.append(f"transcript, messages {first}-{last} of "
+                   f"{result.transcript.total_messages}:")
+        out += [item_line(f"#{m.seq} {m.role}", m.content) for m in result.transcript.messages]
+    if result.archived:
+        out.append("in cold storage: " + "; ".join(
+            f"{p.part} ({p.reason}, {_day(p.archived_at)}, {p.size})"
+            for p in result.archived))
+    if result.events:
+        out.append("history, newest last:")
+        out += [item_line("event", _event(e)) for e in result.events[-10:]]
+    return block(out, "expand")
+
+
+def history(memory: Memory, events: Sequence[MemoryEvent], chain: Sequence[Memory]) -> str:
+    out = [item_line(ref(memory), f"({memory.kind.value}, {memory.status.value}) "
+                                  f"{memory.summary}")]
+    if len(chain) > 1:
+        out.append("versions, oldest first:")
+        out += [item_line(ref(m), f"({m.status.value}, {_day(m.created_at)}) {m.summary}")
+                for m in chain]
+    out.append(f"{len(events)} events, oldest first:" if events else "no events")
+    out += [item_line("event", _event(e)) for e in events]
+    return block(out, "history")
+
+
+def remembered(memory: Memory) -> str:
+    return f"Remembered as [{ref(memory)}]:\n" + block([item_line(ref(memory),
+                                                                   memory.summary)], "saved")
+
+
+def learned(result: LearnResult) -> str:
+    if result.fact is None:
+        return f"Not learned ({result.action.value}): {result.reason or 'no reason given'}."
+    text = f"Fact {result.action.value} as [{ref(result.fact)}]"
+    if result.related:
+        others = ", ".join(f"[{ref_of('fact', r)}]" for r in result.related)
+        text += (f" beside {others}, flagged as a possible conflict for the owner to settle"
+                 if result.action.value == "created" else f" (related: {others})")
+    if result.reason:
+        text += f"; {result.reason}"
+    return text + ":\n" + block([item_line(ref(result.fact), result.fact.summary)], "saved")
+
+
+def structured(value: Any) -> Any:
+    """JSON-ready data for a result's structured content."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if isinstance(value, Mapping):
+        return {str(k): structured(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [structured(v) for v in value]
+    return value
