@@ -4,7 +4,8 @@ Stateless JSON mode: every POST is answered on its own (no session affinity, so 
 replica can answer and nothing is kept per client).  With API keys configured each
 request needs one, and the key's agents are the only ones its tool calls may name;
 without keys the service is loopback-only (as the REST API) and the endpoint also checks
-the Host and Origin headers, so a web page cannot reach it by DNS rebinding.
+the Host and Origin headers, so a web page cannot reach it by DNS rebinding (unless the
+operator said another layer authenticates: then the Host is that proxy's).
 """
 
 from __future__ import annotations
@@ -73,14 +74,16 @@ async def _refuse(send: Send, status: int, reason: str) -> None:
 class McpEndpoint:
     """The ``/mcp`` route and the lifetime its session manager needs."""
 
-    def __init__(self, app: FastAPI, ring: KeyRing | None) -> None:
+    def __init__(self, app: FastAPI, ring: KeyRing | None, *, proxied: bool = False) -> None:
+        """``proxied``: another layer authenticates (insecure_no_auth_on_network), so the
+        Host is the proxy's and only it decides who gets through."""
         self._app = app
         self._ring = ring
         self._boxes: dict[frozenset[str] | None, ToolBox] = {}  # one per key's agent set
         server = build_server(self._toolbox_for)
         self.manager = StreamableHTTPSessionManager(
             app=server, json_response=True, stateless=True,
-            security_settings=_LOOPBACK if ring is None else None)
+            security_settings=_LOOPBACK if ring is None and not proxied else None)
         self.route = KeyGuard(StreamableHTTPASGIApp(self.manager), ring)
 
     def _toolbox_for(self, ctx: ServerRequestContext[Any]) -> ToolBox:
