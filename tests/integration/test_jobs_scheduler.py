@@ -17,7 +17,7 @@ import pytest
 from apscheduler.triggers.interval import IntervalTrigger
 
 from jobs import JOBS, JobRunner, JobScheduler, slot_for
-from jobs.scheduler import cron_trigger
+from jobs.scheduler import cron_trigger, period_of
 from nous_memory import Embedder, MemoryStore
 from nous_memory.errors import ConfigurationError, NotFoundError
 
@@ -85,6 +85,17 @@ def test_slots_follow_the_cron_expression() -> None:
     assert slot_for(trigger, NOW.replace(hour=1)) == NOW.replace(hour=2) - timedelta(days=1)
     with pytest.raises(ConfigurationError, match="NOUS_MEMORY_JOB_TRIM_CRON"):
         cron_trigger("trim", "every night", "UTC")
+    with pytest.raises(ConfigurationError, match="NOUS_MEMORY_JOB_TRIM_CRON"):
+        cron_trigger("trim", "*/5 * * * * * *", "UTC")  # 7 fields
+
+
+def test_six_fields_put_seconds_first() -> None:
+    trigger = cron_trigger("housekeeping", "*/20 * * * * *", "UTC")
+    assert slot_for(trigger, NOW + timedelta(seconds=45)) == NOW + timedelta(seconds=40)
+    assert period_of(trigger, NOW) == timedelta(seconds=20)
+    # the day-of-week field reads as in the 5-field form (APScheduler's numbering, 0 = Monday)
+    five, six = cron_trigger("trim", "0 2 * * 1", "UTC"), cron_trigger("trim", "0 0 2 * * 1", "UTC")
+    assert five.get_next_fire_time(None, NOW) == six.get_next_fire_time(None, NOW)
 
 
 async def test_the_lock_loser_records_a_skip(store: MemoryStore) -> None:
