@@ -82,8 +82,8 @@ def citus_script() -> str:
     """The SQL an operator runs once on the Citus coordinator of a migrated database."""
     first = DISTRIBUTED[0]
     lines = [
-        "-- nous-memory on Citus: run on the coordinator after `nous-memory db init`,",
-        "-- before the first write (distributing copies existing rows to the shards).",
+        "-- nous-memory on Citus: run once on the coordinator after `nous-memory db init`",
+        "-- (rows already there are copied into the shards while the tables are locked).",
         "CREATE EXTENSION IF NOT EXISTS citus;",
         f"SELECT create_distributed_table('{first}', '{DISTRIBUTION_COLUMN}');",
     ]
