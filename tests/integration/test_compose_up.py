@@ -314,6 +314,10 @@ async def test_compose_services_run_as_declared(pg_server: EmbeddedServer,
                 await start(service, home)
             assert by_name["scheduler"].health is None
             await wait_healthy(by_name["api"], home)
+            # the image's own HEALTHCHECK (for `docker run`) passes against it too
+            assert image.healthcheck is not None
+            assert await run_check(substitute_port(image.healthcheck, api_port),
+                                   by_name["api"].env, home) == 0
             await drive_the_api(api_port, dotenv["NOUS_MEMORY_API_KEYS"], llm_server)
             await check_job_runs(db)
             assert all(s.process and s.process.returncode is None for s in app), \
