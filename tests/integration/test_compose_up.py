@@ -35,7 +35,7 @@ import secrets
 import signal
 import sys
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -175,7 +175,6 @@ class Service:
     health: list[str] | None
     stderr_path: Path
     process: asyncio.subprocess.Process | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def substitute_db(value: str, db: Database) -> str:
@@ -322,9 +321,9 @@ async def test_compose_services_run_as_declared(pg_server: EmbeddedServer,
             await check_job_runs(db)
             assert all(s.process and s.process.returncode is None for s in app), \
                 "a service died"
-            # a healthcheck that cannot fail proves nothing: with the api gone it must fail
         finally:
             codes = await stop(app)
+        # a healthcheck that cannot fail proves nothing: with the api gone it must fail
         assert await run_check(by_name["api"].health or [], by_name["api"].env, home) != 0
 
     for service in app:
