@@ -109,9 +109,13 @@ class JobScheduler:
 
     async def stop(self, grace_s: float = STOP_GRACE_S) -> None:
         """Stop firing; wait for runs in progress (cancel after ``grace_s``: safe, a
-        cancelled run's committed batches stay and the next run continues)."""
+        cancelled run's committed batches stay and the next run continues).
+
+        APScheduler's shutdown cancels the runs it started, so it comes last: pause
+        first (no new fire times), let runs just handed over begin, wait for them."""
         if self._scheduler.running:
-            self._scheduler.shutdown(wait=False)
+            self._scheduler.pause()
+            await asyncio.sleep(0)
         if self._running:
             _, pending = await asyncio.wait(set(self._running), timeout=grace_s)
             for task in pending:
@@ -119,6 +123,8 @@ class JobScheduler:
             for task in pending:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+        if self._scheduler.running:
+            self._scheduler.shutdown(wait=False)
 
     async def run(self, stop: asyncio.Event) -> None:
         await self.start()

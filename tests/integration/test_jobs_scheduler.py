@@ -13,6 +13,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import asyncpg
 import pytest
 from apscheduler.triggers.interval import IntervalTrigger
 
@@ -60,6 +61,36 @@ async def test_two_schedulers_fire_each_job_once_per_slot(
     assert {r["status"] for r in runs} == {"ok", "skipped"}  # the second one skipped
     assert {r["runner"] for r in runs if r["status"] == "ok"} <= {"runner-0", "runner-1"}
     assert all(r["note"] for r in runs if r["status"] == "skipped")
+
+
+async def test_stop_lets_the_run_in_progress_finish(store: MemoryStore,
+                                                   database_url: str) -> None:
+    """Stopping (SIGTERM) waits for a job run in progress instead of cancelling it."""
+    await sql(database_url, "INSERT INTO extraction_cache (agent_id, memory_id, query_sha256, "
+              "max_tokens, content, source, expires_at) VALUES ($1, gen_random_uuid(), "
+              "sha256('q'), 100, 'cached', 'rule', now() - interval '1 day')", AGENT)
+    blocker = await asyncpg.connect(database_url)  # holds the expired row: the run waits
+    held = blocker.transaction()
+    await held.start()
+    await blocker.execute("SELECT 1 FROM extraction_cache FOR UPDATE")
+    scheduler = JobScheduler(store, triggers={"housekeeping": every_second()}, catch_up=False)
+    await scheduler.start()
+    try:
+        for _ in range(600):
+            if await sql(database_url, "SELECT 1 FROM job_runs WHERE status = 'running'"):
+                break
+            await asyncio.sleep(0.05)
+        else:
+            pytest.fail("the housekeeping run never started")
+        stopping = asyncio.create_task(scheduler.stop())
+        await asyncio.sleep(0.3)
+    finally:
+        await held.rollback()
+        await blocker.close()
+    await stopping
+    runs = await sql(database_url, "SELECT status, error FROM job_runs")
+    assert [(r["status"], r["error"]) for r in runs] == [("ok", None)]
+    assert not await sql(database_url, "SELECT 1 FROM extraction_cache")
 
 
 async def test_catch_up_runs_a_missed_slot_once(store: MemoryStore, database_url: str) -> None:
