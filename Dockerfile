@@ -25,6 +25,9 @@ RUN pip install . \
 RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin nous
 USER nous
 WORKDIR /home/nous
+# Where the embedding model's ONNX export is kept (~/.cache/nous-memory/models): made here,
+# owned by nous, so a named volume mounted on it starts with that owner and stays writable.
+RUN mkdir -p /home/nous/.cache/nous-memory/models
 
 EXPOSE 8765
 

@@ -1,6 +1,6 @@
 -- nous-memory schema: the single source of truth for the database layout.
 --
--- schema-version: 3
+-- schema-version: 4
 --
 -- The migration runner applies this file to an empty database and records the
 -- version above; numbered files in nous_memory/db/migrations/ upgrade databases
@@ -144,15 +144,17 @@ CREATE TABLE facts (
     FOREIGN KEY (agent_id, memory_id, kind)
         REFERENCES memories (agent_id, id, kind) ON DELETE CASCADE,
     FOREIGN KEY (agent_id, source_episode_id)
-        REFERENCES episodes (agent_id, memory_id) ON DELETE SET NULL (source_episode_id),
+        REFERENCES episodes (agent_id, memory_id),
     FOREIGN KEY (agent_id, supersedes_id)
-        REFERENCES facts (agent_id, memory_id) ON DELETE SET NULL (supersedes_id),
+        REFERENCES facts (agent_id, memory_id),
     FOREIGN KEY (agent_id, superseded_by_id)
-        REFERENCES facts (agent_id, memory_id) ON DELETE SET NULL (superseded_by_id)
+        REFERENCES facts (agent_id, memory_id)
 );
 
+-- no ON DELETE SET NULL on keys that include agent_id (Citus refuses it): a purge clears
+-- the links to the purged memory first (query purge_unlink)
 ALTER TABLE decisions ADD FOREIGN KEY (agent_id, source_episode_id)
-    REFERENCES episodes (agent_id, memory_id) ON DELETE SET NULL (source_episode_id);
+    REFERENCES episodes (agent_id, memory_id);
 CREATE INDEX decisions_source_episode ON decisions (agent_id, source_episode_id)
     WHERE source_episode_id IS NOT NULL;
 CREATE INDEX episodes_open ON episodes (last_message_at) WHERE state = 'open';

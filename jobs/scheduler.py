@@ -55,12 +55,19 @@ def slot_for(trigger: Any, now: datetime) -> datetime | None:
 
 
 def cron_trigger(name: str, expression: str, timezone: str) -> CronTrigger:
+    """A 5-field crontab expression, or 6 fields with seconds first (``*/30 * * * * *``:
+    every 30 seconds; the day-of-week field reads as in the 5-field form)."""
+    fields = expression.split()
     try:
+        if len(fields) == 6:
+            return CronTrigger(second=fields[0], minute=fields[1], hour=fields[2],
+                               day=fields[3], month=fields[4], day_of_week=fields[5],
+                               timezone=timezone)
         return CronTrigger.from_crontab(expression, timezone=timezone)
     except (ValueError, LookupError) as exc:
         raise ConfigurationError(
-            f"NOUS_MEMORY_JOB_{name.upper()}_CRON={expression!r} is not a valid 5-field cron "
-            f"expression in {timezone!r}: {exc}") from None
+            f"NOUS_MEMORY_JOB_{name.upper()}_CRON={expression!r} is not a valid cron "
+            f"expression (5 fields, or 6 with seconds first) in {timezone!r}: {exc}") from None
 
 
 class JobScheduler:
@@ -102,9 +109,13 @@ class JobScheduler:
 
     async def stop(self, grace_s: float = STOP_GRACE_S) -> None:
         """Stop firing; wait for runs in progress (cancel after ``grace_s``: safe, a
-        cancelled run's committed batches stay and the next run continues)."""
+        cancelled run's committed batches stay and the next run continues).
+
+        APScheduler's shutdown cancels the runs it started, so it comes last: pause
+        first (no new fire times), let runs just handed over begin, wait for them."""
         if self._scheduler.running:
-            self._scheduler.shutdown(wait=False)
+            self._scheduler.pause()
+            await asyncio.sleep(0)
         if self._running:
             _, pending = await asyncio.wait(set(self._running), timeout=grace_s)
             for task in pending:
@@ -112,6 +123,8 @@ class JobScheduler:
             for task in pending:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+        if self._scheduler.running:
+            self._scheduler.shutdown(wait=False)
 
     async def run(self, stop: asyncio.Event) -> None:
         await self.start()

@@ -71,8 +71,9 @@ class Settings:
     # working memory: default summary-policy knobs as a JSON object, e.g.
     # '{"window_tokens": 16384, "mode": "rule"}' (per agent and per call they can change)
     conversation_policy_json: str | None = None
-    # maintenance jobs (jobs/, nous_memory/maintenance/): schedules are 5-field cron
-    # expressions in jobs_timezone; "off" disables a job's schedule (`jobs run` still works)
+    # maintenance jobs (jobs/, nous_memory/maintenance/): schedules are cron expressions
+    # (5 fields, or 6 with seconds first) in jobs_timezone; "off" disables a job's schedule
+    # (`jobs run` still works)
     trim_after_days: int = 30
     trim_keep_chars: int = 2_000
     short_summary_chars: int = 50

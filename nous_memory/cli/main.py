@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import sys
 import warnings
 from collections.abc import Iterable, Sequence
@@ -114,7 +115,15 @@ async def _serve(args: argparse.Namespace) -> None:
                      run_scheduler=args.scheduler)
     config = uvicorn.Config(app, host=host,
                             port=args.port if args.port is not None else settings.api_port)
+    # uvicorn handles SIGTERM (graceful shutdown) and raises it again once it is done; a
+    # stop asked for by SIGTERM (docker stop, systemd) then ends as a clean exit (0), not
+    # as death by that signal (143)
+    signal.signal(signal.SIGTERM, _stopped)
     await uvicorn.Server(config).serve()
+
+
+def _stopped(signum: int, frame: object) -> None:
+    raise SystemExit(EXIT_OK)
 
 
 def _print_output(output: Output, as_json: bool) -> None:

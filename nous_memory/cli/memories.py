@@ -1,4 +1,4 @@
-"""``nous-memory db init|status`` and the memory commands: ``remember``, ``get``,
+"""``nous-memory db init|status|citus-script`` and the memory commands: ``remember``, ``get``,
 ``list``, ``update``, ``delete`` and ``history``.
 
 Values go to the store as given, so validation and its "field: reason" messages stay in
@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..db.distribution import COORDINATOR_LOCAL, DISTRIBUTED, citus_script
 from ..memories.kinds import Kind, Status
 from ..store import MemoryStore
 from .fields import add_field_options, collect_fields, options_for_kind, options_for_update
@@ -29,6 +30,13 @@ def add_memory_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     db_commands.add_parser("status", parents=[json_flag],
                            help="schema version, server and pgvector versions"
                            ).set_defaults(handler=_db_status)
+    db_commands.add_parser(
+        "citus-script", parents=[json_flag],
+        help="the SQL that distributes this schema on Citus (docs/scaling.md)",
+        description="Create or migrate the schema (as init), then print the SQL an operator "
+                    "runs once on the Citus coordinator: every tenant table distributed by "
+                    "agent_id and co-located; the rest stays on the coordinator."
+    ).set_defaults(handler=_db_citus_script)
 
     remember = commands.add_parser("remember", help="store a new memory",
                                    description="Store a new memory of one kind; see "
@@ -88,6 +96,12 @@ async def _db_init(store: MemoryStore, args: argparse.Namespace) -> Output:
         f"schema drift:    {_drift_text(data['schema']['drift'])}",
         f"embedding model: {store.embedder.model_name} ({store.embedder.dimension} dimensions)",
     ]))
+
+
+async def _db_citus_script(store: MemoryStore, args: argparse.Namespace) -> Output:
+    script = citus_script()
+    return Output({"sql": script, "distributed": list(DISTRIBUTED),
+                   "coordinator_local": dict(COORDINATOR_LOCAL)}, script.rstrip("\n"))
 
 
 async def _db_status(store: MemoryStore, args: argparse.Namespace) -> Output:

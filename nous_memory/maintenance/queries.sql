@@ -376,10 +376,13 @@ WITH up AS (
 SELECT count(*)::int AS n FROM up;
 
 -- name: expire_extraction_cache
--- cross-agent: cache rows past their expiry, a batch at a time.
+-- cross-agent: cache rows past their expiry, a batch at a time.  The outer delete
+-- checks the expiry again: on Citus a ctid names a row position within one shard, and
+-- the same position holds a live row on another.
 WITH gone AS (
     DELETE FROM extraction_cache WHERE ctid = ANY(ARRAY(
         SELECT ctid FROM extraction_cache WHERE expires_at < $1 LIMIT $2))
+      AND expires_at < $1
     RETURNING 1
 )
 SELECT count(*)::int AS n FROM gone;

@@ -315,6 +315,7 @@ class MemoryManager:
         async with self._db.transaction() as conn:
             await conn.execute("lock_agent_facts", agent)  # never mid-learn_fact
             if purge:
+                await conn.execute("purge_unlink", agent, ident)
                 gone = await conn.fetchrow("purge_memory", agent, ident)
                 if gone is None:
                     raise NotFoundError("memory", ident)

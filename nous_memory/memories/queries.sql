@@ -120,8 +120,27 @@ FROM (SELECT id, status FROM memories
 WHERE m.agent_id = $1 AND m.id = old.id
 RETURNING old.status;
 
+-- name: purge_unlink
+-- Before a purge: links to the memory from this agent's other facts and decisions become
+-- NULL (provenance and supersession chains lose the purged end).  Done here rather than
+-- by ON DELETE SET NULL, which Citus refuses on keys that include the distribution column.
+WITH facts_unlinked AS (
+    UPDATE facts SET
+        source_episode_id = NULLIF(source_episode_id, $2),
+        supersedes_id = NULLIF(supersedes_id, $2),
+        superseded_by_id = NULLIF(superseded_by_id, $2)
+    WHERE agent_id = $1 AND memory_id <> $2
+      AND $2 IN (source_episode_id, supersedes_id, superseded_by_id)
+    RETURNING 1
+), decisions_unlinked AS (
+    UPDATE decisions SET source_episode_id = NULL
+    WHERE agent_id = $1 AND source_episode_id = $2
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM facts_unlinked) + (SELECT count(*) FROM decisions_unlinked);
+
 -- name: purge_memory
--- Detail rows and transcript go with it (ON DELETE CASCADE).
+-- Detail rows and transcript go with it (ON DELETE CASCADE); purge_unlink runs first.
 DELETE FROM memories WHERE agent_id = $1 AND id = $2
 RETURNING kind, summary, embedding_model;
 

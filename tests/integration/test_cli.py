@@ -23,6 +23,7 @@ import httpx
 import pytest
 
 from nous_memory import MemoryStore, NotFoundError, Status
+from nous_memory.db.distribution import citus_script
 from nous_memory.db.migrate import schema_version
 from tests.integration.http_helpers import free_port
 
@@ -171,6 +172,16 @@ loaded = any(m in sys.modules for m in ("torch", "onnxruntime", "sentence_transf
 print("weights loaded" if loaded else "weights not loaded", file=sys.stderr)
 raise SystemExit(code)
 """
+
+
+async def test_db_citus_script(cli: Cli) -> None:
+    result = await cli("db", "citus-script")
+    assert result.code == 0, result.stderr
+    assert result.stdout == citus_script()
+    data = (await cli("db", "citus-script", "--json")).json()
+    assert data["sql"] == citus_script() and data["distributed"][0] == "memories"
+    assert set(data["coordinator_local"]) == {"job_runs", "schema_version", "store_meta",
+                                              "work_items"}
 
 
 async def test_db_status(env: dict[str, str], database_url: str) -> None:

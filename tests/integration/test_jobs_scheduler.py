@@ -13,11 +13,12 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import asyncpg
 import pytest
 from apscheduler.triggers.interval import IntervalTrigger
 
 from jobs import JOBS, JobRunner, JobScheduler, slot_for
-from jobs.scheduler import cron_trigger
+from jobs.scheduler import cron_trigger, period_of
 from nous_memory import Embedder, MemoryStore
 from nous_memory.errors import ConfigurationError, NotFoundError
 
@@ -62,6 +63,36 @@ async def test_two_schedulers_fire_each_job_once_per_slot(
     assert all(r["note"] for r in runs if r["status"] == "skipped")
 
 
+async def test_stop_lets_the_run_in_progress_finish(store: MemoryStore,
+                                                   database_url: str) -> None:
+    """Stopping (SIGTERM) waits for a job run in progress instead of cancelling it."""
+    await sql(database_url, "INSERT INTO extraction_cache (agent_id, memory_id, query_sha256, "
+              "max_tokens, content, source, expires_at) VALUES ($1, gen_random_uuid(), "
+              "sha256('q'), 100, 'cached', 'rule', now() - interval '1 day')", AGENT)
+    blocker = await asyncpg.connect(database_url)  # holds the expired row: the run waits
+    held = blocker.transaction()
+    await held.start()
+    await blocker.execute("SELECT 1 FROM extraction_cache FOR UPDATE")
+    scheduler = JobScheduler(store, triggers={"housekeeping": every_second()}, catch_up=False)
+    await scheduler.start()
+    try:
+        for _ in range(600):
+            if await sql(database_url, "SELECT 1 FROM job_runs WHERE status = 'running'"):
+                break
+            await asyncio.sleep(0.05)
+        else:
+            pytest.fail("the housekeeping run never started")
+        stopping = asyncio.create_task(scheduler.stop())
+        await asyncio.sleep(0.3)
+    finally:
+        await held.rollback()
+        await blocker.close()
+    await stopping
+    runs = await sql(database_url, "SELECT status, error FROM job_runs")
+    assert [(r["status"], r["error"]) for r in runs] == [("ok", None)]
+    assert not await sql(database_url, "SELECT 1 FROM extraction_cache")
+
+
 async def test_catch_up_runs_a_missed_slot_once(store: MemoryStore, database_url: str) -> None:
     clock = [NOW]
     scheduler = JobScheduler(store, clock=lambda: clock[0])
@@ -85,6 +116,17 @@ def test_slots_follow_the_cron_expression() -> None:
     assert slot_for(trigger, NOW.replace(hour=1)) == NOW.replace(hour=2) - timedelta(days=1)
     with pytest.raises(ConfigurationError, match="NOUS_MEMORY_JOB_TRIM_CRON"):
         cron_trigger("trim", "every night", "UTC")
+    with pytest.raises(ConfigurationError, match="NOUS_MEMORY_JOB_TRIM_CRON"):
+        cron_trigger("trim", "*/5 * * * * * *", "UTC")  # 7 fields
+
+
+def test_six_fields_put_seconds_first() -> None:
+    trigger = cron_trigger("housekeeping", "*/20 * * * * *", "UTC")
+    assert slot_for(trigger, NOW + timedelta(seconds=45)) == NOW + timedelta(seconds=40)
+    assert period_of(trigger, NOW) == timedelta(seconds=20)
+    # the day-of-week field reads as in the 5-field form (APScheduler's numbering, 0 = Monday)
+    five, six = cron_trigger("trim", "0 2 * * 1", "UTC"), cron_trigger("trim", "0 0 2 * * 1", "UTC")
+    assert five.get_next_fire_time(None, NOW) == six.get_next_fire_time(None, NOW)
 
 
 async def test_the_lock_loser_records_a_skip(store: MemoryStore) -> None:

@@ -287,6 +287,30 @@ async def test_soft_delete_then_purge(store: MemoryStore) -> None:
         await conn.close()
 
 
+async def test_purge_clears_links_to_the_purged_memory(store: MemoryStore) -> None:
+    """Provenance and supersession links to a purged memory become NULL (the purge clears
+    them itself: the foreign keys have no ON DELETE SET NULL, which Citus refuses)."""
+    episode = await store.remember("a", "episode", title="Planning call",
+                                   detail="We planned the move.")
+    learned = await store.remember("a", "fact", content="The move is on May 3",
+                                   source_episode_id=str(episode.id))
+    first = await store.learn_fact("a", "The project deadline is March 3")
+    second = await store.learn_fact("a", "The project deadline is March 10")
+    assert second.action == "superseded"
+    await store.delete("a", episode.id, purge=True)
+    await store.delete("a", second.fact.id, purge=True)
+    conn = await asyncpg.connect(store.dsn)
+    try:
+        links = {r["memory_id"]: r for r in await conn.fetch(
+            "SELECT memory_id, source_episode_id, supersedes_id, superseded_by_id FROM facts "
+            "WHERE agent_id = 'a'")}
+    finally:
+        await conn.close()
+    assert links[learned.id]["source_episode_id"] is None
+    assert links[first.fact.id]["superseded_by_id"] is None
+    assert (await store.get("a", learned.id)).summary == "The move is on May 3"
+
+
 async def test_kind_cannot_change_and_summary_is_computed(store: MemoryStore) -> None:
     f = await store.remember("a", "fact", content="Fixed kind")
     with pytest.raises(InvalidInputError) as info:

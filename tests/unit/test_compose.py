@@ -2,13 +2,13 @@
 
 Each check is a function that raises AssertionError; the tests run them on the real
 files and, to show that none of them can pass vacuously, on broken copies as well.
+tests/integration/test_compose_up.py runs the services as the files declare them.
 """
 
 from __future__ import annotations
 
 import copy
 import re
-import shlex
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -16,23 +16,31 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import pytest
-import yaml
+
+from nous_memory.config import Settings
+from tests import compose_model as cm
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
 DOCKERFILE = ROOT / "Dockerfile"
 PYPROJECT = ROOT / "pyproject.toml"
+ENV_EXAMPLE = ROOT / ".env.example"
 
 TORCH_PIN = "torch==2.13.0"
 API_PORT = 8765
 
+# .env.example with its two required values filled, as a user's .env would be
+REQUIRED = {"POSTGRES_PASSWORD": "a-db-password", "NOUS_MEMORY_API_KEYS": "a-key-of-20-chars-xx"}
+
 Compose = dict[str, Any]
 
 
+def user_env() -> dict[str, str]:
+    return cm.parse_dotenv(ENV_EXAMPLE.read_text()) | REQUIRED
+
+
 def load_compose() -> Compose:
-    data = yaml.safe_load(COMPOSE.read_text())
-    assert isinstance(data, dict), "docker-compose.yml is not a mapping"
-    return data
+    return cm.load_compose(COMPOSE, user_env())
 
 
 def service(compose: Compose, name: str) -> dict[str, Any]:
@@ -44,7 +52,7 @@ def service(compose: Compose, name: str) -> dict[str, Any]:
 
 
 def environment(svc: dict[str, Any]) -> dict[str, str]:
-    """Compose allows a mapping or a list of ``KEY=VALUE``."""
+    """The service's own ``environment`` (mapping or list of ``KEY=VALUE``)."""
     env = svc.get("environment") or {}
     if isinstance(env, list):
         return dict(item.split("=", 1) for item in env)
@@ -52,44 +60,12 @@ def environment(svc: dict[str, Any]) -> dict[str, str]:
 
 
 def command_words(svc: dict[str, Any]) -> list[str]:
-    cmd = svc.get("command")
-    assert cmd, "no command"
-    return shlex.split(cmd) if isinstance(cmd, str) else [str(w) for w in cmd]
+    assert svc.get("command"), "no command"
+    return cm.command(svc)
 
 
-def published_ports(svc: dict[str, Any]) -> list[tuple[str | None, str, str]]:
-    """(host_ip, published, target) for short and long port syntax."""
-    out: list[tuple[str | None, str, str]] = []
-    for entry in svc.get("ports") or []:
-        if isinstance(entry, dict):
-            out.append((entry.get("host_ip"), str(entry.get("published", "")),
-                        str(entry["target"])))
-            continue
-        text = str(entry).split("/", 1)[0]
-        # [host_ip:]published:target, the host_ip maybe a bracketed IPv6 address
-        match = re.fullmatch(r"(?:(\[[^\]]+\]|[^:]+):)?(\d+):(\d+)", text)
-        assert match, f"port {entry!r} does not publish to a host port"
-        host_ip = match.group(1).strip("[]") if match.group(1) else None
-        out.append((host_ip, match.group(2), match.group(3)))
-    return out
-
-
-def dockerfile_instructions(text: str) -> list[str]:
-    """Instructions with line continuations joined and comments dropped."""
-    instructions: list[str] = []
-    current = ""
-    for line in text.splitlines():
-        stripped = line.strip()
-        if not current and (not stripped or stripped.startswith("#")):
-            continue
-        if stripped.endswith("\\"):
-            current += stripped[:-1] + " "
-            continue
-        instructions.append(current + stripped)
-        current = ""
-    if current:
-        instructions.append(current)
-    return instructions
+published_ports = cm.published_ports
+dockerfile_instructions = cm.dockerfile_instructions
 
 
 # ---------------------------------------------------------------------- checks
@@ -309,3 +285,115 @@ def test_compose_check_catches(mutate: Callable[[Compose], None],
 def test_torch_check_catches(dockerfile: str) -> None:
     with pytest.raises(AssertionError):
         check_torch_before_project(dockerfile)
+
+
+# ---------------------------------------------------------------------- .env.example
+
+# Settings .env.example leaves out, and why: compose (or the image) fixes them.
+NOT_IN_ENV_EXAMPLE = {
+    "database_url": "compose builds it from POSTGRES_PASSWORD (the db service)",
+    "data_dir": "the embedded server's directory; compose uses the db service",
+    "database_name": "the embedded server's database; compose names it in the URL",
+    "model_cache_dir": "the models volume is mounted on the default",
+    "api_host": "the api command binds all of the container's interfaces",
+    "api_port": "the api command listens on 8765; PUBLISH_PORT moves the host side",
+    "insecure_no_auth_on_network": "compose requires API keys",
+}
+
+
+def env_example_lines() -> dict[str, str]:
+    """Every ``NOUS_MEMORY_*`` line, set or commented out, with its value."""
+    found = {}
+    for line in ENV_EXAMPLE.read_text().splitlines():
+        match = re.match(r"^#? ?(NOUS_MEMORY_[A-Z0-9_]+=.*)$", line)
+        if match:
+            found.update(cm.parse_dotenv(match.group(1)))
+    return found
+
+
+def test_env_example_documents_every_setting() -> None:
+    documented = {key.removeprefix("NOUS_MEMORY_").lower() for key in env_example_lines()}
+    fields = set(Settings.__dataclass_fields__)
+    assert documented <= fields, f"not settings: {sorted(documented - fields)}"
+    missing = fields - documented - set(NOT_IN_ENV_EXAMPLE)
+    assert not missing, f".env.example does not document {sorted(missing)}"
+    assert not documented & set(NOT_IN_ENV_EXAMPLE)
+
+
+def test_env_example_shows_the_defaults() -> None:
+    """A commented line shows the default; where the default is unset, an example that the
+    settings accept."""
+    defaults = Settings()
+    for key, value in env_example_lines().items():
+        name = key.removeprefix("NOUS_MEMORY_").lower()
+        default = getattr(defaults, name)
+        if not value:
+            continue
+        parsed = getattr(Settings.from_env({key: value} | (
+            {"NOUS_MEMORY_LLM_BASE_URL": "http://x", "NOUS_MEMORY_LLM_MODEL": "m"}
+            if name.startswith("llm_") else {})), name)
+        if default is not None:
+            assert parsed == default, f"{key}={value} but the default is {default!r}"
+
+
+def test_required_values_stop_compose_with_their_name() -> None:
+    example = cm.parse_dotenv(ENV_EXAMPLE.read_text())
+    for name in REQUIRED:
+        with pytest.raises(cm.InterpolationError, match=name):
+            cm.load_compose(COMPOSE, example | REQUIRED | {name: ""})
+
+
+def test_secrets_only_come_from_env() -> None:
+    raw = COMPOSE.read_text()
+    for value in REQUIRED.values():
+        assert value not in raw
+    assert "nous-memory@" not in raw  # no password written into the file
+    assert ".env" in (ROOT / ".gitignore").read_text().split()
+
+
+def test_api_published_on_loopback_unless_told_otherwise() -> None:
+    assert cm.published_ports(service(load_compose(), "api")) == [("127.0.0.1", "8765", "8765")]
+    wider = cm.load_compose(COMPOSE, user_env() | {"PUBLISH_ADDRESS": "0.0.0.0",
+                                                    "PUBLISH_PORT": "443"})
+    assert cm.published_ports(service(wider, "api")) == [("0.0.0.0", "443", "8765")]
+
+
+def test_model_cache_is_a_named_volume_the_image_user_owns() -> None:
+    compose = load_compose()
+    image = cm.read_image(DOCKERFILE)
+    assert image.user not in ("root", "0")
+    for name in ("api", "scheduler"):
+        volumes = cm.named_volumes(service(compose, name), compose)
+        assert volumes == {"models": f"{image.workdir}/.cache/nous-memory/models"}
+    runs = [i for i in cm.dockerfile_instructions(DOCKERFILE.read_text())
+            if i.startswith(("RUN ", "USER "))]
+    user_at = max(i for i, r in enumerate(runs) if r.startswith("USER "))
+    assert any("mkdir -p /home/nous/.cache/nous-memory/models" in r for r in runs[user_at:]), \
+        "the volume's mount point must exist, owned by the image's user"
+
+
+# ---------------------------------------------------------------------- interpolation
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("${A}", "a"), ("$A-x", "a-x"), ("${UNSET}", ""), ("$$A", "$A"),
+    ("${A:-d}", "a"), ("${EMPTY:-d}", "d"), ("${EMPTY-d}", ""), ("${UNSET-d}", "d"),
+    ("${UNSET:-${A}b}", "ab"), ("${A:+alt}", "alt"), ("${EMPTY:+alt}", ""),
+    ("${EMPTY+alt}", "alt"), ("${UNSET+alt}", ""), ("x${A:?need A}y", "xay"),
+])
+def test_interpolation(text: str, expected: str) -> None:
+    assert cm.interpolate(text, {"A": "a", "EMPTY": ""}) == expected
+
+
+@pytest.mark.parametrize("text", ["${EMPTY:?need it}", "${UNSET?need it}", "${UNSET:?need it}"])
+def test_interpolation_requires(text: str) -> None:
+    with pytest.raises(cm.InterpolationError, match="need it"):
+        cm.interpolate(text, {"EMPTY": ""})
+
+
+def test_dotenv_syntax() -> None:
+    parsed = cm.parse_dotenv(
+        "# comment\nA=1\nexport B = two words  # note\nC='${A} lit'\nD=\"x\\ny ${A}\"\n"
+        "E=\nF=$A$A\n")
+    assert parsed == {"A": "1", "B": "two words", "C": "${A} lit", "D": "x\ny 1", "E": "",
+                      "F": "11"}

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from nous_memory.db.distribution import CROSS_TENANT_QUERIES
 from nous_memory.db.queries import QUERIES, parse_queries
 
 TENANT_TABLES = ("memories", "decisions", "facts", "episodes", "procedures", "censors",
@@ -13,20 +14,10 @@ TENANT_TABLES = ("memories", "decisions", "facts", "episodes", "procedures", "ce
                  "memory_records", "work_items", "llm_calls", "conversation_policies",
                  "conversation_state", "conversation_summaries", "conversation_analyses")
 
-# The worker serves every agent's queue: these read across agents by design and
-# hand each row to code that is scoped to that row's agent.
-CROSS_AGENT = {"work_claim", "work_fail_exhausted", "idle_open_episodes"}
-# The maintenance jobs' sweeps (nous_memory/maintenance): a nightly job serves every
-# agent at once in key-ordered batches; every row they write keeps its own agent_id, and
-# the tiering sweeps take an optional agent filter (archive_episodes uses it).
-CROSS_AGENT |= {
-    "episode_key_range", "trim_episodes_batch",
-    "archive_episodes_batch", "retention_batch", "lifecycle_promote_facts",
-    "lifecycle_flag_procedures", "lifecycle_retire_censors", "compress_candidates",
-    "compress_candidates_count",
-    "expire_extraction_cache", "requeue_stuck_work", "stale_embeddings_batch",
-    "reembed_write", "stale_chunk_embeddings_batch", "reembed_chunks_write",
-    "count_stale_embeddings"}
+# The one list of queries that read across agents, each with its reason
+# (nous_memory/db/distribution.py; tests/integration/test_citus.py checks every query's
+# plan against it).
+CROSS_AGENT = set(CROSS_TENANT_QUERIES)
 
 
 def test_every_tenant_query_filters_by_agent() -> None:

@@ -1,0 +1,95 @@
+"""Where every table lives on Citus (distributed PostgreSQL sharded by ``agent_id``).
+
+The one statement of each table's role and of the queries that read across agents:
+``docs/scaling.md`` explains it, ``citus_script()`` turns it into the commands an operator
+runs on the coordinator, and the test suite checks it against a migrated database's
+catalog and every named query's plan.  Nothing here needs Citus to import or run.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+DISTRIBUTION_COLUMN: Final = "agent_id"
+
+# Tenant data, distributed by agent_id and co-located with `memories`, in an order in
+# which every table a foreign key references is distributed before the table holding it.
+DISTRIBUTED: Final[tuple[str, ...]] = (
+    "memories", "episodes", "decisions", "facts", "procedures", "censors",
+    "episode_messages", "episode_chunks", "episode_extractions", "memory_events",
+    "memory_archive", "extraction_cache", "embedding_cache", "llm_calls",
+    "conversation_policies", "conversation_state", "conversation_summaries",
+    "conversation_analyses",
+)
+
+# Plain tables on the coordinator (no Citus metadata): every process connects to the
+# coordinator, so they behave exactly as on one machine.
+COORDINATOR_LOCAL: Final[dict[str, str]] = {
+    "schema_version": "migration bookkeeping: read and written by the migration runner at "
+                      "start, under its advisory lock, on the node every process connects to",
+    "store_meta": "database-wide facts fixed at initialisation (embedding dimension and "
+                  "model), read once per process open; no query joins it with tenant data",
+    "job_runs": "one row per maintenance job run, cluster-wide bookkeeping of the "
+                "schedulers (advisory locks and the once-per-slot check live on the "
+                "coordinator too); no query joins it with tenant data",
+    "work_items": "the durable work queue: the worker claims across agents with FOR UPDATE "
+                  "SKIP LOCKED (Citus runs row locks on router queries only) and tells dead "
+                  "workers by their presence locks in pg_locks, which is per node: both hold "
+                  "only where every worker connects, the coordinator",
+}
+
+# Reference tables (a copy on every node): none; a table joined with distributed ones in
+# queries that run on the workers would go here.
+REFERENCE: Final[dict[str, str]] = {}
+
+# Named queries that read or write more than one agent's rows, with the reason each is
+# safe.  Every other named query that touches a distributed table filters agent_id by one
+# value on every distributed table it reads or writes (Citus routes it to one shard).
+_SWEEP = ("maintenance sweep in key-ordered batches over every agent: Citus runs it on "
+          "every shard in parallel; joins between distributed tables are on agent_id "
+          "(co-located) and every row written keeps its own agent_id")
+CROSS_TENANT_QUERIES: Final[dict[str, str]] = {
+    "work_claim": "the work queue is coordinator-local (see work_items); the claimed item "
+                  "is then handled by code scoped to its own agent",
+    "work_fail_exhausted": "coordinator-local work queue",
+    "requeue_stuck_work": "coordinator-local work queue",
+    "idle_open_episodes": "the worker's read-only sweep for idle open episodes (a "
+                          "multi-shard SELECT joined on agent_id); each hit is then closed "
+                          "within its own agent",
+    "episode_key_range": "read-only paging of the sweeps: the next episode keys in "
+                         "(agent_id, memory_id) order, a multi-shard ORDER BY ... LIMIT",
+    "trim_episodes_batch": _SWEEP + "; it reads and queues into the coordinator-local work "
+                                    "queue",
+    "archive_episodes_batch": _SWEEP,
+    "retention_batch": _SWEEP,
+    "lifecycle_promote_facts": _SWEEP,
+    "lifecycle_flag_procedures": _SWEEP,
+    "lifecycle_retire_censors": _SWEEP,
+    "compress_candidates": _SWEEP + " (read-only)",
+    "compress_candidates_count": _SWEEP + " (read-only)",
+    "expire_extraction_cache": "disposable cache rows past their expiry; the delete "
+                               "re-checks the expiry, so a row position (ctid) taken on "
+                               "one shard can never delete a live row on another",
+    "stale_embeddings_batch": _SWEEP + " (read-only)",
+    "reembed_write": _SWEEP + "; each row is matched by (agent_id, id) and its version",
+    "stale_chunk_embeddings_batch": _SWEEP + " (read-only)",
+    "reembed_chunks_write": _SWEEP + "; each chunk is matched by its full key",
+    "count_stale_embeddings": _SWEEP + " (read-only)",
+}
+
+
+def citus_script() -> str:
+    """The SQL an operator runs once on the Citus coordinator of a migrated database."""
+    first = DISTRIBUTED[0]
+    lines = [
+        "-- nous-memory on Citus: run once on the coordinator after `nous-memory db init`",
+        "-- (rows already there are copied into the shards while the tables are locked).",
+        "CREATE EXTENSION IF NOT EXISTS citus;",
+        f"SELECT create_distributed_table('{first}', '{DISTRIBUTION_COLUMN}');",
+    ]
+    lines += [f"SELECT create_distributed_table('{table}', '{DISTRIBUTION_COLUMN}', "
+              f"colocate_with => '{first}');" for table in DISTRIBUTED[1:]]
+    lines += [f"SELECT create_reference_table('{table}');" for table in REFERENCE]
+    lines.append("-- coordinator-local, left as they are: "
+                 + ", ".join(sorted(COORDINATOR_LOCAL)))
+    return "\n".join(lines) + "\n"
