@@ -28,7 +28,7 @@ from .episodes import router as episodes_router
 from .facts import fact_request_schemas
 from .facts import router as facts_router
 from .maintenance import router as maintenance_router
-from .portability import IMPORT_PATH, MAX_IMPORT_BYTES
+from .portability import IMPORT_PATH
 from .portability import router as portability_router
 from .recall import recall_request_schemas
 from .recall import router as recall_router
@@ -43,7 +43,8 @@ censor) stored per agent in PostgreSQL + pgvector.
   reported exactly like an unknown one (404).
 * Invalid input is always a 422 whose `detail` lists `{{"field", "reason"}}` objects.
 * Request bodies over {MAX_BODY_BYTES} bytes are refused with 413 (an import's over
-  {MAX_IMPORT_BYTES} bytes; it is read as it arrives, never buffered whole).
+  `NOUS_MEMORY_API_IMPORT_MAX_BYTES`, 4 GiB by default: it is read as it arrives, never
+  buffered whole).
 * When API keys are configured (`NOUS_MEMORY_API_KEYS`), every route except `/health`
   and the docs needs `Authorization: Bearer KEY` or `X-API-Key: KEY`.
 """
@@ -122,7 +123,7 @@ def create_app(store: MemoryStore | None = None, *,
     app.state.key_ring = ring
     errors.install(app)
     app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES, streamed=IMPORT_PATH,
-                       streamed_max_bytes=MAX_IMPORT_BYTES)
+                       streamed_max_bytes=settings.api_import_max_bytes)
     app.include_router(health_router)
     guard = [Depends(require_key(ring))] if ring else []
     app.include_router(router, dependencies=guard)

@@ -5,8 +5,8 @@
 Each is one store call, scoped like every other route by the agent in the path (an API
 key limited to some agents may export, import into and forget only those).  An import
 body is never buffered whole: it is validated line by line as it streams in, up to
-``MAX_IMPORT_BYTES``; a bad file is a 422 naming the line and the reason, a conflict
-with the agent's rows a 409, and neither imports anything.
+``api_import_max_bytes`` (4 GiB by default); a bad file is a 422 naming the line and the
+reason, a conflict with the agent's rows a 409, and neither imports anything.
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ from .body import bounded_stream
 from .errors import problem_responses
 from .routes import AgentId, Store
 
-MAX_IMPORT_BYTES = 4 * 1024 * 1024 * 1024
-"""Largest import body (4 GiB; an export of 100,000 memories is about 500 MB)."""
 IMPORT_PATH = re.compile(r"^/agents/[^/]+/import$")
 NDJSON = "application/x-ndjson"
 
@@ -70,7 +68,8 @@ async def import_agent(
 ) -> ImportSummary:
     """All or nothing, in one transaction.  Rows the agent already has with the same
     values are skipped, so importing twice changes nothing."""
-    return await store.import_agent(bounded_stream(request, MAX_IMPORT_BYTES),
+    limit: int = request.app.state.settings.api_import_max_bytes
+    return await store.import_agent(bounded_stream(request, limit),
                                     agent_id=agent_id, allow_other_model=allow_other_model)
 
 
