@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import shlex
 from pathlib import Path
 
 from nous_memory import MemoryStore
@@ -63,3 +65,32 @@ async def test_export_import_forget_on_the_command_line(store: MemoryStore,
     assert await store.counts("ana-copy")
     code, _, err = await cli("forget-agent", "--agent", "ana", "--yes")
     assert code == 3 and "not found" in err
+
+
+def readme_commands() -> list[list[str]]:
+    """The ``nous-memory`` lines of README's export block, without their comments."""
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = text.split("runs the nous-memory lines of this block -->", 1)[1]
+    body = block.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [shlex.split(line.split("#", 1)[0]) for line in body.splitlines()
+            if line.startswith("nous-memory ")]
+
+
+async def test_the_readme_commands_run_as_written(store: MemoryStore, database_url: str,
+                                                  tmp_path: Path) -> None:
+    commands = readme_commands()
+    assert [c[1] for c in commands] == ["export", "import", "import", "forget-agent", "import"]
+    fact = await store.remember("assistant-1", "fact", content="Tim prefers Celsius")
+    updated = await store.update("assistant-1", fact.id,
+                                 content="Tim prefers Celsius, not Fahrenheit")
+    before = await store.history("assistant-1", fact.id)
+    env = cli_env(database_url, tmp_path / "unused-data-dir")
+    for command in commands:
+        proc = await asyncio.create_subprocess_exec(
+            *cli_command(), *command[1:], env=env, cwd=tmp_path,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        _, err = await asyncio.wait_for(proc.communicate(), 120)
+        assert proc.returncode == 0, (command, err.decode())
+    assert await store.history("assistant-1", fact.id) == before
+    assert (await store.get("assistant-2", fact.id)).summary == updated.summary
+    assert (await store.get("assistant-1", fact.id)).version == 2
