@@ -186,8 +186,9 @@ def _validated(model: type[BaseModel], value: Any, number: int, table: str) -> A
 
 def row_values(shape: TableShape, row: Any, *, agent_id: str, dim: int,
                number: int) -> tuple[Any, ...]:
-    """One row checked by its table's typed definition (``db/models.py``), as values in
-    ``shape.columns`` order for the staging table."""
+    """One row checked by its table's typed definition (``db/models.py``, through
+    ``shape.checker``: the same fields), as values in ``shape.columns`` order for the
+    staging table."""
     table = shape.name
     if not isinstance(row, dict):
         raise ExportFileError(number, '"row" must be a JSON object', table=table)
@@ -203,7 +204,7 @@ def row_values(shape: TableShape, row: Any, *, agent_id: str, dim: int,
             value = _base64(value, number, table, column)
         data[shape.attributes[column]] = value
     try:
-        typed = shape.model.model_validate(data)
+        typed = shape.checker.model_validate(data)
     except ValidationError as exc:
         error = exc.errors()[0]
         attribute = str(error["loc"][0]) if error["loc"] else ""

@@ -88,6 +88,12 @@ async def test_every_agent_table_is_exported_or_excluded(store: MemoryStore) -> 
     assert len(carried) == len(set(carried)) and not set(carried) & set(EXCLUDED)
     assert set(carried) | set(EXCLUDED) == live
     assert all(reason for reason in EXCLUDED.values())
+    for shape in SHAPES.values():  # lines are checked by exactly the typed rows' fields
+        fields, typed = shape.checker.model_fields, shape.model.model_fields
+        assert {n: f.annotation for n, f in fields.items()} == {
+            n: f.annotation for n, f in typed.items()}, shape.name
+        assert {n: f.is_required() for n, f in fields.items()} == {
+            n: f.is_required() for n, f in typed.items()}, shape.name
 
 
 async def test_round_trip_into_another_agent_and_database(
