@@ -128,14 +128,16 @@ async def numbered_lines(chunks: AsyncIterable[bytes], *,
     line longer than ``max_line_bytes`` is refused before it is held whole."""
     pending = bytearray()
     number = 0
+    searched = 0  # pending[:searched] holds no newline: a long line is scanned once
     async for chunk in chunks:
         pending += chunk
         start = 0
-        while (end := pending.find(b"\n", start)) >= 0:
+        while (end := pending.find(b"\n", max(start, searched))) >= 0:
             number += 1
             yield number, bytes(pending[start:end + 1])
             start = end + 1
         del pending[:start]
+        searched = len(pending)
         if len(pending) > max_line_bytes:
             raise ExportFileError(number + 1, f"line longer than {max_line_bytes} bytes")
     if pending:
