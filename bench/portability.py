@@ -62,6 +62,8 @@ def rss_mb() -> float:
 
 
 async def main(memories: int) -> None:
+    print(f"# machine: {os.cpu_count()} CPUs, load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     data_dir = Path(tempfile.mkdtemp(prefix="nous-bench-portability-"))
     server = await asyncio.to_thread(EmbeddedServer.acquire, data_dir)
     work = Path(tempfile.mkdtemp(prefix="nous-bench-portability-files-"))
