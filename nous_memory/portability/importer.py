@@ -19,6 +19,7 @@ has an item for the same task, memory and key.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import Counter
 from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any, BinaryIO
@@ -53,6 +54,7 @@ from .records import ImportSummary, StoreFacts
 from .tables import CARRIED, CARRIED_BY_NAME, EXCLUDED, Carried
 
 BATCH_ROWS = 500
+_ARGUMENT = re.compile(r"query argument \$(\d+)\b.*?(?:\(([^()]*)\))?$")
 CONFLICTS_SHOWN = 5
 
 
@@ -239,6 +241,10 @@ class _Staging:
             except InvalidInputError as exc:
                 reason = exc.reason.replace(f"stage_{carried.table}", carried.table)
                 column = exc.field if exc.field in carried.shape.columns else None
+                argument = _ARGUMENT.search(reason)  # a value the driver could not send
+                if argument and int(argument.group(1)) <= len(carried.shape.columns):
+                    column = carried.shape.columns[int(argument.group(1)) - 1]
+                    reason = argument.group(2) or reason
                 raise ExportFileError(row[-1], reason, table=carried.table,
                                       column=column) from exc
 

@@ -239,6 +239,10 @@ async def test_bad_files_are_refused_with_the_line_and_import_nothing(
          memory_line, "expected 384"),
         (_edited(data, memory_line, lambda v: _set(v, surprise=1)), ExportFileError,
          memory_line, "memories.surprise"),
+        (_edited(data, memory_line, lambda v: _set(v, summary_tokens=10**30)),
+         ExportFileError, memory_line, "(memories.summary_tokens): value out of int32 range"),
+        (_edited(data, memory_line, lambda v: _set(v, summary="nul \u0000 byte")),
+         ExportFileError, memory_line, "memories"),
         (_edited(data, memory_line, lambda v: {"table": "llm_calls", "row": v["row"]}),
          ExportFileError, memory_line, "do not carry llm_calls"),
         (_edited(data, 1, lambda v: {"nous_memory_export": {
