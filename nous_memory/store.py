@@ -409,14 +409,14 @@ class MemoryStore:
         return await self._exporter().write(agent_id, out)
 
     async def import_agent(self, source: AsyncIterable[bytes] | BinaryIO, /, *,
-                           agent_id: str | None = None,
-                           allow_other_model: bool = False) -> ImportSummary:
+                           agent_id: str | None = None, allow_other_model: bool = False,
+                           dry_run: bool = False) -> ImportSummary:
         """Read an export into ``agent_id`` (default: the agent it came from), all or
         nothing; rows the agent already has are skipped, conflicting ones refuse it."""
         from .portability import Importer
 
         return await Importer(self._db, self._store_facts()).run(
-            source, agent_id=agent_id, allow_other_model=allow_other_model)
+            source, agent_id=agent_id, allow_other_model=allow_other_model, dry_run=dry_run)
 
     async def forget_agent(self, agent_id: str, /, *, actor: str = "python"
                            ) -> ErasureReceipt:

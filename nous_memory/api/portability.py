@@ -65,12 +65,16 @@ async def import_agent(
     allow_other_model: Annotated[bool, Query(
         description="Accept vectors of another embedding model (the housekeeping job "
                     "re-embeds them); refused by default")] = False,
+    dry_run: Annotated[bool, Query(
+        description="Check the file and report what an import would do, changing "
+                    "nothing")] = False,
 ) -> ImportSummary:
     """All or nothing, in one transaction.  Rows the agent already has with the same
     values are skipped, so importing twice changes nothing."""
     limit: int = request.app.state.settings.api_import_max_bytes
     return await store.import_agent(bounded_stream(request, limit),
-                                    agent_id=agent_id, allow_other_model=allow_other_model)
+                                    agent_id=agent_id, allow_other_model=allow_other_model,
+                                    dry_run=dry_run)
 
 
 @router.delete("", summary="Forget an agent: erase every record of it",

@@ -41,6 +41,9 @@ def add_portability_commands(commands: argparse._SubParsersAction[argparse.Argum
     load.add_argument("--reembed", action="store_true",
                       help="accept vectors of another embedding model; the housekeeping "
                            "job re-embeds them")
+    load.add_argument("--dry-run", action="store_true",
+                      help="check the file and report what an import would do; change "
+                           "nothing")
     load.set_defaults(handler=_import)
 
     forget = commands.add_parser(
@@ -89,9 +92,11 @@ async def _import(store: MemoryStore, args: argparse.Namespace) -> Output:
                 raise InvalidInputError.single(
                     "file", f"cannot read {args.file}: {exc.strerror or exc}") from None
         summary = await store.import_agent(source, agent_id=args.agent,
-                                           allow_other_model=args.reembed)
+                                           allow_other_model=args.reembed,
+                                           dry_run=args.dry_run)
     added, kept = sum(summary.inserted.values()), sum(summary.identical.values())
-    lines = [f"imported {summary.rows} rows of {summary.source_agent_id} into "
+    verb = "would import" if args.dry_run else "imported"
+    lines = [f"{verb} {summary.rows} rows of {summary.source_agent_id} into "
              f"{summary.agent_id}: {added} new, {kept} already there"]
     lines += [f"  {table:<24}{n} new, {summary.identical.get(table, 0)} already there"
               for table, n in summary.inserted.items()]

@@ -86,9 +86,11 @@ class Importer:
 
     async def run(self, source: AsyncIterable[bytes] | BinaryIO, *,
                   agent_id: str | None = None, allow_other_model: bool = False,
+                  dry_run: bool = False,
                   max_line_bytes: int = MAX_LINE_BYTES) -> ImportSummary:
         """Read ``source`` (byte chunks, or a binary file) into ``agent_id`` (default: the
-        agent it was exported from)."""
+        agent it was exported from).  ``dry_run``: do all of it in a transaction that is
+        rolled back, so the summary (or the error) is exactly what an import would give."""
         chunks = source if isinstance(source, AsyncIterable) else file_chunks(source)
         lines = numbered_lines(chunks, max_line_bytes=max_line_bytes)
         try:
@@ -100,7 +102,8 @@ class Importer:
             agent = parse_agent_id(header.agent_id if agent_id is None else agent_id)
             checksum = new_checksum()
             checksum.update(first[1])
-            async with self._db.transaction() as conn:
+            transaction = self._db.rehearsal() if dry_run else self._db.transaction()
+            async with transaction as conn:
                 await conn.execute("portability_lock_agent", agent)
                 staging = _Staging(conn, agent, self._dim)
                 trailer, last = await staging.read(lines, checksum)

@@ -40,6 +40,9 @@ async def test_export_import_forget_on_the_command_line(store: MemoryStore,
     assert json.loads(out.splitlines()[-1])["end"]["rows"] == written["rows"]
     assert "exported" in err
 
+    code, out, err = await cli("import", str(target), "--agent", "ana-copy", "--dry-run")
+    assert code == 0 and out.startswith(f"would import {written['rows']} rows"), err
+    assert await store.counts("ana-copy") == {}
     code, out, err = await cli("import", str(target), "--agent", "ana-copy")
     assert code == 0, err
     assert out.startswith(f"imported {written['rows']} rows of ana into ana-copy")

@@ -350,3 +350,16 @@ async def test_vectors_of_another_model_are_refused_or_kept_for_re_embedding(
     assert result.counts["memories_reembedded"] == 2
     found = (await store.recall("b", "Celsius")).items[0]
     assert found.text == "Tim prefers Celsius" and found.scores.cosine is not None
+
+
+async def test_a_dry_run_reports_what_an_import_would_do_and_changes_nothing(
+        store: MemoryStore) -> None:
+    await build_small_agent(store, "a")
+    data = await exported(store, "a")
+    before = await table_counts(store.dsn)
+    rehearsed = await store.import_agent(chunks_of(data), agent_id="b", dry_run=True)
+    assert await table_counts(store.dsn) == before
+    assert rehearsed == await store.import_agent(chunks_of(data), agent_id="b")
+    with pytest.raises(TruncatedExportError):
+        await store.import_agent(chunks_of(data[:data.rindex(b'{"end"')]), agent_id="c",
+                                 dry_run=True)
