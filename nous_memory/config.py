@@ -117,8 +117,12 @@ class Settings:
     # let the assistant's model purge (erase for good) through the agent tools; without it
     # memory_forget only soft-deletes, which the owner can undo
     tools_allow_purge: bool = False
+    # the largest import body (POST /agents/{agent_id}/import), read as it arrives
+    api_import_max_bytes: int = 4 * 1024 * 1024 * 1024
 
     def __post_init__(self) -> None:
+        if self.api_import_max_bytes < 1:
+            raise ConfigurationError("api_import_max_bytes must be >= 1")
         if self.pool_min_size < 0 or self.pool_max_size < max(1, self.pool_min_size):
             raise ConfigurationError(
                 f"pool sizes must satisfy 0 <= min <= max, max >= 1 "

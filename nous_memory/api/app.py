@@ -31,6 +31,8 @@ from .facts import router as facts_router
 from .maintenance import router as maintenance_router
 from .mcp import PATH as MCP_PATH
 from .mcp import McpEndpoint
+from .portability import IMPORT_PATH
+from .portability import router as portability_router
 from .recall import recall_request_schemas
 from .recall import router as recall_router
 from .routes import health_router, router
@@ -43,7 +45,9 @@ censor) stored per agent in PostgreSQL + pgvector.
 * Every memory route is scoped to the agent in its path; another agent's memory id is
   reported exactly like an unknown one (404).
 * Invalid input is always a 422 whose `detail` lists `{{"field", "reason"}}` objects.
-* Request bodies over {MAX_BODY_BYTES} bytes are refused with 413.
+* Request bodies over {MAX_BODY_BYTES} bytes are refused with 413 (an import's over
+  `NOUS_MEMORY_API_IMPORT_MAX_BYTES`, 4 GiB by default: it is read as it arrives, never
+  buffered whole).
 * When API keys are configured (`NOUS_MEMORY_API_KEYS`), every route except `/health`
   and the docs needs `Authorization: Bearer KEY` or `X-API-Key: KEY`.
 * `/mcp` serves the agent tools over MCP (streamable HTTP, stateless, JSON responses);
@@ -63,6 +67,8 @@ TAGS = [
                                       "excerpts, with typed scores."},
     {"name": "context", "description": "Assemble a budgeted context for a query; expand a "
                                        "memory to its full record."},
+    {"name": "export and erasure", "description": "A whole agent: export it as JSON "
+                                                  "Lines, import a file, forget it."},
     {"name": "health", "description": "Liveness of the database and embedding model."},
 ]
 
@@ -122,7 +128,8 @@ def create_app(store: MemoryStore | None = None, *,
     app.state.settings = settings
     app.state.key_ring = ring
     errors.install(app)
-    app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES)
+    app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES, streamed=IMPORT_PATH,
+                       streamed_max_bytes=settings.api_import_max_bytes)
     app.include_router(health_router)
     guard = [Depends(require_key(ring))] if ring else []
     app.include_router(router, dependencies=guard)
@@ -135,4 +142,5 @@ def create_app(store: MemoryStore | None = None, *,
     mcp = McpEndpoint(app, ring, proxied=settings.insecure_no_auth_on_network)
     app.router.routes.append(Route(MCP_PATH, mcp.route, methods=["GET", "POST", "DELETE"],
                                    include_in_schema=False))
+    app.include_router(portability_router, dependencies=guard)
     return app

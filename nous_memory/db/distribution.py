@@ -32,6 +32,9 @@ COORDINATOR_LOCAL: Final[dict[str, str]] = {
     "job_runs": "one row per maintenance job run, cluster-wide bookkeeping of the "
                 "schedulers (advisory locks and the once-per-slot check live on the "
                 "coordinator too); no query joins it with tenant data",
+    "agent_erasures": "receipts of forgotten agents (a hash of the id, counts, who asked): "
+                      "no agent_id on purpose, so erasing an agent keeps its receipt; written "
+                      "once per erasure in the erasing transaction",
     "work_items": "the durable work queue: the worker claims across agents with FOR UPDATE "
                   "SKIP LOCKED (Citus runs row locks on router queries only) and tells dead "
                   "workers by their presence locks in pg_locks, which is per node: both hold "

@@ -56,6 +56,8 @@ def translate(exc: BaseException) -> NousMemoryError:
         return InvalidInputError(FieldProblem("text", f"not valid text for PostgreSQL: {exc}"))
     if isinstance(exc, asyncpg.StringDataRightTruncationError):
         return InvalidInputError(FieldProblem("text", str(exc)))
+    if isinstance(exc, asyncpg.DataError):  # a value the column's type cannot hold
+        return InvalidInputError(FieldProblem("value", str(exc)))
     if isinstance(exc, _UNAVAILABLE):
         return DatabaseUnavailableError(f"database unavailable: {exc}")
     return DatabaseError(f"{type(exc).__name__}: {exc}")
