@@ -113,6 +113,9 @@ class Settings:
     # serve a non-loopback address without api_keys (only behind another layer that
     # authenticates every request); refused otherwise
     insecure_no_auth_on_network: bool = False
+    # signs the inspector's session cookies; unset: a random secret made once and kept
+    # in the database (store_meta), shared by every process serving it
+    ui_session_secret: str | None = None
 
     def __post_init__(self) -> None:
         if self.pool_min_size < 0 or self.pool_max_size < max(1, self.pool_min_size):
@@ -120,6 +123,8 @@ class Settings:
                 f"pool sizes must satisfy 0 <= min <= max, max >= 1 "
                 f"(got min={self.pool_min_size}, max={self.pool_max_size})"
             )
+        if self.ui_session_secret is not None and len(self.ui_session_secret) < 32:
+            raise ConfigurationError("ui_session_secret needs at least 32 characters")
         if self.embedding_batch_size < 1:
             raise ConfigurationError("embedding_batch_size must be >= 1")
         if self.embedding_backend not in ("onnx", "torch"):

@@ -27,6 +27,7 @@ from .episodes import episode_request_schemas
 from .episodes import router as episodes_router
 from .facts import fact_request_schemas
 from .facts import router as facts_router
+from .inspector import install as install_inspector
 from .maintenance import router as maintenance_router
 from .recall import recall_request_schemas
 from .recall import router as recall_router
@@ -126,4 +127,5 @@ def create_app(store: MemoryStore | None = None, *,
     app.include_router(maintenance_router, dependencies=guard)
     app.include_router(recall_router, dependencies=guard)
     app.include_router(context_router, dependencies=guard)
+    install_inspector(app, ring, settings)  # the owner's pages at /ui (their own sign-in)
     return app

@@ -27,6 +27,8 @@ CROSS_AGENT |= {
     "expire_extraction_cache", "requeue_stuck_work", "stale_embeddings_batch",
     "reembed_write", "stale_chunk_embeddings_batch", "reembed_chunks_write",
     "count_stale_embeddings"}
+# The inspector's agent list for a key that may act for every agent: agent ids only.
+CROSS_AGENT |= {"known_agents"}
 
 
 def test_every_tenant_query_filters_by_agent() -> None:
