@@ -1,6 +1,6 @@
 -- nous-memory schema: the single source of truth for the database layout.
 --
--- schema-version: 3
+-- schema-version: 4
 --
 -- The migration runner applies this file to an empty database and records the
 -- version above; numbered files in nous_memory/db/migrations/ upgrade databases
@@ -517,3 +517,21 @@ CREATE TABLE conversation_analyses (
 
 CREATE INDEX conversation_analyses_latest
     ON conversation_analyses (agent_id, episode_id, seq, created_at DESC, id DESC);
+
+-- ---------------------------------------------------------------- erasure audit
+
+-- One row per agent erased by forget_agent, kept after the agent is gone.  It holds no
+-- content and not even the agent id: only its SHA-256 (whoever knows the id can ask
+-- whether and when it was erased), how many rows each table lost, and who asked.  Not
+-- tenant data, so it has no agent_id: erasing the agent must not erase its receipt.
+CREATE TABLE agent_erasures (
+    id            bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    agent_sha256  bytea       NOT NULL CHECK (length(agent_sha256) = 32),
+    erased_at     timestamptz NOT NULL DEFAULT now(),
+    row_counts    jsonb       NOT NULL CHECK (jsonb_typeof(row_counts) = 'object'),
+    total_rows    bigint      NOT NULL CHECK (total_rows >= 0),
+    -- the surface or person that asked (cli, api, python, or a name given with --actor)
+    actor         text        NOT NULL CHECK (actor <> '')
+);
+
+CREATE INDEX agent_erasures_by_agent ON agent_erasures (agent_sha256, erased_at);

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 from uuid import UUID
 
 import numpy as np
@@ -53,6 +53,16 @@ from .memories.manager import MemoryManager
 from .memories.records import Memory, MemoryEvent, Page
 from .work.listing import AgentQueue, agent_queue
 from .work.worker import Worker
+
+if TYPE_CHECKING:
+    from .portability import (
+        ErasureReceipt,
+        Exporter,
+        ExportStream,
+        ExportSummary,
+        ImportSummary,
+        StoreFacts,
+    )
 
 
 class MemoryStore:
@@ -392,6 +402,47 @@ class MemoryStore:
                         ) -> builtins.list[UsageRow]:
         """What the agent's LLM calls cost, per purpose and model (calls at/after ``since``)."""
         return await usage_by_agent(self._db, parse_agent_id(agent_id), since)
+
+    # ------------------------------------------------------------------ export, import, erasure
+    # (portability is imported when used: its typed-row machinery costs 0.4 s of imports)
+
+    def export_agent(self, agent_id: str, /) -> ExportStream:
+        """Everything of one agent as one JSON Lines file (docs/export-format.md): an
+        async iterator of byte chunks read from one snapshot; ``.summary`` at the end."""
+        return self._exporter().stream(agent_id)
+
+    async def export_agent_to(self, agent_id: str, out: BinaryIO, /) -> ExportSummary:
+        """Write the export of one agent to a binary file object."""
+        return await self._exporter().write(agent_id, out)
+
+    async def import_agent(self, source: AsyncIterable[bytes] | BinaryIO, /, *,
+                           agent_id: str | None = None,
+                           allow_other_model: bool = False) -> ImportSummary:
+        """Read an export into ``agent_id`` (default: the agent it came from), all or
+        nothing; rows the agent already has are skipped, conflicting ones refuse it."""
+        from .portability import Importer
+
+        return await Importer(self._db, self._store_facts()).run(
+            source, agent_id=agent_id, allow_other_model=allow_other_model)
+
+    async def forget_agent(self, agent_id: str, /, *, actor: str = "python"
+                           ) -> ErasureReceipt:
+        """Erase every row of one agent in one transaction; a content-free receipt stays."""
+        from .portability import Eraser
+
+        return await Eraser(self._db, self.memories).forget(agent_id, actor=actor)
+
+    def _exporter(self) -> Exporter:
+        from .portability import Exporter
+
+        return Exporter(self._db, self._store_facts())
+
+    def _store_facts(self) -> StoreFacts:
+        from .portability import StoreFacts
+
+        return StoreFacts(schema_version=self.schema.expected_version,
+                          embedding_model=self.embedder.model_name,
+                          embedding_dim=self.embedder.dimension)
 
     # ------------------------------------------------------------------ owner's view
     # What the inspector page shows and does beyond the calls above: thin delegations.

@@ -65,6 +65,13 @@ class Connection:
             status: str = await self.raw.execute(self._queries[name], *args)
             return status
 
+    @asynccontextmanager
+    async def savepoint(self) -> AsyncIterator[None]:
+        """A nested transaction: an error inside undoes only its own statements."""
+        with translated():
+            async with self.raw.transaction():
+                yield
+
 
 class Database:
     """The pools.  Every statement is a named query from ``queries.sql``."""
@@ -122,6 +129,15 @@ class Database:
         """A connection inside one transaction; keep it short (no model calls inside)."""
         with translated():
             async with self._pool.acquire() as conn, conn.transaction():
+                yield Connection(conn, self._queries)
+
+    @asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[Connection]:
+        """A read-only transaction that sees one moment throughout (repeatable read):
+        a long read, such as an export, stays consistent while others write."""
+        with translated():
+            async with self._pool.acquire() as conn, conn.transaction(
+                    isolation="repeatable_read", readonly=True):
                 yield Connection(conn, self._queries)
 
     @asynccontextmanager

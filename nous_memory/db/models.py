@@ -368,11 +368,23 @@ class JobRunRow(SQLModel, table=True):
     runner: str
 
 
+class AgentErasureRow(SQLModel, table=True):
+    """The content-free receipt of a forgotten agent (no agent_id: it outlives it)."""
+
+    __tablename__ = "agent_erasures"
+    id: int = Field(sa_column=Column("id", BigInteger, Identity(always=True), primary_key=True))
+    agent_sha256: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    erased_at: datetime = _time()
+    row_counts: dict[str, Any] = Field(sa_column=Column(JSONB, nullable=False))
+    total_rows: int = Field(sa_column=Column(BigInteger, nullable=False))
+    actor: str
+
+
 TABLE_MODELS: tuple[type[SQLModel], ...] = (
     SchemaVersionRow, StoreMetaRow, MemoryRow, DecisionRow, FactRow, EpisodeRow,
     ProcedureRow, CensorRow, EpisodeMessageRow, EpisodeChunkRow, WorkItemRow, MemoryEventRow,
     EpisodeExtractionRow, MemoryArchiveRow, ExtractionCacheRow, EmbeddingCacheRow, LLMCallRow,
     ConversationPolicyRow, ConversationStateRow, ConversationSummaryRow,
     ConversationAnalysisRow,
-    JobRunRow,
+    JobRunRow, AgentErasureRow,
 )

@@ -79,3 +79,14 @@ FROM pg_index i
 JOIN pg_class cls ON cls.oid = i.indrelid
 JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
 WHERE i.indisprimary AND cls.relnamespace = current_schema()::regnamespace;
+
+-- name: catalog_agent_tables
+-- Every table of the store that holds tenant rows (it has an agent_id column): what
+-- forgetting an agent empties, and what an export must account for.
+SELECT c.table_name::text AS table_name
+FROM information_schema.columns c
+JOIN information_schema.tables t
+  ON t.table_schema = c.table_schema AND t.table_name = c.table_name
+WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE'
+  AND c.column_name = 'agent_id'
+ORDER BY 1;

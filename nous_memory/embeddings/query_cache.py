@@ -46,6 +46,11 @@ class QueryCache:
         """Drop one entry (a purge removes its text from this process too)."""
         self._entries.pop((agent, text), None)
 
+    def forget_agent(self, agent: str) -> None:
+        """Drop every entry of one agent (the agent was erased)."""
+        for key in [k for k in self._entries if k[0] == agent]:
+            del self._entries[key]
+
     def clear(self) -> None:
         self._entries.clear()
 

@@ -1,0 +1,32 @@
+"""Export, import and erasure of a whole agent.
+
+- ``lines``: the JSON Lines format (header, rows, trailer), its codecs and its errors;
+- ``tables``: which tables an export carries, in what order, and which it leaves out;
+- ``export``: the streamed export of one agent from one snapshot;
+- ``importer``: the all-or-nothing import into the same or another agent id;
+- ``erase``: forgetting an agent, with a content-free receipt;
+- ``records``: what each of them reports.
+"""
+
+from .erase import Eraser
+from .export import Exporter, ExportStream
+from .importer import ImportConflictError, Importer
+from .lines import ExportFileError, TruncatedExportError
+from .records import ErasureReceipt, ExportSummary, ImportSummary, StoreFacts
+from .tables import CARRIED, EXCLUDED
+
+__all__ = [
+    "CARRIED",
+    "EXCLUDED",
+    "Eraser",
+    "ErasureReceipt",
+    "ExportFileError",
+    "ExportStream",
+    "ExportSummary",
+    "Exporter",
+    "ImportConflictError",
+    "ImportSummary",
+    "Importer",
+    "StoreFacts",
+    "TruncatedExportError",
+]

@@ -1,0 +1,67 @@
+"""Forgetting an agent: every row of it, in every table, gone in one transaction.
+
+The tables are read from the live catalog (every table with an ``agent_id`` column), not
+from a list, so a table added later is erased too.  What remains is a receipt in
+``agent_erasures``: a SHA-256 of the agent id, the time, the rows removed per table and
+who asked; no content, not even the id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from ..db import Database
+from ..db.bulk import agent_tables, count_agent_rows, delete_agent_rows
+from ..errors import ConflictError, InvalidInputError, NotFoundError
+from ..memories.kinds import parse_agent_id
+from ..memories.manager import MemoryManager
+from .records import ErasureReceipt
+
+MAX_ACTOR_CHARS = 200
+SWEEPS = 3  # rows a concurrent writer committed meanwhile are swept up again
+
+
+def agent_sha256(agent_id: str) -> bytes:
+    return hashlib.sha256(agent_id.encode("utf-8")).digest()
+
+
+class Eraser:
+    def __init__(self, db: Database, memories: MemoryManager) -> None:
+        self._db = db
+        self._memories = memories
+
+    async def forget(self, agent_id: str, *, actor: str) -> ErasureReceipt:
+        agent = parse_agent_id(agent_id)
+        actor = _actor(actor)
+        async with self._db.transaction() as conn:
+            await conn.execute("portability_lock_agent", agent)
+            tables = await agent_tables(conn)
+            counts = {t: await count_agent_rows(conn, t, agent) for t in tables}
+            if not any(counts.values()):
+                raise NotFoundError("agent", agent)
+            for _ in range(SWEEPS):
+                for table in tables:  # every foreign key cascades: any order works
+                    await delete_agent_rows(conn, table, agent)
+                late = {t: await count_agent_rows(conn, t, agent) for t in tables}
+                if not any(late.values()):
+                    break
+                counts = {t: counts[t] + late[t] for t in tables}
+            else:
+                raise ConflictError(f"agent {agent} kept receiving writes during the erasure; "
+                                    "nothing was erased. Stop its writers and retry")
+            total = sum(counts.values())
+            digest = agent_sha256(agent)
+            row = await conn.fetchrow("erasure_record", digest, counts, total, actor)
+            assert row is not None
+        self._memories.recent_queries.forget_agent(agent)
+        return ErasureReceipt(audit_id=row["id"], agent_id=agent, agent_sha256=digest.hex(),
+                              erased_at=row["erased_at"], counts=counts, total_rows=total,
+                              actor=actor)
+
+
+def _actor(actor: str) -> str:
+    actor = actor.strip() if isinstance(actor, str) else ""
+    if not actor or len(actor) > MAX_ACTOR_CHARS or not actor.isprintable():
+        raise InvalidInputError.single(
+            "actor", f"1-{MAX_ACTOR_CHARS} printable characters naming who asked")
+    return actor
