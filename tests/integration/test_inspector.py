@@ -270,3 +270,51 @@ async def test_episode_and_operations_pages(open_ui: httpx.AsyncClient,
     ops = await open_ui.get("/ui/agents/agent-a/operations")
     assert ops.status_code == 200 and "Work queue" in ops.text
     assert "Maintenance job runs" in ops.text
+
+
+async def test_export_import_and_forget_an_agent_from_the_page(
+        open_ui: httpx.AsyncClient, store: MemoryStore) -> None:
+    await store.remember_many(A, [{"kind": "fact", "content": "Ana is vegetarian"},
+                                  {"kind": "decision", "description": "Chose Postgres"}])
+    await store.remember(B, "fact", content="B keeps this")
+    page = await open_ui.get("/ui/agents/agent-a/data")
+    token = csrf_of(page.text)
+    exported = await open_ui.get("/ui/agents/agent-a/export")
+    assert exported.status_code == 200
+    assert "attachment" in exported.headers["content-disposition"]
+    data = exported.content
+    assert b"Ana is vegetarian" in data
+    assert (await open_ui.get("/ui/agents/nobody/export")).status_code == 404
+
+    upload = {"file": ("agent-a.jsonl", data, "application/x-ndjson")}
+    refused = await open_ui.post("/ui/agents/agent-c/import", files=upload)
+    assert refused.status_code == 403
+    assert (await store.list("agent-c")).items == []
+    done = await open_ui.post("/ui/agents/agent-c/import", files=upload,
+                              data={"csrf": token})
+    assert done.status_code == 200, done.text
+    assert "into <strong>agent-c</strong>" in done.text
+    assert sorted(m.summary for m in (await store.list("agent-c")).items) == [
+        "Ana is vegetarian", "Chose Postgres"]
+    again = await open_ui.post("/ui/agents/agent-c/import", files=upload,
+                               data={"csrf": token})
+    assert "nothing changed" in again.text
+    damaged = data[: len(data) // 2]
+    broken = await open_ui.post("/ui/agents/agent-d/import", data={"csrf": token},
+                                files={"file": ("a.jsonl", damaged, "application/x-ndjson")})
+    assert broken.status_code == 422 and "line" in broken.text
+    assert (await store.list("agent-d")).items == []
+
+    wrong = await open_ui.post("/ui/agents/agent-a/forget-agent",
+                               data={"csrf": token, "confirm": "agent-x"})
+    assert wrong.status_code == 422 and "confirm" in wrong.text
+    assert (await open_ui.post("/ui/agents/agent-a/forget-agent",
+                               data={"confirm": A})).status_code == 403
+    assert len((await store.list(A)).items) == 2
+    erased = await open_ui.post("/ui/agents/agent-a/forget-agent",
+                                data={"csrf": token, "confirm": A})
+    assert erased.status_code == 200 and "Agent forgotten" in erased.text
+    assert (await store.list(A)).items == []
+    assert [m.summary for m in (await store.list(B)).items] == ["B keeps this"]
+    agents = await open_ui.get("/ui/")
+    assert "agent-a<" not in agents.text and "agent-b" in agents.text
