@@ -120,6 +120,11 @@ async def test_without_keys_only_loopback_is_served(store: MemoryStore) -> None:
         response = await local.get("/ui/")
         assert response.status_code == 200 and "agent-a" in response.text
         assert "samesite=strict" in response.headers["set-cookie"].lower()
+        # a page of another name that resolves to 127.0.0.1 (DNS rebinding) reads nothing
+        rebound = await local.get("/ui/agents/agent-a/memories",
+                                  headers={"host": "attacker.example"})
+        assert rebound.status_code == 403 and "vegetarian" not in rebound.text
+        assert (await local.get("/ui/", headers={"host": "localhost:8765"})).status_code == 200
 
 
 async def test_forms_without_or_with_a_wrong_token_change_nothing(

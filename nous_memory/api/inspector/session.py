@@ -124,10 +124,14 @@ class Gate:
         session = await self.session(request)
         if self.ring is None:
             client = request.client.host if request.client else ""
-            if not (is_loopback(client) or self.settings.insecure_no_auth_on_network):
+            # the Host check stops DNS rebinding: a site whose name resolves to 127.0.0.1
+            # would otherwise read these pages as its own
+            local = is_loopback(client) and is_loopback(request.url.hostname or "")
+            if not (local or self.settings.insecure_no_auth_on_network):
                 raise PageError(403, "Loopback only",
-                                "Without API keys the inspector answers this machine only. "
-                                "Set NOUS_MEMORY_API_KEYS to use it from elsewhere.")
+                                "Without API keys the inspector answers this machine only, "
+                                "addressed as localhost or a loopback address. Set "
+                                "NOUS_MEMORY_API_KEYS to use it from elsewhere.")
             request.state.new_session = session is None
             return Viewer(agents=None, session=session or Session.fresh(), signed_in=False)
         key = None
