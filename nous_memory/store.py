@@ -447,9 +447,10 @@ class MemoryStore:
     # ------------------------------------------------------------------ owner's view
     # What the inspector page shows and does beyond the calls above: thin delegations.
 
-    async def agents(self) -> builtins.list[str]:
-        """Every agent that holds memories (for a caller allowed to see all of them)."""
-        return await known_agents(self._db)
+    async def agents(self, *, limit: int = 1000, after: str = "") -> builtins.list[str]:
+        """The agents that hold memories, in id order after ``after`` (for a caller
+        allowed to see all of them)."""
+        return await known_agents(self._db, limit=limit, after=after)
 
     async def agent_overview(self, agent_id: str, /) -> AgentOverview:
         """Counts per kind and status, and storage use, of one agent."""

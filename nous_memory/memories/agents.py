@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..db import Database
+from ..errors import InvalidInputError
 from .kinds import parse_agent_id
 
 MAX_AGENTS = 1_000
@@ -28,9 +29,11 @@ class AgentOverview:
         return sum(self.storage.values())
 
 
-async def known_agents(db: Database, limit: int = MAX_AGENTS) -> list[str]:
-    """Every agent that holds memories, in id order (at most ``limit``)."""
-    return [r["agent_id"] for r in await db.fetch("known_agents", limit)]
+async def known_agents(db: Database, *, limit: int = MAX_AGENTS, after: str = "") -> list[str]:
+    """The agents that hold memories, in id order: at most ``limit`` after ``after``."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_AGENTS:
+        raise InvalidInputError.single("limit", f"must be between 1 and {MAX_AGENTS}")
+    return [r["agent_id"] for r in await db.fetch("known_agents", limit, str(after))]
 
 
 async def agent_overview(db: Database, agent_id: str) -> AgentOverview:

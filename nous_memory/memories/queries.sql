@@ -156,10 +156,10 @@ WHERE agent_id = $1 AND id = $2;
 
 -- name: known_agents
 -- cross-agent: the agents a key that may act for every agent can open in the
--- inspector.  A loose index scan over the primary key (one probe per agent, not one
--- row per memory); only agent ids are read.
+-- inspector, in id order after $2 (a page of $1).  A loose index scan over the primary
+-- key (one probe per agent, not one row per memory); only agent ids are read.
 WITH RECURSIVE a AS (
-    (SELECT agent_id FROM memories ORDER BY agent_id LIMIT 1)
+    (SELECT agent_id FROM memories WHERE agent_id > $2 ORDER BY agent_id LIMIT 1)
     UNION ALL
     SELECT (SELECT m.agent_id FROM memories m WHERE m.agent_id > a.agent_id
             ORDER BY m.agent_id LIMIT 1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from html import unescape
 
 import httpx
@@ -12,6 +13,7 @@ import pytest
 
 from nous_memory import MemoryStore
 from nous_memory.api import create_app
+from nous_memory.api.inspector import agents
 from nous_memory.api.inspector.session import COOKIE
 
 KEY_ALL = "inspector-key-every-agent-0001"
@@ -323,3 +325,41 @@ async def test_export_import_and_forget_an_agent_from_the_page(
     assert [m.summary for m in (await store.list(B)).items] == ["B keeps this"]
     agents = await open_ui.get("/ui/")
     assert "agent-a<" not in agents.text and "agent-b" in agents.text
+
+
+async def test_cold_storage_shown_restored_and_guarded(open_ui: httpx.AsyncClient,
+                                                       store: MemoryStore) -> None:
+    ended = datetime.now(UTC) - timedelta(days=120)
+    episode = await store.remember(A, "episode", title="Kitchen renovation",
+                                   detail="We compared three quotes for the kitchen. " * 80,
+                                   started_at=(ended - timedelta(hours=2)).isoformat(),
+                                   ended_at=ended.isoformat())
+    await store.archive_episodes(A, ended_before=ended + timedelta(seconds=1))
+    url = f"/ui/agents/agent-a/memories/{episode.id}"
+    full = await open_ui.get(f"{url}?full=1")
+    assert "In cold storage" in full.text and "put back together from cold storage" in full.text
+    assert full.text.count("We compared three quotes") >= 80  # the whole detail, restored
+    edit = await open_ui.get(f"{url}/edit")
+    refused = await open_ui.post(f"{url}/edit", data={"csrf": csrf_of(edit.text),
+                                                      "detail": "Rewritten"})
+    assert refused.status_code == 409 and "restore it before editing" in refused.text
+    restored = await open_ui.post(f"{url}/restore", data={"csrf": csrf_of(full.text)})
+    assert restored.status_code == 303
+    page = await open_ui.get(restored.headers["location"])
+    assert "Restored from cold storage" in page.text
+    assert (await store.get(A, episode.id)).detail.storage.value == "restored"  # type: ignore[union-attr]
+
+
+async def test_agents_are_paged(open_ui: httpx.AsyncClient, store: MemoryStore,
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("ag-1", "ag-2", "ag-3"):
+        await store.remember(name, "fact", content=f"{name} holds a fact")
+    assert await store.agents(limit=2) == ["ag-1", "ag-2"]
+    assert await store.agents(after="ag-2") == ["ag-3"]
+    monkeypatch.setattr(agents, "AGENTS_PAGE", 2)
+    first = await open_ui.get("/ui/")
+    assert ">ag-1<" in first.text and ">ag-2<" in first.text and ">ag-3<" not in first.text
+    following = re.search(r'rel="next" href="([^"]+)"', first.text)
+    assert following
+    second = await open_ui.get(unescape(following.group(1)))
+    assert ">ag-3<" in second.text and ">ag-1<" not in second.text

@@ -12,6 +12,8 @@ from .session import PageError, Viewer, check_csrf
 
 router = APIRouter(prefix="/ui", route_class=PageRoute, include_in_schema=False)
 
+AGENTS_PAGE = 50  # each agent's counts and storage are read: a page bounds the work
+
 _CSS = resources.files(__package__).joinpath("static/inspector.css").read_bytes()
 
 
@@ -62,8 +64,13 @@ async def signout(request: Request) -> Response:
 
 
 @router.get("/")
-async def agents(request: Request, store: Store) -> Response:
+async def agents(request: Request, store: Store, after: str = "") -> Response:
     viewer = await viewer_of(request)
-    names = sorted(viewer.agents) if viewer.agents is not None else await store.agents()
-    overviews = [await store.agent_overview(name) for name in names]
-    return await render(request, viewer, "agents.html", overviews=overviews)
+    if viewer.agents is not None:
+        names = sorted(a for a in viewer.agents if a > after)[:AGENTS_PAGE + 1]
+    else:
+        names = await store.agents(limit=AGENTS_PAGE + 1, after=after)
+    following = names[AGENTS_PAGE - 1] if len(names) > AGENTS_PAGE else None
+    overviews = [await store.agent_overview(name) for name in names[:AGENTS_PAGE]]
+    return await render(request, viewer, "agents.html", overviews=overviews,
+                        following=following, paged=bool(after))

@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Request, Response
 
-from ...errors import InvalidInputError
+from ...errors import ConflictError, InvalidInputError
 from ...memories.kinds import Status
 from ...memories.records import Memory
 from ..routes import Store
@@ -55,11 +55,13 @@ async def edit(request: Request, store: Store, agent_id: str, memory_id: str) ->
         return redirect(memory_url(memory, "unchanged"))
     try:
         updated = await store.update(agent_id, memory.id, actor=ACTOR, **changes)
-    except InvalidInputError as exc:
-        errors, general = errors_by_field(exc.problems, specs)
+    except (InvalidInputError, ConflictError) as exc:
+        status = 409 if isinstance(exc, ConflictError) else 422
+        errors, general = errors_by_field(exc.problems, specs) if isinstance(
+            exc, InvalidInputError) else ({}, [str(exc)])
         submitted = {s.name: (form.get(s.name) or "").replace("\r\n", "\n") for s in specs}
         return await _edit_page(request, viewer, memory, values=before | submitted,
-                                errors=errors, general=general, status=422)
+                                errors=errors, general=general, status=status)
     return redirect(memory_url(updated, "updated"))
 
 
