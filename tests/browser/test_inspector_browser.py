@@ -246,14 +246,17 @@ def test_episode_operations_and_a_phone(browser: WebDriver, site: Site) -> None:
     page = text_of(browser)
     assert "episode_close" in page and "pending" in page and "1200" in page
     shot(browser, site, "12-operations")
+    browser.get(f"{site.base}/ui/agents/{AGENT}/data")
+    assert "Download the export" in text_of(browser)
+    shot(browser, site, "13-data")
     browser.set_window_size(390, 844)  # a phone
     try:
         browser.get(f"{site.base}/ui/agents/{AGENT}/memories/{site.ids['vegetarian']}")
         wide = browser.execute_script(
             "return document.documentElement.scrollWidth > window.innerWidth + 1")
         assert not wide, "the memory page scrolls sideways on a phone"
-        browser.save_screenshot(str(site.screens / "13-phone-memory.png"))
+        browser.save_screenshot(str(site.screens / "14-phone-memory.png"))
         browser.get(f"{site.base}/ui/agents/{AGENT}/conflicts")
-        browser.save_screenshot(str(site.screens / "14-phone-conflicts.png"))
+        browser.save_screenshot(str(site.screens / "15-phone-conflicts.png"))
     finally:
         browser.set_window_size(1280, 900)
