@@ -85,9 +85,22 @@ async def test_sign_in_gives_a_signed_httponly_strict_cookie(keyed: httpx.AsyncC
 async def test_sign_in_without_the_form_token_is_refused(keyed: httpx.AsyncClient) -> None:
     await keyed.get("/ui/signin")
     refused = await keyed.post("/ui/signin", data={"key": KEY_ALL})
-    assert refused.status_code == 403
-    assert COOKIE not in refused.headers.get("set-cookie", "") or "Form expired" in refused.text
+    assert refused.status_code == 403 and "Form expired" in refused.text
+    forged = await keyed.post("/ui/signin", data={"key": KEY_ALL, "csrf": "guessed"})
+    assert forged.status_code == 403
     assert (await keyed.get("/ui/")).status_code == 303  # still signed out
+
+
+async def test_the_cookie_is_secure_off_loopback(store: MemoryStore) -> None:
+    app = create_app(store, settings=store.settings.with_changes(api_keys=KEYS))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                 base_url="https://memory.example") as http:
+        page = await http.get("/ui/signin")
+        assert "secure" in page.headers["set-cookie"].lower()
+        done = await http.post("/ui/signin", data={"csrf": csrf_of(page.text), "key": KEY_A})
+        assert done.status_code == 303
+        cookie = done.headers["set-cookie"].lower()
+        assert "secure" in cookie and "httponly" in cookie and "path=/ui" in cookie
 
 
 async def test_a_key_sees_only_its_agents(keyed: httpx.AsyncClient, store: MemoryStore) -> None:
@@ -363,3 +376,16 @@ async def test_agents_are_paged(open_ui: httpx.AsyncClient, store: MemoryStore,
     assert following
     second = await open_ui.get(unescape(following.group(1)))
     assert ">ag-3<" in second.text and ">ag-1<" not in second.text
+
+
+async def test_a_session_ends_with_its_key(store: MemoryStore) -> None:
+    await store.remember(A, "fact", content="Ana is vegetarian")
+    before = create_app(store, settings=store.settings.with_changes(api_keys=KEYS))
+    after = create_app(store, settings=store.settings.with_changes(api_keys=KEY_ALL))
+    async with client_for(before) as first:
+        assert (await sign_in(first, KEY_A)).status_code == 303
+        assert (await first.get("/ui/agents/agent-a/memories")).status_code == 200
+        cookies = first.cookies
+    async with client_for(after) as second:
+        second.cookies = cookies  # the same browser, after KEY_A left the configuration
+        assert (await second.get("/ui/agents/agent-a/memories")).status_code == 303

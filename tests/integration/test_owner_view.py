@@ -131,3 +131,12 @@ async def test_llm_usage_by_day_and_work_queue(store: MemoryStore) -> None:
     assert queue.counts == {"episode_close": {"pending": 1}}
     assert [w.memory_id for w in queue.items] == [episode.id]
     assert (await store.work_queue(B)).items == []
+
+
+async def test_an_update_names_every_bad_field_at_once(store: MemoryStore) -> None:
+    decision = await store.remember(A, "decision", description="Use Postgres")
+    with pytest.raises(InvalidInputError) as caught:
+        await store.update(A, decision.id, confidence=2, importance="lots", tags=[""])
+    assert sorted(p.field for p in caught.value.problems) == [
+        "confidence", "importance", "tags.0"]
+    assert (await store.get(A, decision.id)).version == 1
