@@ -113,11 +113,15 @@ class Settings:
     # serve a non-loopback address without api_keys (only behind another layer that
     # authenticates every request); refused otherwise
     insecure_no_auth_on_network: bool = False
+    # the largest import body (POST /agents/{agent_id}/import), read as it arrives
+    api_import_max_bytes: int = 4 * 1024 * 1024 * 1024
     # signs the inspector's session cookies; unset: a random secret made once and kept
     # in the database (store_meta), shared by every process serving it
     ui_session_secret: str | None = None
 
     def __post_init__(self) -> None:
+        if self.api_import_max_bytes < 1:
+            raise ConfigurationError("api_import_max_bytes must be >= 1")
         if self.pool_min_size < 0 or self.pool_max_size < max(1, self.pool_min_size):
             raise ConfigurationError(
                 f"pool sizes must satisfy 0 <= min <= max, max >= 1 "

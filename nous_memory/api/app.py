@@ -7,6 +7,7 @@ Settings are checked here, so a bad ``api_keys`` fails before the server listens
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -28,7 +29,10 @@ from .episodes import router as episodes_router
 from .facts import fact_request_schemas
 from .facts import router as facts_router
 from .inspector import install as install_inspector
+from .inspector.portability import UI_IMPORT_PATH
 from .maintenance import router as maintenance_router
+from .portability import IMPORT_PATH
+from .portability import router as portability_router
 from .recall import recall_request_schemas
 from .recall import router as recall_router
 from .routes import health_router, router
@@ -41,7 +45,9 @@ censor) stored per agent in PostgreSQL + pgvector.
 * Every memory route is scoped to the agent in its path; another agent's memory id is
   reported exactly like an unknown one (404).
 * Invalid input is always a 422 whose `detail` lists `{{"field", "reason"}}` objects.
-* Request bodies over {MAX_BODY_BYTES} bytes are refused with 413.
+* Request bodies over {MAX_BODY_BYTES} bytes are refused with 413 (an import's over
+  `NOUS_MEMORY_API_IMPORT_MAX_BYTES`, 4 GiB by default: it is read as it arrives, never
+  buffered whole).
 * When API keys are configured (`NOUS_MEMORY_API_KEYS`), every route except `/health`
   and the docs needs `Authorization: Bearer KEY` or `X-API-Key: KEY`.
 """
@@ -59,6 +65,8 @@ TAGS = [
                                       "excerpts, with typed scores."},
     {"name": "context", "description": "Assemble a budgeted context for a query; expand a "
                                        "memory to its full record."},
+    {"name": "export and erasure", "description": "A whole agent: export it as JSON "
+                                                  "Lines, import a file, forget it."},
     {"name": "health", "description": "Liveness of the database and embedding model."},
 ]
 
@@ -117,7 +125,9 @@ def create_app(store: MemoryStore | None = None, *,
     app.state.settings = settings
     app.state.key_ring = ring
     errors.install(app)
-    app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES)
+    app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES,
+                       streamed=re.compile(f"{IMPORT_PATH.pattern}|{UI_IMPORT_PATH.pattern}"),
+                       streamed_max_bytes=settings.api_import_max_bytes)
     app.include_router(health_router)
     guard = [Depends(require_key(ring))] if ring else []
     app.include_router(router, dependencies=guard)
@@ -127,5 +137,6 @@ def create_app(store: MemoryStore | None = None, *,
     app.include_router(maintenance_router, dependencies=guard)
     app.include_router(recall_router, dependencies=guard)
     app.include_router(context_router, dependencies=guard)
+    app.include_router(portability_router, dependencies=guard)
     install_inspector(app, ring, settings)  # the owner's pages at /ui (their own sign-in)
     return app

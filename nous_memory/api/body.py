@@ -7,13 +7,15 @@ invalid field, reaches the caller as an ``InvalidInputError`` in the one 422 for
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import FieldProblem, InvalidInputError
+from ..errors import FieldProblem, InvalidInputError, PayloadTooLargeError
 from ..memories.kinds import is_utf8
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -31,19 +33,31 @@ class BodySizeLimit:
 
     A declared Content-Length is checked first; a chunked body is read (and counted)
     before the app sees it, so an oversize body is never parsed or buffered in full.
+    Paths matching ``streamed`` (an upload read as it arrives, such as an import) are
+    passed through unbuffered under their own, larger limit: the route counts what it
+    reads (``bounded_stream``) and this checks only a declared length.
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES, *,
+                 streamed: re.Pattern[str] | None = None,
+                 streamed_max_bytes: int = MAX_BODY_BYTES) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.streamed = streamed
+        self.streamed_max_bytes = streamed_max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        streamed = self.streamed is not None and self.streamed.match(scope["path"])
+        limit = self.streamed_max_bytes if streamed else self.max_bytes
         declared = Headers(scope=scope).get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._reject(send)
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await _reject(send, limit)
+            return
+        if streamed:
+            await self.app(scope, receive, send)
             return
         chunks: list[bytes] = []
         size = 0
@@ -54,20 +68,39 @@ class BodySizeLimit:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_bytes:
-                await self._reject(send)
+                await _reject(send, self.max_bytes)
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
         await self.app(scope, _replay(b"".join(chunks), receive), send)
 
-    async def _reject(self, send: Send) -> None:
-        payload = json.dumps(too_large_payload(self.max_bytes)).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"),
-                                (b"content-length", str(len(payload)).encode()),
-                                (b"connection", b"close")]})
-        await send({"type": "http.response.body", "body": payload})
+
+
+async def _reject(send: Send, max_bytes: int) -> None:
+    payload = json.dumps(too_large_payload(max_bytes)).encode()
+    await send({"type": "http.response.start", "status": 413,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(payload)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": payload})
+
+
+class BodyTooLargeError(PayloadTooLargeError):
+    """A streamed body went past its limit while it was read (HTTP 413)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        super().__init__(FieldProblem("body", too_large_payload(max_bytes)["detail"][0]["reason"]))
+
+
+async def bounded_stream(request: Request, max_bytes: int) -> AsyncIterator[bytes]:
+    """The body's chunks as they arrive; ``BodyTooLargeError`` once past ``max_bytes``."""
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            raise BodyTooLargeError(max_bytes)
+        yield chunk
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

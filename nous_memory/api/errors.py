@@ -25,6 +25,7 @@ from ..errors import (
     NotFoundError,
     NousMemoryError,
 )
+from .body import BodyTooLargeError
 
 log = logging.getLogger("nous_memory.api")
 
@@ -95,7 +96,7 @@ async def request_validation_error(request: Request, exc: Exception) -> JSONResp
 
 async def nous_memory_error(request: Request, exc: Exception) -> JSONResponse:
     """Map the package's exception hierarchy to HTTP statuses."""
-    if isinstance(exc, OversizeMessageError):  # an episode message over its size limits
+    if isinstance(exc, OversizeMessageError | BodyTooLargeError):  # over a size limit
         return _problems([{"field": p.field, "reason": p.reason} for p in exc.problems], 413)
     if isinstance(exc, InvalidInputError):  # includes PayloadTooLargeError
         return _problems([{"field": p.field, "reason": p.reason} for p in exc.problems])

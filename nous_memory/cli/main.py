@@ -25,6 +25,7 @@ from .facts import add_fact_commands
 from .jobs import add_job_commands
 from .memories import add_memory_commands
 from .output import Command, Output
+from .portability import add_portability_commands
 from .recall import add_recall_command
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFLICT = 0, 1, 2, 3, 4
@@ -62,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_job_commands(commands, agent, json_flag)
     add_recall_command(commands, agent)
     add_context_commands(commands, agent)
+    add_portability_commands(commands, agent, json_flag)
 
     serve = commands.add_parser("serve", help="run the REST API")
     serve.add_argument("--host", help="interface to bind (default: settings api_host)")

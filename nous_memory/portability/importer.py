@@ -238,8 +238,9 @@ class _Staging:
                     await copy_to_stage(self._conn, carried.shape, [row])
             except InvalidInputError as exc:
                 reason = exc.reason.replace(f"stage_{carried.table}", carried.table)
+                column = exc.field if exc.field in carried.shape.columns else None
                 raise ExportFileError(row[-1], reason, table=carried.table,
-                                      column=exc.field) from exc
+                                      column=column) from exc
 
 
 def _check_trailer(trailer: ExportTrailer | None, last: int, staging: _Staging,

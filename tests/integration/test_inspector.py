@@ -389,3 +389,15 @@ async def test_a_session_ends_with_its_key(store: MemoryStore) -> None:
     async with client_for(after) as second:
         second.cookies = cookies  # the same browser, after KEY_A left the configuration
         assert (await second.get("/ui/agents/agent-a/memories")).status_code == 303
+
+
+async def test_an_import_over_the_limit_is_refused(store: MemoryStore) -> None:
+    app = create_app(store, settings=store.settings.with_changes(api_import_max_bytes=2000))
+    async with client_for(app) as http:
+        token = csrf_of((await http.get("/ui/agents/agent-a/data")).text)
+        big = await http.post("/ui/agents/agent-a/import", data={"csrf": token},
+                              files={"file": ("a.jsonl", b"x" * 5000, "application/x-ndjson")})
+        assert big.status_code == 413
+        small = await http.post("/ui/agents/agent-a/import", data={"csrf": token},
+                                files={"file": ("a.jsonl", b"{}\n", "application/x-ndjson")})
+        assert small.status_code == 422 and "line 1" in small.text

@@ -4,14 +4,16 @@ buttons over the store's export, import and forget-agent calls."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from urllib.parse import quote
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.datastructures import UploadFile
+from starlette.formparsers import MultiPartException, MultiPartParser
 
 from ...errors import InvalidInputError
+from ..body import BodyTooLargeError, bounded_stream
 from ..routes import Store
 from .pages import PageRoute, posted, render, viewer_of
 from .session import PageError, check_csrf
@@ -20,6 +22,8 @@ router = APIRouter(prefix="/ui/agents/{agent_id}", route_class=PageRoute,
                    include_in_schema=False)
 
 ACTOR = "inspector"
+# the upload is read as it arrives, under the import limit rather than the body limit
+UI_IMPORT_PATH = re.compile(r"^/ui/agents/[^/]+/import$")
 
 
 @router.get("/data")
@@ -54,14 +58,31 @@ async def import_file(request: Request, store: Store, agent_id: str) -> Response
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind != "multipart/form-data":
         raise PageError(415, "Not a file upload", "Choose an export file in the form.")
-    async with request.form(max_files=1, max_fields=5) as form:
+    limit = request.app.state.settings.api_import_max_bytes
+    parser = MultiPartParser(request.headers, _upload(request, limit), max_files=1,
+                             max_fields=5)
+    try:  # the file goes to a temporary file as it arrives (on disk past 1 MiB)
+        form = await parser.parse()
+    except MultiPartException as exc:
+        raise PageError(400, "Bad upload", f"The upload could not be read: {exc}") from None
+    except BodyTooLargeError:
+        raise PageError(413, "File too large", f"An import may be at most {limit} bytes "
+                        "(NOUS_MEMORY_API_IMPORT_MAX_BYTES).") from None
+    try:
         token = form.get("csrf")
         check_csrf(viewer.session, token if isinstance(token, str) else None)
         upload = form.get("file")
         if not isinstance(upload, UploadFile) or not upload.filename:
             raise InvalidInputError.single("file", "choose an export file to import")
         summary = await store.import_agent(upload.file, agent_id=agent_id)
+    finally:
+        await form.close()
     return await render(request, viewer, "imported.html", agent=agent_id, summary=summary)
+
+
+async def _upload(request: Request, limit: int) -> AsyncGenerator[bytes]:
+    async for chunk in bounded_stream(request, limit):
+        yield chunk
 
 
 @router.post("/forget-agent")

@@ -1,0 +1,81 @@
+"""A whole agent over HTTP: ``GET /agents/{agent_id}/export`` (streamed JSON Lines),
+``POST /agents/{agent_id}/import`` (the file as the body, read as it arrives) and
+``DELETE /agents/{agent_id}`` (forget the agent).
+
+Each is one store call, scoped like every other route by the agent in the path (an API
+key limited to some agents may export, import into and forget only those).  An import
+body is never buffered whole: it is validated line by line as it streams in, up to
+``api_import_max_bytes`` (4 GiB by default); a bad file is a 422 naming the line and the
+reason, a conflict with the agent's rows a 409, and neither imports anything.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import StreamingResponse
+
+from ..portability import ErasureReceipt, ImportSummary
+from .body import bounded_stream
+from .errors import problem_responses
+from .routes import AgentId, Store
+
+IMPORT_PATH = re.compile(r"^/agents/[^/]+/import$")
+NDJSON = "application/x-ndjson"
+
+router = APIRouter(prefix="/agents/{agent_id}", tags=["export and erasure"])
+
+
+@router.get(
+    "/export", summary="Export everything of an agent as JSON Lines",
+    response_class=StreamingResponse,
+    responses={200: {"content": {NDJSON: {}},
+                     "description": "The export file (docs/export-format.md), streamed"},
+               **problem_responses(401, 403, 404, 422, 503)})
+async def export_agent(agent_id: AgentId, store: Store) -> StreamingResponse:
+    """Every record of the agent, read from one snapshot: a header line, a line per row
+    and a trailer with row counts and a SHA-256 (a cut-off download is detected)."""
+    stream = store.export_agent(agent_id)
+    chunks = aiter(stream)
+    first = await anext(chunks)  # an unknown agent is a 404 before the body starts
+
+    async def body() -> AsyncIterator[bytes]:
+        try:
+            yield first
+            async for chunk in chunks:
+                yield chunk
+        finally:
+            await stream.aclose()
+
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", stream.agent_id)[:100]
+    return StreamingResponse(body(), media_type=NDJSON, headers={
+        "Content-Disposition": f'attachment; filename="nous-memory-{name}.jsonl"'})
+
+
+@router.post(
+    "/import", summary="Import an export file into this agent",
+    openapi_extra={"requestBody": {"required": True, "content": {NDJSON: {"schema": {
+        "type": "string", "format": "binary"}}}}},
+    responses=problem_responses(401, 403, 409, 413, 422, 503))
+async def import_agent(
+    agent_id: AgentId, request: Request, store: Store,
+    allow_other_model: Annotated[bool, Query(
+        description="Accept vectors of another embedding model (the housekeeping job "
+                    "re-embeds them); refused by default")] = False,
+) -> ImportSummary:
+    """All or nothing, in one transaction.  Rows the agent already has with the same
+    values are skipped, so importing twice changes nothing."""
+    limit: int = request.app.state.settings.api_import_max_bytes
+    return await store.import_agent(bounded_stream(request, limit),
+                                    agent_id=agent_id, allow_other_model=allow_other_model)
+
+
+@router.delete("", summary="Forget an agent: erase every record of it",
+               responses=problem_responses(401, 403, 404, 422, 503))
+async def forget_agent(agent_id: AgentId, store: Store) -> ErasureReceipt:
+    """Every row of the agent in every table, in one transaction.  The receipt (also kept
+    in the database) holds a hash of the agent id, the time and the rows per table."""
+    return await store.forget_agent(agent_id, actor="api")

@@ -1,0 +1,115 @@
+"""``nous-memory export``, ``import`` and ``forget-agent``: a whole agent to a file, from
+a file, or erased for good.
+
+The file format is docs/export-format.md.  An export written with ``-o`` goes to a
+temporary name first and is renamed when complete, so a failed export never leaves a
+file that looks finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+from pathlib import Path
+from typing import BinaryIO
+
+from ..errors import InvalidInputError
+from ..store import MemoryStore
+from .output import Output
+
+
+def add_portability_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+                             agent: argparse.ArgumentParser,
+                             json_flag: argparse.ArgumentParser) -> None:
+    export = commands.add_parser(
+        "export", parents=[agent], help="write everything of an agent to a JSON Lines file",
+        description="Write every record of an agent (memories, history, transcripts, "
+                    "chunks, summaries, cold storage, pending work) as one JSON Lines file.")
+    export.add_argument("-o", "--output", metavar="FILE",
+                        help="the file to write (default: standard output)")
+    export.set_defaults(handler=_export)
+
+    load = commands.add_parser(
+        "import", parents=[json_flag], help="read an export into the same or another agent",
+        description="Read an export file, all or nothing: a bad, truncated or conflicting "
+                    "file imports nothing; rows the agent already has are skipped.")
+    load.add_argument("file", metavar="FILE", help="the export file ('-': standard input)")
+    load.add_argument("--agent", metavar="AGENT",
+                      help="the agent to import into (default: the one it was exported from)")
+    load.add_argument("--reembed", action="store_true",
+                      help="accept vectors of another embedding model; the housekeeping "
+                           "job re-embeds them")
+    load.set_defaults(handler=_import)
+
+    forget = commands.add_parser(
+        "forget-agent", parents=[agent], help="erase every record of an agent for good",
+        description="Erase every row of an agent in one transaction; only a receipt "
+                    "without content (a hash of the id, the time, row counts) is kept.")
+    forget.add_argument("--yes", action="store_true", help="confirm the erasure")
+    forget.add_argument("--actor", default="cli", help="who asked (kept in the receipt)")
+    forget.set_defaults(handler=_forget)
+
+
+async def _export(store: MemoryStore, args: argparse.Namespace) -> Output:
+    if args.output is None:
+        if args.json:
+            raise InvalidInputError.single("json", "the export itself goes to standard "
+                                                   "output; use -o FILE with --json")
+        summary = await store.export_agent_to(args.agent, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        print(f"exported {summary.rows} rows of {summary.agent_id}", file=sys.stderr)
+        return Output(None, "")
+    target = Path(args.output)
+    partial = target.with_name(target.name + ".partial")
+    try:
+        with await asyncio.to_thread(partial.open, "wb") as out:
+            summary = await store.export_agent_to(args.agent, out)
+        partial.replace(target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            partial.unlink()
+    lines = [f"exported {summary.rows} rows of {summary.agent_id} to {target} "
+             f"({summary.bytes} bytes, sha256 {summary.sha256})"]
+    lines += [f"  {table:<24}{n}" for table, n in summary.counts.items() if n]
+    return Output(summary.model_dump(mode="json") | {"file": str(target)}, "\n".join(lines))
+
+
+async def _import(store: MemoryStore, args: argparse.Namespace) -> Output:
+    source: BinaryIO
+    with contextlib.ExitStack() as stack:
+        if args.file == "-":
+            source = sys.stdin.buffer
+        else:
+            try:
+                source = stack.enter_context(await asyncio.to_thread(Path(args.file).open,
+                                                                     "rb"))
+            except OSError as exc:
+                raise InvalidInputError.single(
+                    "file", f"cannot read {args.file}: {exc.strerror or exc}") from None
+        summary = await store.import_agent(source, agent_id=args.agent,
+                                           allow_other_model=args.reembed)
+    added, kept = sum(summary.inserted.values()), sum(summary.identical.values())
+    lines = [f"imported {summary.rows} rows of {summary.source_agent_id} into "
+             f"{summary.agent_id}: {added} new, {kept} already there"]
+    lines += [f"  {table:<24}{n} new, {summary.identical.get(table, 0)} already there"
+              for table, n in summary.inserted.items()]
+    if summary.reembed_pending:
+        lines.append(f"{summary.reembed_pending} rows have vectors of "
+                     f"{summary.embedding_model}: 'nous-memory jobs run housekeeping' "
+                     "re-embeds them")
+    return Output(summary.model_dump(mode="json"), "\n".join(lines))
+
+
+async def _forget(store: MemoryStore, args: argparse.Namespace) -> Output:
+    if not args.yes:
+        raise InvalidInputError.single(
+            "yes", f"forget-agent erases every record of {args.agent} for good; run it "
+                   "again with --yes to confirm (nous-memory export first keeps a copy)")
+    receipt = await store.forget_agent(args.agent, actor=args.actor)
+    lines = [f"forgot {receipt.agent_id}: {receipt.total_rows} rows erased "
+             f"(receipt {receipt.audit_id}, {receipt.erased_at.isoformat(timespec='seconds')})"]
+    lines += [f"  {table:<24}{n}" for table, n in sorted(receipt.counts.items()) if n]
+    return Output(receipt.model_dump(mode="json"), "\n".join(lines))
+

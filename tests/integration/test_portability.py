@@ -1,0 +1,303 @@
+"""Export, import and forgetting an agent, on real databases with the real model: every
+agent table accounted for, a round trip into another agent and another database that
+gives the same records, history and recall, idempotent re-imports, refused bad files
+that import nothing, and an erasure that removes exactly one agent's rows."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nous_memory import Embedder, MemoryStore, NotFoundError
+from nous_memory.db import EmbeddedServer
+from nous_memory.db.bulk import SHAPES
+from nous_memory.portability import (
+    CARRIED,
+    EXCLUDED,
+    ExportFileError,
+    ImportConflictError,
+    TruncatedExportError,
+)
+from tests.conftest import create_database, drop_database
+from tests.integration.db_helpers import sql
+from tests.integration.portability_helpers import (
+    build_rich_agent,
+    chunks_of,
+    exported,
+    table_counts,
+)
+
+QUERIES = ["when is the project deadline?", "what does Ana eat?", "Lisbon flight",
+           "favourite colour", "how do we deploy?", "garden shed Marker7"]
+SKIPPED_IN_COMPARISON = {"work_items": ("id", "state", "attempts", "run_after", "lease_until",
+                                        "locked_by", "last_error", "created_at",
+                                        "updated_at")}
+
+
+@pytest.fixture
+async def other_store(pg_server: EmbeddedServer, template_db: str,
+                      embedder: Embedder) -> AsyncIterator[MemoryStore]:
+    """A second, fresh database: where a moved agent lands."""
+    dsn = await create_database(pg_server, template_db)
+    try:
+        async with MemoryStore.open(database_url=dsn, embedder=embedder,
+                                    data_dir=Path("/nonexistent-unused")) as opened:
+            yield opened
+    finally:
+        await drop_database(pg_server, dsn)
+
+
+async def agent_rows(store: MemoryStore, agent: str) -> dict[str, list[dict[str, Any]]]:
+    """Every carried table's rows of one agent, without agent_id, in key order."""
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for carried in CARRIED:
+        shape = SHAPES[carried.table]
+        skipped = {"agent_id", *SKIPPED_IN_COMPARISON.get(carried.table, ())}
+        columns = ", ".join(f'"{c}"' for c in shape.columns if c not in skipped)
+        order = ", ".join(f'"{c}"' for c in shape.key)
+        only = "".join(f""" AND "{c}" IN ('{"', '".join(v)}')"""
+                       for c, v in carried.only.items())  # open work items only
+        rows[carried.table] = [dict(r) for r in await sql(
+            store, f'SELECT {columns} FROM "{carried.table}" WHERE agent_id = $1{only} '
+                   f"ORDER BY {order}", agent)]
+    return rows
+
+
+async def recall_view(store: MemoryStore, agent: str) -> list[list[tuple[Any, ...]]]:
+    views = []
+    for query in QUERIES:
+        result = await store.recall(agent, query, k=8)
+        views.append([(i.ref, i.source, i.text, round(i.scores.cosine or 0, 6),
+                       round(i.scores.final, 4)) for i in result.items])
+    return views
+
+
+async def test_every_agent_table_is_exported_or_excluded(store: MemoryStore) -> None:
+    """A new table with agent_id fails here until it is carried or excluded with a reason."""
+    live = {r["table_name"] for r in await sql(
+        store, "SELECT c.table_name FROM information_schema.columns c JOIN "
+               "information_schema.tables t USING (table_schema, table_name) WHERE "
+               "c.table_schema = 'public' AND t.table_type = 'BASE TABLE' "
+               "AND c.column_name = 'agent_id'")}
+    carried = [c.table for c in CARRIED]
+    assert len(carried) == len(set(carried)) and not set(carried) & set(EXCLUDED)
+    assert set(carried) | set(EXCLUDED) == live
+    assert all(reason for reason in EXCLUDED.values())
+
+
+async def test_round_trip_into_another_agent_and_database(
+        store: MemoryStore, other_store: MemoryStore) -> None:
+    made = await build_rich_agent(store, "source")
+    data = await exported(store, "source")
+    lines = data.splitlines()
+    header, trailer = json.loads(lines[0]), json.loads(lines[-1])["end"]
+    assert header["nous_memory_export"]["agent_id"] == "source"
+    assert header["nous_memory_export"]["embedding_dim"] == 384
+    assert trailer["rows"] == len(lines) - 2
+    assert trailer["sha256"] == hashlib.sha256(b"".join(
+        line + b"\n" for line in lines[:-1])).hexdigest()
+    tables = [json.loads(line)["table"] for line in lines[1:-1]]
+    assert tables == sorted(tables, key=[c.table for c in CARRIED].index)  # dependency order
+    assert all(trailer["counts"][t] > 0 for t in (
+        "memories", "episodes", "decisions", "facts", "procedures", "censors",
+        "episode_messages", "episode_chunks", "memory_archive", "memory_events",
+        "conversation_policies", "conversation_summaries", "conversation_analyses",
+        "conversation_state", "work_items"))
+
+    summary = await other_store.import_agent(chunks_of(data), agent_id="moved")
+    assert summary.source_agent_id == "source" and summary.agent_id == "moved"
+    assert summary.inserted == {t: n for t, n in trailer["counts"].items() if n}
+    assert not any(summary.identical.values())
+
+    assert await agent_rows(other_store, "moved") == await agent_rows(store, "source")
+    assert await recall_view(other_store, "moved") == await recall_view(store, "source")
+    superseding = made["superseding"].fact.id
+    chain = await other_store.fact_history("moved", superseding)
+    assert [m.detail.content for m in chain.chain] == [  # type: ignore[union-attr]
+        "The project deadline is March 3", "The project deadline is March 10"]
+    conflict = await other_store.get("moved", made["conflict"].fact.id)
+    assert conflict.detail.conflicts_with  # type: ignore[union-attr]
+    history = await other_store.history("moved", made["edited"].id)
+    assert [e.event for e in history] == ["created", "updated"]
+    archived = await other_store.expand("moved", made["archived"].id)
+    assert archived.archived and archived.transcript is not None
+    assert archived.transcript.from_cold_storage
+    assert any("vegetarian" in m.content for m in archived.transcript.messages)
+    assert [s.content for s in await other_store.summary_history("moved", made["live"].id)] \
+        == [s.content for s in await store.summary_history("source", made["live"].id)]
+    assert (await other_store.conversation_policy("moved")).window_tokens == 16384
+
+    before = await table_counts(other_store.dsn)
+    again = await other_store.import_agent(chunks_of(data, 997), agent_id="moved")
+    assert not again.changed
+    assert again.identical == summary.inserted
+    assert await table_counts(other_store.dsn) == before
+
+    # the pending close came along as pending work: the worker finishes it there
+    await other_store.worker().drain()
+    assert (await other_store.get_episode("moved", made["closing"].id)
+            ).detail.state == "closed"  # type: ignore[union-attr]
+
+
+async def test_import_into_another_agent_of_the_same_database(store: MemoryStore) -> None:
+    """Ids are per agent, so a copy beside the original shares them; new log rows of
+    either agent never collide with the copied ones afterwards."""
+    await build_rich_agent(store, "original")
+    data = await exported(store, "original")
+    summary = await store.import_agent(chunks_of(data), agent_id="copy")
+    assert summary.changed
+    assert await agent_rows(store, "copy") == {
+        t: rows for t, rows in (await agent_rows(store, "original")).items()}
+    fact = await store.remember("copy", "fact", content="Only the copy knows this")
+    await store.update("copy", fact.id, content="Only the copy knows this, updated")
+    assert [e.event for e in await store.history("copy", fact.id)] == ["created", "updated"]
+    page = await store.list("original", kind="fact", limit=50)
+    assert all("copy" not in m.summary for m in page.items)
+
+
+async def test_conflicting_rows_refuse_the_import(store: MemoryStore) -> None:
+    made = await build_small_agent(store, "a")
+    data = await exported(store, "a")
+    await store.update("a", made.id, content="Changed since the export")
+    before = await table_counts(store.dsn)
+    with pytest.raises(ImportConflictError, match="memories") as caught:
+        await store.import_agent(chunks_of(data))
+    line = json.loads(data.splitlines()[caught.value.lines[0] - 1])
+    assert line["row"]["id"] == str(made.id)
+    assert await table_counts(store.dsn) == before
+    # restoring after forgetting; then reads (access counts) are no conflict: they are
+    # not what the record says, and the agent keeps its own
+    await store.forget_agent("a")
+    assert (await store.import_agent(chunks_of(data))).changed
+    await sql(store, "UPDATE memories SET access_count = 7, last_accessed_at = now() "
+                     "WHERE agent_id = 'a'")
+    assert not (await store.import_agent(chunks_of(data))).changed
+    assert (await store.get("a", made.id)).access_count == 7
+
+
+async def build_small_agent(store: MemoryStore, agent: str) -> Any:
+    fact = await store.remember(agent, "fact", content="Tim prefers Celsius", subject="Tim")
+    episode = await store.start_episode(agent, title="chat")
+    await store.append(agent, episode.id, [{"role": "user", "content": "Hello there"}])
+    return fact
+
+
+def _edited(data: bytes, number: int, change: Any) -> bytes:
+    """The file with line ``number`` (1-based) replaced by ``change(line_object)``."""
+    lines = data.splitlines()
+    value = json.loads(lines[number - 1])
+    lines[number - 1] = json.dumps(change(value)).encode()
+    return b"\n".join(lines) + b"\n"
+
+
+def _row_line(data: bytes, table: str) -> int:
+    for number, line in enumerate(data.splitlines(), start=1):
+        if json.loads(line).get("table") == table:
+            return number
+    raise AssertionError(table)
+
+
+def _set(table_row: dict[str, Any], **values: Any) -> dict[str, Any]:
+    table_row["row"].update(values)
+    return table_row
+
+
+async def test_bad_files_are_refused_with_the_line_and_import_nothing(
+        store: MemoryStore) -> None:
+    await build_small_agent(store, "a")
+    data = await exported(store, "a")
+    lines = data.splitlines(keepends=True)
+    memory_line = _row_line(data, "memories")
+    message_line = _row_line(data, "episode_messages")
+    cases: list[tuple[bytes, type[Exception], int, str]] = [
+        (b"".join(lines[:-1]), TruncatedExportError, len(lines), "truncated"),
+        (b"".join(lines)[:len(data) // 2], ExportFileError, 0, "JSON"),
+        (b"", TruncatedExportError, 1, "empty"),
+        (b"".join(lines[:memory_line - 1] + lines[memory_line:]), TruncatedExportError,
+         len(lines) - 1, "memories: 1 rows, the trailer says 2"),
+        (_edited(data, message_line, lambda v: _set(v, content="Hello there!")),
+         TruncatedExportError, len(lines), "checksum"),
+        (_edited(data, memory_line, lambda v: _set(v, importance="high")), ExportFileError,
+         memory_line, "memories.importance"),
+        (_edited(data, memory_line, lambda v: _set(v, status="bogus")), ExportFileError,
+         memory_line, "status_check"),
+        (_edited(data, memory_line, lambda v: _set(v, id="not-a-uuid")), ExportFileError,
+         memory_line, "memories.id"),
+        (_edited(data, memory_line, lambda v: _set(v, embedding="AAAA")), ExportFileError,
+         memory_line, "expected 384"),
+        (_edited(data, memory_line, lambda v: _set(v, surprise=1)), ExportFileError,
+         memory_line, "memories.surprise"),
+        (_edited(data, memory_line, lambda v: {"table": "llm_calls", "row": v["row"]}),
+         ExportFileError, memory_line, "do not carry llm_calls"),
+        (_edited(data, 1, lambda v: {"nous_memory_export": {
+            **v["nous_memory_export"], "embedding_dim": 768}}), ExportFileError, 1,
+         "embedding_dim"),
+        (_edited(data, 1, lambda v: {"nous_memory_export": {
+            **v["nous_memory_export"], "embedding_model": "another/model"}}),
+         ExportFileError, 1, "embedding_model"),
+        (data + b'{"table": "memories", "row": {}}\n', ExportFileError, len(lines) + 1,
+         "after the trailer"),
+        (b"\n".join(data.splitlines()[1:]) + b"\n", ExportFileError, 1,
+         "not a nous-memory export"),
+    ]
+    before = await table_counts(store.dsn)
+    for body, error, number, reason in cases:
+        with pytest.raises(error) as caught:
+            await store.import_agent(chunks_of(body, 1000), agent_id="target")
+        if number:
+            assert caught.value.line == number, (reason, caught.value)  # type: ignore[attr-defined]
+        assert reason in str(caught.value), (reason, caught.value)
+        assert await table_counts(store.dsn) == before, reason
+
+
+async def test_a_line_longer_than_the_limit_is_refused_before_it_is_held(
+        store: MemoryStore) -> None:
+    await build_small_agent(store, "a")
+    data = await exported(store, "a")
+    from nous_memory.portability.importer import Importer
+
+    importer = Importer(store._db, store._store_facts())
+    endless = b'{"nous_memory_export": "' + b"x" * 50_000
+    with pytest.raises(ExportFileError, match="longer than 10000 bytes"):
+        await importer.run(chunks_of(endless, 4096), max_line_bytes=10_000)
+    assert not (await importer.run(chunks_of(data), max_line_bytes=10_000)).changed
+
+
+async def test_forget_agent_removes_every_row_of_it_and_nothing_else(
+        store: MemoryStore) -> None:
+    await build_rich_agent(store, "gone")
+    await build_small_agent(store, "kept")
+    await sql(store, "INSERT INTO llm_calls (agent_id, purpose, model, prompt_tokens, "
+                     "completion_tokens, tokens_source, latency_ms, outcome) VALUES "
+                     "('gone', 'close', 'm', 10, 5, 'reported', 100, 'ok'), "
+                     "('kept', 'close', 'm', 10, 5, 'reported', 100, 'ok')")
+    await store.recall("gone", "what did Ana say?")  # an embedding_cache row
+    before = await table_counts(store.dsn)
+    gone_before = {t: n for (t, a), n in before.items() if a == "gone"}
+    assert {"memories", "llm_calls", "embedding_cache", "work_items",
+            "memory_archive", "conversation_summaries"} <= set(gone_before)
+
+    receipt = await store.forget_agent("gone", actor="test")
+    after = await table_counts(store.dsn)
+    assert not {k for k in after if k[1] == "gone"}
+    assert {k: n for k, n in before.items() if k[1] != "gone" and k[0] != "agent_erasures"} \
+        == {k: n for k, n in after.items() if k[0] != "agent_erasures"}
+    assert {t: n for t, n in receipt.counts.items() if n} == gone_before
+    assert receipt.total_rows == sum(gone_before.values())
+    audit = await sql(store, "SELECT * FROM agent_erasures")
+    assert len(audit) == 1
+    assert audit[0]["agent_sha256"] == hashlib.sha256(b"gone").digest()
+    assert json.loads(audit[0]["row_counts"]) == receipt.counts
+    assert audit[0]["actor"] == "test" and audit[0]["total_rows"] == receipt.total_rows
+    # no content and no id: only the hash, the counts, the time and who asked
+    assert set(audit[0].keys()) == {"id", "agent_sha256", "erased_at", "row_counts",
+                                    "total_rows", "actor"}
+    with pytest.raises(NotFoundError):
+        await store.forget_agent("gone")
+    with pytest.raises(NotFoundError):
+        await exported(store, "gone")
