@@ -165,6 +165,8 @@ async def test_forms_without_or_with_a_wrong_token_change_nothing(
                                                     "csrf": other_token})).status_code == 403
     unchanged = await store.get(A, fact.id)
     assert unchanged.version == 1 and unchanged.summary == "The sync is on Tuesdays"
+    full = await open_ui.get(f"{url}?full=1")
+    assert full.status_code == 200 and "Full record" in full.text
 
     saved = await open_ui.post(f"{url}/edit", data={"content": "The sync moved to Wednesdays",
                                                     "csrf": token})
@@ -279,8 +281,15 @@ async def test_episode_and_operations_pages(open_ui: httpx.AsyncClient,
     episode = await store.start_episode(A, title="Trip planning")
     await store.append(A, episode.id, [
         {"role": "user", "name": "Ana", "content": f"Message number {i}"} for i in range(130)])
+    learned = await store.learn_fact(A, "Ana wants to see Porto in spring",
+                                     source_episode_id=episode.id, source_kind="extracted")
+    assert learned.fact is not None
     first = await open_ui.get(f"/ui/agents/agent-a/episodes/{episode.id}")
     assert first.status_code == 200
+    learned_part = first.text.split("Learned from it", 1)[1].split("Transcript", 1)[0]
+    assert "Ana wants to see Porto in spring" in learned_part
+    fact_page = await open_ui.get(f"/ui/agents/agent-a/memories/{learned.fact.id}?full=1")
+    assert "Source episode" in fact_page.text and "Transcript excerpt" in fact_page.text
     assert "Message number 0" in first.text and "Message number 99<" in first.text
     assert "Message number 100" not in first.text
     later = await open_ui.get(f"/ui/agents/agent-a/episodes/{episode.id}?from_seq=100")
