@@ -161,6 +161,14 @@ CREATE INDEX facts_source_episode ON facts (agent_id, source_episode_id)
     WHERE source_episode_id IS NOT NULL;
 CREATE INDEX facts_normalized ON facts (agent_id, normalized_hash);
 
+-- Deleting a fact (a purge, forgetting an agent) makes PostgreSQL look for the facts that
+-- point at it through the supersession links; without these, every deleted fact costs
+-- two scans of the whole table.  Partial: most facts have no link.
+CREATE INDEX facts_supersedes ON facts (agent_id, supersedes_id)
+    WHERE supersedes_id IS NOT NULL;
+CREATE INDEX facts_superseded_by ON facts (agent_id, superseded_by_id)
+    WHERE superseded_by_id IS NOT NULL;
+
 CREATE TABLE procedures (
     agent_id              text    NOT NULL,
     memory_id             uuid    NOT NULL,

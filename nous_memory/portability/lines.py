@@ -128,14 +128,16 @@ async def numbered_lines(chunks: AsyncIterable[bytes], *,
     line longer than ``max_line_bytes`` is refused before it is held whole."""
     pending = bytearray()
     number = 0
+    searched = 0  # pending[:searched] holds no newline: a long line is scanned once
     async for chunk in chunks:
         pending += chunk
         start = 0
-        while (end := pending.find(b"\n", start)) >= 0:
+        while (end := pending.find(b"\n", max(start, searched))) >= 0:
             number += 1
             yield number, bytes(pending[start:end + 1])
             start = end + 1
         del pending[:start]
+        searched = len(pending)
         if len(pending) > max_line_bytes:
             raise ExportFileError(number + 1, f"line longer than {max_line_bytes} bytes")
     if pending:
@@ -186,8 +188,9 @@ def _validated(model: type[BaseModel], value: Any, number: int, table: str) -> A
 
 def row_values(shape: TableShape, row: Any, *, agent_id: str, dim: int,
                number: int) -> tuple[Any, ...]:
-    """One row checked by its table's typed definition (``db/models.py``), as values in
-    ``shape.columns`` order for the staging table."""
+    """One row checked by its table's typed definition (``db/models.py``, through
+    ``shape.checker``: the same fields), as values in ``shape.columns`` order for the
+    staging table."""
     table = shape.name
     if not isinstance(row, dict):
         raise ExportFileError(number, '"row" must be a JSON object', table=table)
@@ -203,7 +206,7 @@ def row_values(shape: TableShape, row: Any, *, agent_id: str, dim: int,
             value = _base64(value, number, table, column)
         data[shape.attributes[column]] = value
     try:
-        typed = shape.model.model_validate(data)
+        typed = shape.checker.model_validate(data)
     except ValidationError as exc:
         error = exc.errors()[0]
         attribute = str(error["loc"][0]) if error["loc"] else ""

@@ -30,7 +30,3 @@ INSERT INTO agent_erasures (agent_sha256, row_counts, total_rows, actor)
 VALUES ($1, $2, $3, $4)
 RETURNING id, erased_at;
 
--- name: erasures_of_agent
--- The receipts kept for an agent id (by its hash), newest first.
-SELECT id, erased_at, row_counts, total_rows, actor FROM agent_erasures
-WHERE agent_sha256 = $1 ORDER BY erased_at DESC, id DESC;

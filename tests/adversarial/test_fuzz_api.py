@@ -86,6 +86,16 @@ def map_body(ctx: Any, body: Any) -> Any:
     return body
 
 
+@schemathesis.serializer("application/x-ndjson")
+def ndjson(ctx: Any, value: Any) -> bytes:
+    """An import body: the generated value as raw bytes (lone surrogates kept, so some
+    bodies are not even UTF-8)."""
+    if isinstance(value, bytes):
+        return value
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text.encode("utf-8", "surrogatepass")
+
+
 @schemathesis.hook
 def map_path_parameters(ctx: Any, path: Any) -> Any:
     """Some ids are the victim's, under the attacker's own agent path (never the

@@ -464,7 +464,10 @@ async def test_openapi_documents_paths_and_bodies(client: httpx.AsyncClient) -> 
                           "/agents/{agent_id}/conversation-policy",
                           "/agents/{agent_id}/recall",
                           "/agents/{agent_id}/context",
-                          "/agents/{agent_id}/memories/{memory_id}/expand"}
+                          "/agents/{agent_id}/memories/{memory_id}/expand",
+                          # a whole agent
+                          "/agents/{agent_id}/export", "/agents/{agent_id}/import",
+                          "/agents/{agent_id}"}
     assert set(paths["/agents/{agent_id}/memories/{memory_id}"]) == {"get", "patch", "delete"}
     assert set(paths["/agents/{agent_id}/memories"]) == {"get", "post"}
     create_body = paths["/agents/{agent_id}/memories"]["post"]["requestBody"]

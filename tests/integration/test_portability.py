@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,12 @@ async def test_every_agent_table_is_exported_or_excluded(store: MemoryStore) -> 
     assert len(carried) == len(set(carried)) and not set(carried) & set(EXCLUDED)
     assert set(carried) | set(EXCLUDED) == live
     assert all(reason for reason in EXCLUDED.values())
+    for shape in SHAPES.values():  # lines are checked by exactly the typed rows' fields
+        fields, typed = shape.checker.model_fields, shape.model.model_fields
+        assert {n: f.annotation for n, f in fields.items()} == {
+            n: f.annotation for n, f in typed.items()}, shape.name
+        assert {n: f.is_required() for n, f in fields.items()} == {
+            n: f.is_required() for n, f in typed.items()}, shape.name
 
 
 async def test_round_trip_into_another_agent_and_database(
@@ -301,3 +308,41 @@ async def test_forget_agent_removes_every_row_of_it_and_nothing_else(
         await store.forget_agent("gone")
     with pytest.raises(NotFoundError):
         await exported(store, "gone")
+
+
+def _resealed(lines: list[bytes]) -> bytes:
+    """Row lines (header first) with a trailer that matches them."""
+    counts: dict[str, int] = {}
+    for line in lines[1:]:
+        table = json.loads(line)["table"]
+        counts[table] = counts.get(table, 0) + 1
+    body = b"".join(line + b"\n" for line in lines)
+    trailer = {"end": {"rows": len(lines) - 1, "counts": counts,
+                       "sha256": hashlib.sha256(body).hexdigest()}}
+    return body + json.dumps(trailer).encode() + b"\n"
+
+
+async def test_vectors_of_another_model_are_refused_or_kept_for_re_embedding(
+        store: MemoryStore) -> None:
+    await build_small_agent(store, "a")
+    lines = (await exported(store, "a")).splitlines()[:-1]
+    other: list[bytes] = []
+    for line in lines:
+        value = json.loads(line)
+        if "nous_memory_export" in value:
+            value["nous_memory_export"]["embedding_model"] = "another/model"
+        elif value["row"].get("embedding_model"):
+            value["row"]["embedding_model"] = "another/model"
+        other.append(json.dumps(value).encode())
+    data = _resealed(other)
+    with pytest.raises(ExportFileError, match="another/model"):
+        await store.import_agent(chunks_of(data), agent_id="b")
+    summary = await store.import_agent(chunks_of(data), agent_id="b", allow_other_model=True)
+    assert summary.reembed_pending == 2  # the fact and the episode's summary
+    found = (await store.recall("b", "Celsius")).items[0]
+    assert found.text == "Tim prefers Celsius"
+    assert found.scores.cosine is None  # found by its words: its vector is not comparable
+    result = await store.maintenance.housekeeping(now=datetime.now(UTC))
+    assert result.counts["memories_reembedded"] == 2
+    found = (await store.recall("b", "Celsius")).items[0]
+    assert found.text == "Tim prefers Celsius" and found.scores.cosine is not None

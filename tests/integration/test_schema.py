@@ -198,3 +198,26 @@ async def test_only_the_scan_pool_plans_generically_without_seq_scans(database_u
             assert await conn.raw.fetchval("SHOW enable_seqscan") == "on"
     finally:
         await db.close()
+
+
+async def test_every_foreign_key_is_indexed(store: MemoryStore) -> None:
+    """Deleting a referenced row (a purge, forgetting an agent) looks up the rows that
+    point at it; without an index on the referencing columns each delete scans a table."""
+    async with store._db.acquire() as conn:
+        keys = await conn.raw.fetch(
+            "SELECT conrelid::regclass::text AS tab, conname, conkey FROM pg_constraint "
+            "WHERE contype = 'f' AND connamespace = 'public'::regnamespace")
+        indexes = await conn.raw.fetch(
+            "SELECT indrelid::regclass::text AS tab, indkey::int2[] AS cols, indisunique "
+            "FROM pg_index WHERE indrelid::regclass::text NOT LIKE 'pg_%'")
+
+    def serves(index: asyncpg.Record, key: asyncpg.Record) -> bool:
+        """The index leads with the key's columns (a unique index with some of them)."""
+        cols, wanted = list(index["cols"]), set(key["conkey"])
+        lead = cols if index["indisunique"] and len(cols) < len(wanted) else \
+            cols[:len(wanted)]
+        return index["tab"] == key["tab"] and set(lead) <= wanted and \
+            len(lead) == min(len(cols), len(wanted))
+
+    unindexed = [k["conname"] for k in keys if not any(serves(i, k) for i in indexes)]
+    assert unindexed == []
