@@ -119,6 +119,9 @@ class Settings:
     tools_allow_purge: bool = False
     # the largest import body (POST /agents/{agent_id}/import), read as it arrives
     api_import_max_bytes: int = 4 * 1024 * 1024 * 1024
+    # signs the inspector's session cookies; unset: a random secret made once and kept
+    # in the database (store_meta), shared by every process serving it
+    ui_session_secret: str | None = None
 
     def __post_init__(self) -> None:
         if self.api_import_max_bytes < 1:
@@ -128,6 +131,8 @@ class Settings:
                 f"pool sizes must satisfy 0 <= min <= max, max >= 1 "
                 f"(got min={self.pool_min_size}, max={self.pool_max_size})"
             )
+        if self.ui_session_secret is not None and len(self.ui_session_secret) < 32:
+            raise ConfigurationError("ui_session_secret needs at least 32 characters")
         if self.embedding_batch_size < 1:
             raise ConfigurationError("embedding_batch_size must be >= 1")
         if self.embedding_backend not in ("onnx", "torch"):

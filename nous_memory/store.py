@@ -30,22 +30,28 @@ from .conversation import (
     WorkingMemory,
 )
 from .db import Database, EmbeddedServer, SchemaStatus
+from .db.meta import shared_secret
 from .db.setup import ensure_database, prepare_schema, redact_dsn
 from .embeddings import Embedder, embedder_from_settings
 from .episodes.chunks import TranscriptMessage
 from .episodes.close import CloseSettings, EpisodeCloser
 from .episodes.learn import EpisodeLearner
 from .episodes.lifecycle import AppendResult, EpisodeManager, MessageIn
+from .episodes.provenance import learned_from
 from .episodes.tasks import EpisodeTasks
 from .errors import DatabaseError
+from .facts.conflicts import ConflictPair, ConflictResolver, Resolution
 from .facts.learning import FactHistory, FactLearner, LearnResult
 from .facts.rules import Thresholds
 from .llm import LLMClient, PostgresCallRecorder, UsageRow, usage_by_agent
+from .llm.usage import DailyUsage, usage_by_day
 from .maintenance import JobResult, Maintenance, MaintenancePolicy, RestoreResult
-from .maintenance.runs import JobRuns
+from .maintenance.runs import JobRun, JobRuns
+from .memories.agents import AgentOverview, agent_overview, known_agents
 from .memories.kinds import Kind, Status, parse_agent_id
 from .memories.manager import MemoryManager
 from .memories.records import Memory, MemoryEvent, Page
+from .work.listing import AgentQueue, agent_queue
 from .work.worker import Worker
 
 if TYPE_CHECKING:
@@ -75,6 +81,7 @@ class MemoryStore:
         self.facts = FactLearner(db, self.memories, Thresholds(
             confirm=settings.fact_confirm_threshold, rule=settings.fact_rule_threshold,
             candidate=settings.fact_candidate_threshold), self.llm)
+        self.conflicts = ConflictResolver(db, self.memories)
         self.episodes = EpisodeManager(db, self.memories)
         self.learner = EpisodeLearner(db, self.memories, self.facts)
         self.closer = EpisodeCloser(self.llm, CloseSettings(
@@ -442,16 +449,69 @@ class MemoryStore:
                           embedding_model=self.embedder.model_name,
                           embedding_dim=self.embedder.dimension)
 
+    # ------------------------------------------------------------------ owner's view
+    # What the inspector page shows and does beyond the calls above: thin delegations.
+
+    async def agents(self, *, limit: int = 1000, after: str = "") -> builtins.list[str]:
+        """The agents that hold memories, in id order after ``after`` (for a caller
+        allowed to see all of them)."""
+        return await known_agents(self._db, limit=limit, after=after)
+
+    async def agent_overview(self, agent_id: str, /) -> AgentOverview:
+        """Counts per kind and status, and storage use, of one agent."""
+        return await agent_overview(self._db, agent_id)
+
+    async def fact_conflicts(self, agent_id: str, /, *, limit: int = 50
+                             ) -> builtins.list[ConflictPair]:
+        """Pairs of active facts flagged as a possible conflict, waiting for a decision."""
+        return await self.conflicts.queue(agent_id, limit=limit)
+
+    async def resolve_conflict(self, agent_id: str, fact_id: UUID | str,
+                               other_id: UUID | str, /, resolution: Resolution | str, *,
+                               content: str | None = None, actor: str | None = None
+                               ) -> builtins.list[Memory]:
+        """Keep both, keep ``fact_id`` (the other is superseded by it), or merge into
+        ``fact_id`` with ``content``."""
+        return await self.conflicts.resolve(agent_id, fact_id, other_id, resolution,
+                                            content=content, actor=actor)
+
+    async def learned_from_episode(self, agent_id: str, episode_id: UUID | str, /
+                                   ) -> builtins.list[Memory]:
+        """The facts and decisions learned from an episode."""
+        return await learned_from(self._db, agent_id, episode_id)
+
+    async def work_queue(self, agent_id: str, /, *, limit: int = 50) -> AgentQueue:
+        """The agent's work items: counts per task and state, open ones first."""
+        return await agent_queue(self._db, parse_agent_id(agent_id), limit)
+
+    async def llm_usage_by_day(self, agent_id: str, /, *, days: int = 30
+                               ) -> builtins.list[DailyUsage]:
+        """LLM calls, failures and tokens per UTC day and purpose."""
+        return await usage_by_day(self._db, parse_agent_id(agent_id), days)
+
+    async def job_history(self, *, job: str | None = None, limit: int = 20
+                          ) -> builtins.list[JobRun]:
+        """Recent maintenance job runs (shared by every agent)."""
+        return await self.job_runs.history(job=job, limit=limit)
+
+    async def session_secret(self) -> str:
+        """What signs the inspector's cookies: the configured secret, else one kept in
+        the database (so every process serving it, and a restart, agree)."""
+        if self.settings.ui_session_secret is not None:
+            return self.settings.ui_session_secret
+        return await shared_secret(self._db, "ui_session_secret")
+
     # last in the class: a method named `list` shadows the builtin in later signatures
     async def list(self, agent_id: str, *, kind: Kind | str | None = None,
                    status: Status | str | Sequence[Status | str] | None = None,
                    created_after: datetime | None = None,
                    created_before: datetime | None = None,
-                   limit: int = 50, cursor: str | None = None) -> Page:
+                   limit: int = 50, cursor: str | None = None,
+                   tag: str | None = None) -> Page:
         return await self.memories.list(agent_id, kind=kind, status=status,
                                         created_after=created_after,
                                         created_before=created_before, limit=limit,
-                                        cursor=cursor)
+                                        cursor=cursor, tag=tag)
 
 
 def llm_from_settings(settings: Settings, db: Database) -> LLMClient | None:

@@ -7,6 +7,7 @@ Settings are checked here, so a bad ``api_keys`` fails before the server listens
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -28,6 +29,8 @@ from .episodes import episode_request_schemas
 from .episodes import router as episodes_router
 from .facts import fact_request_schemas
 from .facts import router as facts_router
+from .inspector import install as install_inspector
+from .inspector.portability import UI_IMPORT_PATH
 from .maintenance import router as maintenance_router
 from .mcp import PATH as MCP_PATH
 from .mcp import McpEndpoint
@@ -128,7 +131,8 @@ def create_app(store: MemoryStore | None = None, *,
     app.state.settings = settings
     app.state.key_ring = ring
     errors.install(app)
-    app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES, streamed=IMPORT_PATH,
+    app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES,
+                       streamed=re.compile(f"{IMPORT_PATH.pattern}|{UI_IMPORT_PATH.pattern}"),
                        streamed_max_bytes=settings.api_import_max_bytes)
     app.include_router(health_router)
     guard = [Depends(require_key(ring))] if ring else []
@@ -143,4 +147,5 @@ def create_app(store: MemoryStore | None = None, *,
     app.router.routes.append(Route(MCP_PATH, mcp.route, methods=["GET", "POST", "DELETE"],
                                    include_in_schema=False))
     app.include_router(portability_router, dependencies=guard)
+    install_inspector(app, ring, settings)  # the owner's pages at /ui (their own sign-in)
     return app

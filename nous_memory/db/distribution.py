@@ -56,6 +56,10 @@ CROSS_TENANT_QUERIES: Final[dict[str, str]] = {
                   "is then handled by code scoped to its own agent",
     "work_fail_exhausted": "coordinator-local work queue",
     "requeue_stuck_work": "coordinator-local work queue",
+    "known_agents": "the inspector's agent list for a key of every agent: agent ids only, "
+                    "read-only (a loose index scan; its recursive CTE is not pushed down "
+                    "to Citus workers, so on Citus this page needs a multi-shard DISTINCT "
+                    "instead: not yet done)",
     "idle_open_episodes": "the worker's read-only sweep for idle open episodes (a "
                           "multi-shard SELECT joined on agent_id); each hit is then closed "
                           "within its own agent",

@@ -32,6 +32,10 @@ SELECT value FROM store_meta WHERE key = $1;
 INSERT INTO store_meta (key, value) VALUES ($1, $2)
 ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now();
 
+-- name: store_meta_add
+-- Only when absent: the first process to make a shared secret wins, the others read it.
+INSERT INTO store_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING;
+
 -- name: database_exists
 SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1);
 

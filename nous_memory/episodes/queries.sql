@@ -129,3 +129,12 @@ FROM episodes e JOIN memories m ON m.agent_id = e.agent_id AND m.id = e.memory_i
 WHERE e.state = 'open' AND m.status <> 'deleted'
   AND COALESCE(e.last_message_at, e.started_at) < now() - make_interval(secs => $1)
 ORDER BY COALESCE(e.last_message_at, e.started_at) LIMIT $2;
+
+-- name: memories_learned_from_episode
+-- The facts and decisions whose provenance is this episode (any status but deleted).
+SELECT r.* FROM memory_records r
+WHERE r.agent_id = $1 AND r.status <> 'deleted' AND r.id IN (
+    SELECT memory_id FROM facts WHERE agent_id = $1 AND source_episode_id = $2
+    UNION ALL
+    SELECT memory_id FROM decisions WHERE agent_id = $1 AND source_episode_id = $2)
+ORDER BY r.kind DESC, r.created_at, r.id;

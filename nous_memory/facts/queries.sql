@@ -122,3 +122,36 @@ ORDER BY r.created_at, r.id;
 SELECT m.id, c.trigger_pattern, c.reason
 FROM censors c JOIN memories m ON m.agent_id = c.agent_id AND m.id = c.memory_id
 WHERE c.agent_id = $1 AND m.status = 'active' AND c.action IN ('block', 'absolute');
+
+-- ---------------------------------------------------------------- possible conflicts
+
+-- name: fact_conflict_pairs
+-- The review queue: pairs of active facts flagged as a possible conflict, each pair
+-- once (the lower id first when both sides carry the flag), newest first.
+SELECT a.memory_id AS fact_id, other AS other_id
+FROM facts a
+CROSS JOIN LATERAL unnest(a.conflicts_with) AS other
+JOIN memories ma ON ma.agent_id = a.agent_id AND ma.id = a.memory_id
+JOIN memories mb ON mb.agent_id = a.agent_id AND mb.id = other
+WHERE a.agent_id = $1 AND cardinality(a.conflicts_with) > 0
+  AND ma.status = 'active' AND mb.status = 'active'
+  AND (a.memory_id < other OR NOT EXISTS (
+      SELECT 1 FROM facts x
+      WHERE x.agent_id = $1 AND x.memory_id = other AND a.memory_id = ANY(x.conflicts_with)))
+ORDER BY greatest(ma.created_at, mb.created_at) DESC, a.memory_id, other
+LIMIT $2;
+
+-- name: fact_conflicts_for_update
+-- Both sides of a flagged pair, locked: each one's flags and status.
+SELECT f.memory_id, f.conflicts_with, f.confidence, m.status
+FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
+WHERE f.agent_id = $1 AND f.memory_id = ANY($2::uuid[])
+FOR UPDATE OF f;
+
+-- name: fact_unflag_conflict
+-- Drops the "possible conflict" link from $2 to $3 (called both ways).
+UPDATE facts SET conflicts_with = array_remove(conflicts_with, $3)
+WHERE agent_id = $1 AND memory_id = $2;
+
+-- name: memory_records_by_ids
+SELECT * FROM memory_records WHERE agent_id = $1 AND id = ANY($2::uuid[]);

@@ -26,3 +26,16 @@ FROM llm_calls
 WHERE agent_id = $1 AND ($2::timestamptz IS NULL OR created_at >= $2)
 GROUP BY purpose, model
 ORDER BY purpose, model;
+
+-- name: llm_usage_by_day
+-- Per UTC day and purpose (the task that called the LLM), newest day first, over the
+-- last $2 days: attempts, failures (no usable answer) and tokens.
+SELECT (created_at AT TIME ZONE 'UTC')::date AS day, purpose,
+       count(*) AS calls,
+       count(*) FILTER (WHERE outcome <> 'ok') AS failed_calls,
+       coalesce(sum(prompt_tokens), 0)::bigint AS prompt_tokens,
+       coalesce(sum(completion_tokens), 0)::bigint AS completion_tokens
+FROM llm_calls
+WHERE agent_id = $1 AND created_at >= now() - make_interval(days => $2)
+GROUP BY 1, 2
+ORDER BY 1 DESC, 2;

@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Protocol
 
 from ..db import Database
@@ -105,6 +105,26 @@ async def usage_by_agent(db: Database, agent_id: str,
                      completion_tokens=r["completion_tokens"],
                      estimated_calls=r["estimated_calls"], latency_ms=r["latency_ms"])
             for r in rows]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DailyUsage:
+    """Totals for one UTC day and purpose of one agent."""
+
+    day: date
+    purpose: str
+    calls: int
+    failed_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+async def usage_by_day(db: Database, agent_id: str, days: int = 30) -> list[DailyUsage]:
+    """Per UTC day and purpose over the last ``days`` days, newest first."""
+    rows = await db.fetch("llm_usage_by_day", agent_id, days)
+    return [DailyUsage(day=r["day"], purpose=r["purpose"], calls=r["calls"],
+                       failed_calls=r["failed_calls"], prompt_tokens=r["prompt_tokens"],
+                       completion_tokens=r["completion_tokens"]) for r in rows]
 
 
 def estimate_prompt_tokens(messages: Sequence[dict[str, str]]) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ConflictError, InvalidInputError
+from ..errors import ConflictError, InvalidInputError, PayloadTooLargeError
 from ..tokens import count_tokens
 from .kinds import (
     COMMON_FIELDS,
@@ -38,9 +38,20 @@ def apply_changes(current: Memory, changes: Mapping[str, Any]) -> Memory:
     if "summary" in common_changes and current.kind is not Kind.EPISODE:
         raise InvalidInputError.single(
             "summary", f"a {current.kind.value} summary is computed from its fields")
-    detail = validate_detail(current.kind, current.detail.model_dump() | detail_changes)
-    common = validate_common({"importance": current.importance, "tags": current.tags}
-                             | common_changes)
+    failures: list[InvalidInputError] = []
+    try:  # every bad field is reported at once, the kind's and the common ones
+        detail = validate_detail(current.kind, current.detail.model_dump() | detail_changes)
+    except InvalidInputError as exc:
+        failures.append(exc)
+    try:
+        common = validate_common({"importance": current.importance, "tags": current.tags}
+                                 | common_changes)
+    except InvalidInputError as exc:
+        failures.append(exc)
+    if failures:
+        problems = [p for exc in failures for p in exc.problems]
+        too_large = any(isinstance(exc, PayloadTooLargeError) for exc in failures)
+        raise (PayloadTooLargeError if too_large else InvalidInputError)(problems)
     source: SummarySource
     if common.summary is not None:
         summary, source = common.summary, SummarySource.GIVEN

@@ -38,7 +38,7 @@ from .kinds import (
     parse_agent_id,
     parse_new,
 )
-from .params import parse_enum, parse_memory_id, parse_statuses, parse_time
+from .params import parse_enum, parse_memory_id, parse_statuses, parse_tag, parse_time
 from .records import Memory, MemoryEvent, Page, decode_cursor, encode_cursor
 from .summaries import summarize
 
@@ -319,6 +319,7 @@ class MemoryManager:
                 gone = await conn.fetchrow("purge_memory", agent, ident)
                 if gone is None:
                     raise NotFoundError("memory", ident)
+                await conn.execute("purge_memory_leftovers", agent, ident)
                 await conn.execute("redact_events", agent, ident)
                 if gone["embedding_model"]:
                     await conn.execute("embedding_cache_forget", agent, gone["embedding_model"],
@@ -348,7 +349,7 @@ class MemoryManager:
         self, agent_id: str, *, kind: Kind | str | None = None,
         status: Status | str | Sequence[Status | str] | None = None,
         created_after: datetime | None = None, created_before: datetime | None = None,
-        limit: int = 50, cursor: str | None = None,
+        limit: int = 50, cursor: str | None = None, tag: str | None = None,
     ) -> Page:
         """Newest first, paged by an opaque cursor; deleted memories only when asked for."""
         agent = parse_agent_id(agent_id)
@@ -360,8 +361,9 @@ class MemoryManager:
         after = parse_time(created_after, "created_after")
         before = parse_time(created_before, "created_before")
         after_at, after_id = decode_cursor(cursor) if cursor else (None, None)
+        tag_value = None if tag is None else parse_tag(tag)
         rows = await self._db.fetch("list_memories", agent, kind_value, statuses, after,
-                                    before, after_at, after_id, limit + 1)
+                                    before, after_at, after_id, limit + 1, tag_value)
         items = [Memory.from_row(r) for r in rows[:limit]]
         more = len(rows) > limit
         next_cursor = encode_cursor(items[-1].created_at, items[-1].id) if more else None

@@ -14,7 +14,7 @@ from uuid import UUID
 from pydantic import TypeAdapter, ValidationError
 
 from ..errors import InvalidInputError
-from .kinds import Status, Timestamp
+from .kinds import Status, Tag, Timestamp
 
 VISIBLE_STATUSES = (Status.ACTIVE, Status.SUPERSEDED, Status.ARCHIVED)
 
@@ -57,3 +57,15 @@ def parse_statuses(status: Status | str | Sequence[Status | str] | None) -> list
         return [s.value for s in VISIBLE_STATUSES]
     values = [status] if isinstance(status, str) else list(status)
     return [parse_enum(Status, v, "status").value for v in values]
+
+
+_TAG = TypeAdapter(Tag)
+
+
+def parse_tag(value: object, field: str = "tag") -> str:
+    """One tag, by the rules a stored tag follows."""
+    try:
+        return _TAG.validate_python(value)
+    except ValidationError as exc:
+        reason = exc.errors(include_url=False)[0]["msg"]
+        raise InvalidInputError.single(field, reason) from None

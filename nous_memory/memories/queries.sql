@@ -89,7 +89,7 @@ SELECT * FROM memory_records WHERE agent_id = $1 AND id = $2;
 
 -- name: list_memories
 -- Keyset paging on (created_at, id) descending; NULL filters are ignored.
--- $3: statuses to include; ($6, $7): the cursor position.
+-- $3: statuses to include; ($6, $7): the cursor position; $9: a tag the memory carries.
 SELECT * FROM memory_records
 WHERE agent_id = $1
   AND ($2::text IS NULL OR kind = $2)
@@ -97,6 +97,7 @@ WHERE agent_id = $1
   AND ($4::timestamptz IS NULL OR created_at > $4)
   AND ($5::timestamptz IS NULL OR created_at < $5)
   AND ($6::timestamptz IS NULL OR (created_at, id) < ($6, $7::uuid))
+  AND ($9::text IS NULL OR $9 = ANY(tags))
 ORDER BY created_at DESC, id DESC
 LIMIT $8;
 
@@ -144,6 +145,12 @@ SELECT (SELECT count(*) FROM facts_unlinked) + (SELECT count(*) FROM decisions_u
 DELETE FROM memories WHERE agent_id = $1 AND id = $2
 RETURNING kind, summary, embedding_model;
 
+-- name: purge_memory_leftovers
+-- What a purge must erase that no foreign key cascades to: cold storage (trimmed or
+-- archived detail and transcript) and cached query-time extractions of the memory.
+WITH cold AS (DELETE FROM memory_archive WHERE agent_id = $1 AND memory_id = $2)
+DELETE FROM extraction_cache WHERE agent_id = $1 AND memory_id = $2;
+
 -- name: embedding_cache_forget
 DELETE FROM embedding_cache WHERE agent_id = $1 AND model = $2 AND text_sha256 = $3;
 
@@ -163,3 +170,36 @@ GROUP BY kind, status ORDER BY kind, status;
 -- name: memory_touch
 UPDATE memories SET version = version + 1, updated_at = now()
 WHERE agent_id = $1 AND id = $2;
+
+-- ---------------------------------------------------------------- agents
+
+-- name: known_agents
+-- cross-agent: the agents a key that may act for every agent can open in the
+-- inspector, in id order after $2 (a page of $1).  A loose index scan over the primary
+-- key (one probe per agent, not one row per memory); only agent ids are read.
+WITH RECURSIVE a AS (
+    (SELECT agent_id FROM memories WHERE agent_id > $2 ORDER BY agent_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT m.agent_id FROM memories m WHERE m.agent_id > a.agent_id
+            ORDER BY m.agent_id LIMIT 1)
+    FROM a WHERE a.agent_id IS NOT NULL
+)
+SELECT agent_id FROM a WHERE agent_id IS NOT NULL LIMIT $1;
+
+-- name: agent_storage
+-- Bytes one agent's rows take (as stored: compressed values count compressed), by area.
+SELECT
+    (SELECT coalesce(sum(pg_column_size(m.*)), 0) FROM memories m
+     WHERE m.agent_id = $1)::bigint AS memories,
+    ((SELECT coalesce(sum(pg_column_size(d.*)), 0) FROM decisions d WHERE d.agent_id = $1)
+     + (SELECT coalesce(sum(pg_column_size(f.*)), 0) FROM facts f WHERE f.agent_id = $1)
+     + (SELECT coalesce(sum(pg_column_size(e.*)), 0) FROM episodes e WHERE e.agent_id = $1)
+     + (SELECT coalesce(sum(pg_column_size(p.*)), 0) FROM procedures p WHERE p.agent_id = $1)
+     + (SELECT coalesce(sum(pg_column_size(c.*)), 0) FROM censors c WHERE c.agent_id = $1)
+    )::bigint AS details,
+    ((SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM episode_messages t
+      WHERE t.agent_id = $1)
+     + (SELECT coalesce(sum(pg_column_size(k.*)), 0) FROM episode_chunks k
+        WHERE k.agent_id = $1))::bigint AS transcripts,
+    (SELECT coalesce(sum(pg_column_size(a.*)), 0) FROM memory_archive a
+     WHERE a.agent_id = $1)::bigint AS cold_storage;

@@ -71,3 +71,15 @@ RETURNING state;
 SELECT EXISTS (SELECT 1 FROM work_items
                WHERE agent_id = $1 AND memory_id = $2 AND task = ANY($3::text[])
                  AND state IN ('pending', 'running'));
+
+-- name: work_items_of_agent
+-- An owner's view of the queue: open items first, then the most recently changed.
+SELECT id, task, memory_id, state, attempts, run_after, lease_until, locked_by,
+       last_error, created_at, updated_at
+FROM work_items WHERE agent_id = $1
+ORDER BY state IN ('pending', 'running') DESC, updated_at DESC, id DESC
+LIMIT $2;
+
+-- name: work_counts_of_agent
+SELECT task, state, count(*) AS n FROM work_items WHERE agent_id = $1
+GROUP BY task, state ORDER BY task, state;

@@ -13,11 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
-import tempfile
-import time
-import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -31,7 +26,7 @@ from nous_memory import Embedder, MemoryStore, Settings
 from nous_memory.api import create_app
 from nous_memory.db import EmbeddedServer
 from tests.conftest import create_database, drop_database
-from tests.integration.http_helpers import free_port
+from tests.integration.http_helpers import free_port, start_server, stop_server, wait_healthy
 
 MAX_EXAMPLES = 15
 VICTIM = "victim"
@@ -70,45 +65,14 @@ async def fuzz_target(pg_server: EmbeddedServer, template_db: str,
     port = free_port()
     env = {**os.environ, "NOUS_MEMORY_DATABASE_URL": dsn, "HF_HUB_OFFLINE": "1",
            "NOUS_MEMORY_RUN_WORKER_IN_SERVE": "false"}
-    proc = await asyncio.to_thread(_start_server, port, env)
+    proc = await asyncio.to_thread(start_server, port, env)
     base = f"http://127.0.0.1:{port}"
     try:
-        await asyncio.to_thread(_wait_healthy, base, proc)
+        await asyncio.to_thread(wait_healthy, base, proc)
         yield {"base": base, "dsn": dsn, "before": before, "proc": proc}
     finally:
-        await asyncio.to_thread(_stop_server, proc)
+        await asyncio.to_thread(stop_server, proc)
         await drop_database(pg_server, dsn)
-
-
-def _start_server(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    # the log goes to a file: an unread pipe would fill and stall the server
-    with tempfile.NamedTemporaryFile(prefix="nous-fuzz-serve-", suffix=".log",
-                                     delete=False) as log:
-        return subprocess.Popen(
-            [sys.executable, "-m", "nous_memory.cli", "serve", "--host", "127.0.0.1",
-             "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
-
-
-def _stop_server(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-
-
-def _wait_healthy(base: str, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"serve exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"{base}/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise AssertionError("serve did not become healthy")
 
 
 @schemathesis.hook

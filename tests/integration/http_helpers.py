@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
 
 import httpx
 from fastapi import FastAPI
@@ -34,3 +39,35 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def start_server(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """``nous-memory serve`` on 127.0.0.1:port in a subprocess, as deployed."""
+    # the log goes to a file: an unread pipe would fill and stall the server
+    with tempfile.NamedTemporaryFile(prefix="nous-serve-", suffix=".log",
+                                     delete=False) as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "nous_memory.cli", "serve", "--host", "127.0.0.1",
+             "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def wait_healthy(base: str, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"serve exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{base}/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise AssertionError("serve did not become healthy")

@@ -1,0 +1,1 @@
+"""The browser suite uses the integration fixtures (real PostgreSQL, real model)."""
