@@ -129,3 +129,14 @@ FROM episodes e JOIN memories m ON m.agent_id = e.agent_id AND m.id = e.memory_i
 WHERE e.state = 'open' AND m.status <> 'deleted'
   AND COALESCE(e.last_message_at, e.started_at) < now() - make_interval(secs => $1)
 ORDER BY COALESCE(e.last_message_at, e.started_at) LIMIT $2;
+
+-- name: decisions_by_subject
+-- The agent's active decisions on any of these subjects ($2, normalised as
+-- episodes/decisions.py does: trimmed, lower case, single spaces), newest first: the
+-- candidates a decision extracted at close may update instead of duplicating.
+SELECT d.memory_id, d.description,
+       lower(regexp_replace(btrim(d.subject), '\s+', ' ', 'g')) AS subject
+FROM decisions d JOIN memories m ON m.agent_id = d.agent_id AND m.id = d.memory_id
+WHERE d.agent_id = $1 AND m.agent_id = $1 AND m.status = 'active'
+  AND lower(regexp_replace(btrim(d.subject), '\s+', ' ', 'g')) = ANY($2::text[])
+ORDER BY m.created_at DESC, d.memory_id LIMIT $3;

@@ -181,6 +181,7 @@ class DecisionDetail(_Detail):
     reasons: Texts = []
     context: Text | None = None
     source_episode_id: UUID | None = None
+    subject: Label | None = None  # what it is about: an episode's close matches on it
 
 
 class FactDetail(_Detail):
