@@ -26,27 +26,46 @@ UNION ALL
 -- The complex records among the candidates ($2) with their unexpired extraction for this
 -- query ($3 sha256, $4 max tokens).  The source text is sent only on a miss, capped at $5
 -- characters for the hot-path truncation (the queued LLM extraction reads it whole).
+-- An episode without detail (a conversation built with start/append/close) has its
+-- transcript as detail: its verbatim chunks in order, which stay hot when the jobs move
+-- the transcript's messages to cold storage.
 SELECT m.id, m.kind, c.content AS cached, c.source AS cached_source,
-       CASE WHEN c.content IS NULL THEN left(e.detail, $5) END AS detail,
+       CASE WHEN c.content IS NULL
+            THEN left(COALESCE(e.detail, (
+                SELECT string_agg(t.content, E'\n' ORDER BY t.chunk_no)
+                FROM (SELECT k.chunk_no, k.content,
+                             sum(length(k.content) + 1) OVER (ORDER BY k.chunk_no) AS upto
+                      FROM episode_chunks k
+                      WHERE k.agent_id = $1 AND k.episode_id = m.id) AS t
+                WHERE t.upto - length(t.content) - 1 < $5::integer)), $5::integer) END AS detail,
        e.title, p.name,
        CASE WHEN c.content IS NULL THEN p.goals END AS goals,
        CASE WHEN c.content IS NULL THEN p.core_patterns END AS core_patterns,
        CASE WHEN c.content IS NULL THEN p.implementation_notes END AS notes
 FROM memories m
 LEFT JOIN episodes e ON m.kind = 'episode' AND e.agent_id = m.agent_id AND e.memory_id = m.id
+LEFT JOIN LATERAL (
+    SELECT sum(length(k.content) + 1) - 1 AS chars FROM episode_chunks k
+    WHERE e.detail IS NULL AND k.agent_id = $1 AND k.episode_id = m.id
+) AS transcript ON m.kind = 'episode'
 LEFT JOIN procedures p
        ON m.kind = 'procedure' AND p.agent_id = m.agent_id AND p.memory_id = m.id
 LEFT JOIN extraction_cache c
        ON c.agent_id = m.agent_id AND c.memory_id = m.id AND c.query_sha256 = $3
       AND c.max_tokens = $4 AND c.expires_at > now()
 WHERE m.agent_id = $1 AND m.id = ANY($2::uuid[])
-  AND ((m.kind = 'episode' AND length(e.detail) > 1000)
+  AND ((m.kind = 'episode' AND COALESCE(length(e.detail), transcript.chars) > 1000)
        OR (m.kind = 'procedure' AND cardinality(p.core_patterns) > 5));
 
 -- name: extraction_source
--- The whole source text of one complex record, for the LLM extraction (worker).
-SELECT m.kind, m.status, e.title, e.detail, p.name, p.goals, p.core_patterns,
-       p.implementation_notes AS notes
+-- The whole source text of one complex record, for the LLM extraction (worker): an
+-- episode's detail, or without one its transcript (its chunks, as in context_tier2).
+SELECT m.kind, m.status, e.title,
+       COALESCE(e.detail, (SELECT left(string_agg(k.content, E'\n' ORDER BY k.chunk_no),
+                                       1000000)
+                           FROM episode_chunks k
+                           WHERE k.agent_id = $1 AND k.episode_id = $2)) AS detail,
+       p.name, p.goals, p.core_patterns, p.implementation_notes AS notes
 FROM memories m
 LEFT JOIN episodes e ON m.kind = 'episode' AND e.agent_id = m.agent_id AND e.memory_id = m.id
 LEFT JOIN procedures p

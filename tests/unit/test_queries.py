@@ -20,7 +20,7 @@ CROSS_AGENT = {"work_claim", "work_fail_exhausted", "idle_open_episodes"}
 # agent at once in key-ordered batches; every row they write keeps its own agent_id, and
 # the tiering sweeps take an optional agent filter (archive_episodes uses it).
 CROSS_AGENT |= {
-    "episode_key_range", "trim_episodes_batch",
+    "episode_key_range", "trim_episodes_batch", "trim_transcripts_batch",
     "archive_episodes_batch", "retention_batch", "lifecycle_promote_facts",
     "lifecycle_flag_procedures", "lifecycle_retire_censors", "compress_candidates",
     "compress_candidates_count",
