@@ -146,7 +146,9 @@ SELECT GREATEST(
 -- a small agent: its rows are read once (mem_rows, chunk_rows) and every leg works on
 -- them in memory (an exact vector scan beats a filtered HNSW scan there, and is exact);
 -- false for a large agent: HNSW indexes for the vector legs, the GIN indexes for the
--- text leg.  Each half is gated on $21, so only one of them runs.
+-- text leg.  Each half is gated on $21, so only one of them runs.  $22: the speaker
+-- prior, for a chunk spoken by someone the query names (every word of the name is a
+-- word of the query, case folded).
 -- Two legs, each over memories and episode chunks together (one corpus, so neither table
 -- gets top ranks for free): vector (per table, merged by distance) and BM25 full text.
 -- The full-text query is an OR of the text's lexemes (to_tsvector never fails on any
@@ -169,6 +171,10 @@ WITH gone AS (
 tq AS (
     SELECT ARRAY(SELECT u.lexeme FROM unnest(v) AS u) AS lexemes
     FROM to_tsvector('english', $2) AS v
+),
+qwords AS (
+    -- the query's words, case folded (for the speaker prior)
+    SELECT regexp_split_to_array(lower($2), '[^[:alnum:]]+') AS words
 ),
 mem_rows AS MATERIALIZED (
     SELECT m.id, m.status, length(m.search_tsv) AS len, m.search_tsv AS tsv,
@@ -338,6 +344,11 @@ found AS (
            CASE WHEN f.source = 'chunk' THEN c.content ELSE m.summary END AS text,
            CASE WHEN f.source = 'chunk' THEN c.tokens ELSE m.summary_tokens END AS tokens,
            CASE WHEN f.source = 'chunk' THEN c.message_metadata END AS message_metadata,
+           f.source = 'chunk' AND EXISTS (
+               SELECT 1 FROM unnest(c.speakers) AS sp(name)
+               WHERE array_remove(regexp_split_to_array(lower(sp.name), '[^[:alnum:]]+'), '')
+                     <@ (SELECT words FROM qwords)
+                 AND lower(sp.name) ~ '[[:alnum:]]') AS named,
            CASE WHEN f.source = 'chunk' THEN COALESCE(c.started_at, c.created_at)
                 ELSE m.created_at END AS created_at,
            CASE WHEN f.source = 'chunk' THEN c.ended_at
@@ -364,13 +375,14 @@ priced AS (
                    - COALESCE(r.ended_at, r.created_at)))::float8 / 86400.0 / $12) AS p_recency,
            $13 * (r.importance - 0.5) AS p_importance,
            COALESCE($14 * (r.confidence - 0.5), 0) AS p_confidence,
-           $15 * LEAST(1, ln(1 + r.access_count) / ln(1 + $16)) AS p_use
+           $15 * LEAST(1, ln(1 + r.access_count) / ln(1 + $16)) AS p_use,
+           CASE WHEN r.named THEN $22::float8 ELSE 0 END AS p_speaker
     FROM found r
 )
 SELECT source, memory_id, chunk_no, kind, status, text, tokens, message_metadata,
        created_at, ended_at, cosine, vector_rank::integer, text_rank::integer, text_score,
-       fused, p_recency, p_importance, p_confidence, p_use,
-       fused * (1 + p_recency + p_importance + p_confidence + p_use) AS final
+       fused, p_recency, p_importance, p_confidence, p_use, p_speaker,
+       fused * (1 + p_recency + p_importance + p_confidence + p_use + p_speaker) AS final
 FROM priced
 ORDER BY final DESC, memory_id, chunk_no NULLS FIRST
 LIMIT $9;
