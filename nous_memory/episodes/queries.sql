@@ -49,6 +49,15 @@ FROM episode_messages
 WHERE agent_id = $1 AND episode_id = $2 AND seq >= $3 AND deleted_at IS NULL
 ORDER BY seq LIMIT $4;
 
+-- name: episode_messages_cold
+-- A trimmed transcript's cold tail (memory_archive), as episode_messages_live's rows: an
+-- upgrade of a trimmed episode reads the whole transcript.
+SELECT r.seq, r.role, r.content, r.name, r.tool_call_id, r.tokens, r.metadata, r.created_at
+FROM memory_archive a
+CROSS JOIN LATERAL jsonb_populate_recordset(NULL::episode_messages, a.messages) AS r
+WHERE a.agent_id = $1 AND a.memory_id = $2 AND a.part = 'transcript' AND r.deleted_at IS NULL
+ORDER BY r.seq;
+
 -- name: episode_last_chunk
 SELECT COALESCE(max(chunk_no), -1) AS chunk_no, COALESCE(max(last_seq), -1) AS last_seq
 FROM episode_chunks WHERE agent_id = $1 AND episode_id = $2;

@@ -161,3 +161,28 @@ async def test_tier_two_llm_extraction_reads_the_transcript(
     item = next(i for i in second.items if i.ref == f"episode:{episode.id.hex[:8]}")
     assert item.tier is Tier.EXTRACTION
     assert "07:40 Thursday, platform nine" in _line(second.text, item.ref)
+
+
+async def test_an_upgrade_after_the_trim_reads_the_cold_tail(
+        llm_store: MemoryStore, llm_server: ScriptedLLMServer) -> None:
+    """A conversation closed while the LLM failed is upgraded later; when the trim moved
+    its transcript's tail to cold storage meanwhile, the upgrade still sends it whole."""
+    episode = await llm_store.start_episode(AGENT, title="Chores")
+    await llm_store.append(AGENT, episode.id, _messages())
+    await llm_store.close_episode(AGENT, episode.id)
+    for _ in range(2):  # both attempts of the close's one call
+        llm_server.fail(500)
+    await llm_store.worker().drain()  # the rule fallback; an upgrade is queued for later
+    assert (await llm_store.get(AGENT, episode.id)).detail.facts_state == "not_extracted"  # type: ignore[union-attr]
+    assert (await llm_store.maintenance.trim(now=NOW, agent_id=AGENT)).counts[
+        "trimmed_transcripts"] == 1
+    await sql(llm_store, "UPDATE work_items SET run_after = now() WHERE agent_id = $1 "
+                         "AND task = 'episode_upgrade'", AGENT)
+    llm_server.requests.clear()
+    llm_server.reply_json({"title": "Chores and a ferry", "summary": "Dana and the assistant "
+                           "went over chores and a ferry.", "facts": [], "decisions": []})
+    await llm_store.worker().drain()
+    sent = llm_server.requests[0]["messages"][-1]["content"]
+    assert "Ostrava" in sent and "Turn 0:" in sent and "Turn 29:" in sent
+    upgraded = await llm_store.get(AGENT, episode.id)
+    assert upgraded.summary_source == "llm"
