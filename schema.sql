@@ -1,6 +1,6 @@
 -- nous-memory schema: the single source of truth for the database layout.
 --
--- schema-version: 5
+-- schema-version: 6
 --
 -- The migration runner applies this file to an empty database and records the
 -- version above; numbered files in nous_memory/db/migrations/ upgrade databases
@@ -83,6 +83,9 @@ CREATE TABLE decisions (
     reasons     text[]  NOT NULL DEFAULT '{}',
     context     text,
     source_episode_id uuid,
+    -- what the decision is about (a short label): a decision an episode's close extracts
+    -- on the same subject, and close in meaning, updates this one instead of a duplicate
+    subject     text,
     PRIMARY KEY (agent_id, memory_id),
     FOREIGN KEY (agent_id, memory_id, kind)
         REFERENCES memories (agent_id, id, kind) ON DELETE CASCADE

@@ -1,7 +1,7 @@
 """LoCoMo evidence recall of ``MemoryStore.recall`` (no LLM anywhere).
 
     python bench/locomo_recall.py [--data PATH] [--k 5,10,25] [--conversations N]
-                                  [--archive-all]
+                                  [--trim-all] [--archive-all]
 
 Ingest goes through the real write path: one agent per conversation, one episode per
 session (started at the session's date), each turn one message (speaker_a as ``user``,
@@ -17,11 +17,13 @@ distinct turns in rank order: an item covering several turns takes that many pla
 an item covering none (a summary, a fact) takes one.  recall@k = |evidence in the first
 k places| / |evidence|, averaged over questions.
 
-With ``--archive-all`` the questions are asked twice: once as ingested, then again after
-every episode was archived by the archive job's code path (``store.archive_episodes``:
-detail and transcript to cold storage; summaries, chunks and embeddings stay hot); the
-report is of the archived state, with ``archive_recall_ratio`` (recall@10 cat 1-4
-archived / as ingested; the target is >= 0.95).
+With ``--trim-all`` the questions are asked again after the trim job's code path ran
+on every episode (``store.maintenance.trim`` with its clock past the trim age: each
+transcript's messages beyond the hot head to cold storage; chunks stay hot); with
+``--archive-all`` again after the archive job's (``store.archive_episodes``: detail and
+transcript to cold storage; summaries, chunks and embeddings stay hot).  The report is of
+the last state, with ``trim_recall_ratio`` / ``archive_recall_ratio`` (recall@10 cat 1-4
+in that state / as ingested; the target is >= 0.95).
 
 Runs on a fresh embedded PostgreSQL in a temporary directory, or on
 NOUS_MEMORY_DATABASE_URL when set (under new agent ids).  Prints ``name: value`` lines,
@@ -197,7 +199,8 @@ def mean(values: Sequence[float]) -> float:
 
 def report(answered: Sequence[Answered], ks: Sequence[int], skipped: int,
            conversations: int, ingest_s: float,
-           before_archive: Sequence[Answered] | None = None) -> None:
+           stages: Sequence[tuple[str, Sequence[Answered]]] = ()) -> None:
+    """``stages``: (name, answers) of every state asked in order, as ingested first."""
     main = [a for a in answered if 1 <= a.category <= 4]
     print(f"# {conversations} conversations, {len(answered)} questions with evidence "
           f"({len(main)} in categories 1-4), {skipped} skipped without evidence; "
@@ -218,10 +221,13 @@ def report(answered: Sequence[Answered], ks: Sequence[int], skipped: int,
     print(f"recall_sql_ms_p50: {statistics.median(a.sql_ms for a in answered):.2f}")
     print(f"# machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     headline = mean([a.recall[focus] for a in main])
-    if before_archive is not None:
-        unarchived = mean([a.recall[focus] for a in before_archive if 1 <= a.category <= 4])
-        print(f"recall@{focus}_cat1-4_before_archive: {unarchived:.4f}")
-        print(f"archive_recall_ratio: {headline / unarchived:.4f}  # target >= 0.95")
+    if stages:
+        ingested = mean([a.recall[focus] for a in stages[0][1] if 1 <= a.category <= 4])
+        print(f"recall@{focus}_cat1-4_as_ingested: {ingested:.4f}")
+        for name, asked in stages[1:]:
+            state = mean([a.recall[focus] for a in asked if 1 <= a.category <= 4])
+            print(f"recall@{focus}_cat1-4_after_{name}: {state:.4f}")
+            print(f"{name}_recall_ratio: {state / ingested:.4f}  # target >= 0.95")
     print(f"locomo_recall@{focus}_cat1-4: {headline:.4f}")
 
 
@@ -242,19 +248,41 @@ async def run(args: argparse.Namespace) -> None:
             # warm-up (model and connections), not timed
             await store.recall(next(iter(agents.values())), "warm up", k=1)
             answered = await ask(store, conversations, agents, args.k)
-            before: list[Answered] | None = None
+            stages: list[tuple[str, list[Answered]]] = [("ingested", answered)]
+            if args.trim_all:
+                await trim_all(store, conversations, agents)
+                answered = await ask(store, conversations, agents, args.k)
+                stages.append(("trim", answered))
             if args.archive_all:
-                before = answered
                 t0 = time.perf_counter()
                 archived = 0
                 for agent in agents.values():
                     archived += (await store.archive_episodes(agent)).counts["archived"]
                 print(f"# archive-all: {archived} episodes archived in "
-                      f"{time.perf_counter() - t0:.1f} s; the questions asked again (the "
-                      f"latency lines below are from that second pass: query embeddings "
-                      f"come from the cache)")
+                      f"{time.perf_counter() - t0:.1f} s; the questions asked again")
                 answered = await ask(store, conversations, agents, args.k)
-    report(answered, args.k, skipped, len(conversations), ingest_s, before)
+                stages.append(("archive", answered))
+            if len(stages) > 1:
+                print("# the latency lines below are from the last pass: query embeddings "
+                      "come from the cache")
+    report(answered, args.k, skipped, len(conversations), ingest_s,
+           stages if len(stages) > 1 else ())
+
+
+async def trim_all(store: MemoryStore, conversations: Sequence[Conversation],
+                   agents: dict[str, str]) -> None:
+    """The trim job on every agent, its clock a day past the trim age of the newest turn."""
+    newest = max(m["created_at"] for conv in conversations for _, messages in conv.sessions
+                 for m in messages)
+    now = newest + timedelta(days=store.maintenance.policy.trim_after_days + 1)
+    t0 = time.perf_counter()
+    counts: dict[str, int] = {}
+    for agent in agents.values():
+        for name, value in (await store.maintenance.trim(now=now, agent_id=agent)).counts.items():
+            counts[name] = counts.get(name, 0) + value
+    print(f"# trim-all: {counts.get('trimmed_transcripts', 0)} transcripts trimmed "
+          f"({counts.get('trimmed_messages', 0)} messages to cold storage) in "
+          f"{time.perf_counter() - t0:.1f} s; the questions asked again")
 
 
 def parse_ks(text: str) -> list[int]:
@@ -275,6 +303,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="comma-separated cut-offs, in turns (default: 5,10,25)")
     parser.add_argument("--conversations", type=int, default=0,
                         help="only the first N conversations (quick runs)")
+    parser.add_argument("--trim-all", action="store_true",
+                        help="ask again after trimming every episode; print the ratio")
     parser.add_argument("--archive-all", action="store_true",
                         help="ask again after archiving every episode; print the ratio")
     add_backend_option(parser)

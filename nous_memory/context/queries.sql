@@ -26,27 +26,46 @@ UNION ALL
 -- The complex records among the candidates ($2) with their unexpired extraction for this
 -- query ($3 sha256, $4 max tokens).  The source text is sent only on a miss, capped at $5
 -- characters for the hot-path truncation (the queued LLM extraction reads it whole).
+-- An episode without detail (a conversation built with start/append/close) has its
+-- transcript as detail: its verbatim chunks in order, which stay hot when the jobs move
+-- the transcript's messages to cold storage.
 SELECT m.id, m.kind, c.content AS cached, c.source AS cached_source,
-       CASE WHEN c.content IS NULL THEN left(e.detail, $5) END AS detail,
+       CASE WHEN c.content IS NULL
+            THEN left(COALESCE(e.detail, (
+                SELECT string_agg(t.content, E'\n' ORDER BY t.chunk_no)
+                FROM (SELECT k.chunk_no, k.content,
+                             sum(length(k.content) + 1) OVER (ORDER BY k.chunk_no) AS upto
+                      FROM episode_chunks k
+                      WHERE k.agent_id = $1 AND k.episode_id = m.id) AS t
+                WHERE t.upto - length(t.content) - 1 < $5::integer)), $5::integer) END AS detail,
        e.title, p.name,
        CASE WHEN c.content IS NULL THEN p.goals END AS goals,
        CASE WHEN c.content IS NULL THEN p.core_patterns END AS core_patterns,
        CASE WHEN c.content IS NULL THEN p.implementation_notes END AS notes
 FROM memories m
 LEFT JOIN episodes e ON m.kind = 'episode' AND e.agent_id = m.agent_id AND e.memory_id = m.id
+LEFT JOIN LATERAL (
+    SELECT sum(length(k.content) + 1) - 1 AS chars FROM episode_chunks k
+    WHERE e.detail IS NULL AND k.agent_id = $1 AND k.episode_id = m.id
+) AS transcript ON m.kind = 'episode'
 LEFT JOIN procedures p
        ON m.kind = 'procedure' AND p.agent_id = m.agent_id AND p.memory_id = m.id
 LEFT JOIN extraction_cache c
        ON c.agent_id = m.agent_id AND c.memory_id = m.id AND c.query_sha256 = $3
       AND c.max_tokens = $4 AND c.expires_at > now()
 WHERE m.agent_id = $1 AND m.id = ANY($2::uuid[])
-  AND ((m.kind = 'episode' AND length(e.detail) > 1000)
+  AND ((m.kind = 'episode' AND COALESCE(length(e.detail), transcript.chars) > 1000)
        OR (m.kind = 'procedure' AND cardinality(p.core_patterns) > 5));
 
 -- name: extraction_source
--- The whole source text of one complex record, for the LLM extraction (worker).
-SELECT m.kind, m.status, e.title, e.detail, p.name, p.goals, p.core_patterns,
-       p.implementation_notes AS notes
+-- The whole source text of one complex record, for the LLM extraction (worker): an
+-- episode's detail, or without one its transcript (its chunks, as in context_tier2).
+SELECT m.kind, m.status, e.title,
+       COALESCE(e.detail, (SELECT left(string_agg(k.content, E'\n' ORDER BY k.chunk_no),
+                                       1000000)
+                           FROM episode_chunks k
+                           WHERE k.agent_id = $1 AND k.episode_id = $2)) AS detail,
+       p.name, p.goals, p.core_patterns, p.implementation_notes AS notes
 FROM memories m
 LEFT JOIN episodes e ON m.kind = 'episode' AND e.agent_id = m.agent_id AND e.memory_id = m.id
 LEFT JOIN procedures p
@@ -127,7 +146,9 @@ SELECT GREATEST(
 -- a small agent: its rows are read once (mem_rows, chunk_rows) and every leg works on
 -- them in memory (an exact vector scan beats a filtered HNSW scan there, and is exact);
 -- false for a large agent: HNSW indexes for the vector legs, the GIN indexes for the
--- text leg.  Each half is gated on $21, so only one of them runs.
+-- text leg.  Each half is gated on $21, so only one of them runs.  $22: the speaker
+-- prior, for a chunk spoken by someone the query names (every word of the name is a
+-- word of the query, case folded).
 -- Two legs, each over memories and episode chunks together (one corpus, so neither table
 -- gets top ranks for free): vector (per table, merged by distance) and BM25 full text.
 -- The full-text query is an OR of the text's lexemes (to_tsvector never fails on any
@@ -150,6 +171,10 @@ WITH gone AS (
 tq AS (
     SELECT ARRAY(SELECT u.lexeme FROM unnest(v) AS u) AS lexemes
     FROM to_tsvector('english', $2) AS v
+),
+qwords AS (
+    -- the query's words, case folded (for the speaker prior)
+    SELECT regexp_split_to_array(lower($2), '[^[:alnum:]]+') AS words
 ),
 mem_rows AS MATERIALIZED (
     SELECT m.id, m.status, length(m.search_tsv) AS len, m.search_tsv AS tsv,
@@ -319,6 +344,11 @@ found AS (
            CASE WHEN f.source = 'chunk' THEN c.content ELSE m.summary END AS text,
            CASE WHEN f.source = 'chunk' THEN c.tokens ELSE m.summary_tokens END AS tokens,
            CASE WHEN f.source = 'chunk' THEN c.message_metadata END AS message_metadata,
+           f.source = 'chunk' AND EXISTS (
+               SELECT 1 FROM unnest(c.speakers) AS sp(name)
+               WHERE array_remove(regexp_split_to_array(lower(sp.name), '[^[:alnum:]]+'), '')
+                     <@ (SELECT words FROM qwords)
+                 AND lower(sp.name) ~ '[[:alnum:]]') AS named,
            CASE WHEN f.source = 'chunk' THEN COALESCE(c.started_at, c.created_at)
                 ELSE m.created_at END AS created_at,
            CASE WHEN f.source = 'chunk' THEN c.ended_at
@@ -345,13 +375,14 @@ priced AS (
                    - COALESCE(r.ended_at, r.created_at)))::float8 / 86400.0 / $12) AS p_recency,
            $13 * (r.importance - 0.5) AS p_importance,
            COALESCE($14 * (r.confidence - 0.5), 0) AS p_confidence,
-           $15 * LEAST(1, ln(1 + r.access_count) / ln(1 + $16)) AS p_use
+           $15 * LEAST(1, ln(1 + r.access_count) / ln(1 + $16)) AS p_use,
+           CASE WHEN r.named THEN $22::float8 ELSE 0 END AS p_speaker
     FROM found r
 )
 SELECT source, memory_id, chunk_no, kind, status, text, tokens, message_metadata,
        created_at, ended_at, cosine, vector_rank::integer, text_rank::integer, text_score,
-       fused, p_recency, p_importance, p_confidence, p_use,
-       fused * (1 + p_recency + p_importance + p_confidence + p_use) AS final
+       fused, p_recency, p_importance, p_confidence, p_use, p_speaker,
+       fused * (1 + p_recency + p_importance + p_confidence + p_use + p_speaker) AS final
 FROM priced
 ORDER BY final DESC, memory_id, chunk_no NULLS FIRST
 LIMIT $9;

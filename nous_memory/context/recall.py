@@ -65,14 +65,18 @@ class Fusion:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Priors:
     """Bounded multiplicative nudges: final = fused * (1 + recency + importance +
-    confidence + use).  With the defaults the factor stays within [0.9, 1.2], so a
-    prior can reorder near-ties but never lift an item the legs did not find.
+    confidence + use + speaker).  With the defaults the factor stays within [0.9, 1.4], so
+    a prior can reorder near-ties but never lift an item the legs did not find.
 
     - recency in [0, recency]: halves every ``half_life_days`` of age (episodes and chunks
       age from when they ended, other memories from when they were created);
     - importance in [-importance/2, +importance/2]: (importance - 0.5) * importance;
     - confidence in [-confidence/2, +confidence/2] for facts and decisions (0 when unknown);
-    - use in [0, use]: log-scaled access count, saturating at ``use_saturation`` accesses.
+    - use in [0, use]: log-scaled access count, saturating at ``use_saturation`` accesses;
+    - speaker in {0, speaker}: a verbatim chunk spoken by someone the query names (every
+      word of the speaker's name is a word of the query).  A question about a person is
+      most often answered by what that person said; measured on the LoCoMo dev split
+      (bench/locomo_recall.py), recall@10 over categories 1-4 rose from 0.732 to 0.749.
     """
 
     recency: float = 0.05
@@ -81,9 +85,10 @@ class Priors:
     confidence: float = 0.1
     use: float = 0.05
     use_saturation: int = 100
+    speaker: float = 0.2
 
     def __post_init__(self) -> None:
-        for name in ("recency", "importance", "confidence", "use"):
+        for name in ("recency", "importance", "confidence", "use", "speaker"):
             if not 0 <= getattr(self, name) <= 0.5:
                 raise ValueError(f"prior {name} must be within [0, 0.5]")
         if self.half_life_days <= 0 or self.use_saturation < 1:
@@ -94,7 +99,8 @@ class Priors:
         """Largest factor over smallest: an item whose fused score times this is below the
         k-th best fused score can never reach the top k, whatever its priors."""
         low = 1 - self.importance / 2 - self.confidence / 2
-        high = 1 + self.recency + self.importance / 2 + self.confidence / 2 + self.use
+        high = (1 + self.recency + self.importance / 2 + self.confidence / 2 + self.use
+                + self.speaker)
         return high / low
 
 
@@ -113,7 +119,10 @@ class RecallScores(BaseModel):
     importance: float
     confidence: float
     use: float
-    final: float = Field(description="fused * (1 + recency + importance + confidence + use)")
+    speaker: float = Field(description="The nudge of a chunk spoken by someone the query "
+                                       "names (0 otherwise)")
+    final: float = Field(description="fused * (1 + recency + importance + confidence + use "
+                                     "+ speaker)")
 
 
 class RecallItem(BaseModel):
@@ -265,16 +274,16 @@ class Recaller:
                 [kind.value for kind in req.kinds], statuses, Kind.EPISODE in req.kinds,
                 leg_size(req.k), req.k, f.rrf_k, p.recency, p.half_life_days,
                 p.importance, p.confidence, p.use, float(p.use_saturation), f.text_weight,
-                f.vector_weight, f.context_weight, p.spread)
+                f.vector_weight, f.context_weight, p.spread, p.speaker)
         exact = await self._scans_exactly(req.agent)
         if exact and self._db.has_scan_pool:
             async with self._db.scanning() as conn:  # one round trip: no transaction
-                return await conn.fetch("recall", *args, True)
+                return await conn.fetch("recall", *args[:20], True, *args[20:])
         async with self._db.transaction() as conn:
             await conn.fetchval("recall_plan_settings",
                                 "force_generic_plan" if exact else "force_custom_plan",
                                 "off" if exact else "on")
-            return await conn.fetch("recall", *args, exact)
+            return await conn.fetch("recall", *args[:20], exact, *args[20:])
 
     async def _scans_exactly(self, agent: str) -> bool:
         """Whether this agent is small enough to be read whole (its size is counted, up to
@@ -319,4 +328,5 @@ def _item(row: Mapping[str, Any]) -> RecallItem:
             cosine=row["cosine"], vector_rank=row["vector_rank"], text_rank=row["text_rank"],
             text_score=row["text_score"], fused=row["fused"], recency=row["p_recency"],
             importance=row["p_importance"], confidence=row["p_confidence"], use=row["p_use"],
+            speaker=row["p_speaker"],
             final=row["final"]))

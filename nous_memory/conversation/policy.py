@@ -179,17 +179,18 @@ def should_summarize(policy: Policy, unfolded: Sequence[ConvMessage], *, summary
     """Pure: whether to fold now, which messages, and why.
 
     Triggers (any): unfolded messages >= trigger_messages, unfolded words >=
-    trigger_words, token ratio >= trigger_token_ratio, or (hysteresis) still >=
-    reset_token_ratio after an earlier trip that has not yet fallen below the reset.
-    min_messages and cooldown_messages then hold it back, except in an emergency
+    trigger_words, token ratio >= trigger_token_ratio.  Hysteresis: ``armed`` says the
+    token trigger fired and usage has not fallen below reset_token_ratio since; while so,
+    the token trigger does not fire again (whatever the ratio, short of an emergency),
+    and once usage is under the reset ratio it is ready again.  min_messages and
+    cooldown_messages then hold it back, except in an emergency
     (ratio >= emergency_ratio), which ignores both.  ``force`` skips triggers and holds.
     The delta leaves the newest ``protect_tail`` messages and never ends between a tool
     call and its result.
     """
     used = summary_tokens + extra_tokens + sum(m.tokens for m in unfolded)
     ratio = used / policy.window_tokens
-    armed_after = ratio >= policy.trigger_token_ratio or (
-        armed and ratio >= policy.reset_token_ratio)
+    latched = armed and ratio >= policy.reset_token_ratio
     emergency = ratio >= policy.emergency_ratio
     reasons: list[str] = []
     words = sum(m.words for m in unfolded)
@@ -199,17 +200,18 @@ def should_summarize(policy: Policy, unfolded: Sequence[ConvMessage], *, summary
         reasons.append(f"messages: {len(unfolded)} unfolded >= {policy.trigger_messages}")
     if policy.trigger_words and words >= policy.trigger_words:
         reasons.append(f"words: {words} unfolded >= {policy.trigger_words}")
-    if ratio >= policy.trigger_token_ratio:
+    over = ratio >= policy.trigger_token_ratio
+    held = (f"tokens: ratio {ratio:.2f}, no trigger until under the reset ratio "
+            f"{policy.reset_token_ratio} (hysteresis: fired already)")
+    if over and not latched:
         reasons.append(f"tokens: ratio {ratio:.2f} >= {policy.trigger_token_ratio}")
-    elif armed and ratio >= policy.reset_token_ratio:
-        reasons.append(f"tokens: ratio {ratio:.2f} still >= reset {policy.reset_token_ratio} "
-                       "(hysteresis)")
 
     def no(reason: str) -> Decision:
-        return Decision(summarize=False, fold=(), reasons=(*reasons, reason), ratio=ratio,
-                        armed=armed_after, emergency=emergency)
+        notes = (*reasons, held) if latched else tuple(reasons)
+        return Decision(summarize=False, fold=(), reasons=(*notes, reason), ratio=ratio,
+                        armed=latched, emergency=emergency)
 
-    if not reasons:
+    if not reasons and not emergency:
         return no(f"no trigger: {len(unfolded)} messages, {words} words, ratio {ratio:.2f}")
     if emergency:
         reasons.append(f"emergency: ratio {ratio:.2f} >= {policy.emergency_ratio} ignores "
@@ -228,5 +230,6 @@ def should_summarize(policy: Policy, unfolded: Sequence[ConvMessage], *, summary
     if cut <= 0:
         return no(f"nothing to fold: the {len(unfolded)} unfolded message(s) are the "
                   "protected tail")
+    # a fold made while usage is over the trigger ratio is the token trigger firing
     return Decision(summarize=True, fold=tuple(unfolded[:cut]), reasons=tuple(reasons),
-                    ratio=ratio, armed=armed_after, emergency=emergency)
+                    ratio=ratio, armed=latched or over, emergency=emergency)

@@ -67,6 +67,8 @@ CROSS_TENANT_QUERIES: Final[dict[str, str]] = {
                          "(agent_id, memory_id) order, a multi-shard ORDER BY ... LIMIT",
     "trim_episodes_batch": _SWEEP + "; it reads and queues into the coordinator-local work "
                                     "queue",
+    "trim_transcripts_batch": _SWEEP + "; the transcripts' cold tails go to memory_archive "
+                                       "rows of their own agent",
     "archive_episodes_batch": _SWEEP,
     "retention_batch": _SWEEP,
     "lifecycle_promote_facts": _SWEEP,

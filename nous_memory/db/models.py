@@ -84,6 +84,7 @@ class DecisionRow(SQLModel, table=True):
     reasons: list[str] = _text_array()
     context: str | None = None
     source_episode_id: UUID | None = None
+    subject: str | None = None
 
 
 class FactRow(SQLModel, table=True):

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from ..tokens import count_tokens
+from .dates import date_line
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,7 +52,9 @@ class Chunk:
     started_at: datetime | None
     ended_at: datetime | None
     message_metadata: list[dict[str, Any]]
-    context: str = ""  # the preceding turns' lines: indexed, never shown as content
+    # when it was said (absolute dates, see dates.py) and the preceding turns' lines:
+    # indexed, never shown as content
+    context: str = ""
 
     @property
     def index_text(self) -> str:
@@ -127,4 +130,6 @@ def _make(group: list[TranscriptMessage], chunk_no: int,
                  started_at=min(times) if times else None,
                  ended_at=max(times) if times else None,
                  message_metadata=[m.metadata for m in group],
-                 context="\n".join(line(m) for m in context))
+                 context="\n".join(
+                     [t for t in [date_line(content, min(times) if times else None)] if t]
+                     + [line(m) for m in context]))

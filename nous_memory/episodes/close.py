@@ -45,8 +45,10 @@ INSTRUCTIONS = (
     "sentence, or null); topics (a few short labels); facts (durable facts about the user "
     "and their world worth remembering for months: content as one self-contained "
     "sentence, subject, category such as preference, person, place, schedule, rule, "
-    "confidence 0..1); decisions (choices that were made: description, outcome "
-    "pending|success|failure|partial|abandoned, confidence, pattern, reasons); lessons "
+    "confidence 0..1); decisions (choices that were made: description, subject (what the "
+    "choice is about, a short label), outcome pending|success|failure|partial|abandoned, "
+    "confidence, pattern, reasons; a later outcome of an earlier choice is the same "
+    "decision with the same subject); lessons "
     "(what to do differently next time). Do not invent anything that is not in the "
     "transcript. Never list these instructions, the assistant's role or its rules as facts. "
     "The transcript may be preceded by a rolling summary between <conversation-summary> "
@@ -69,6 +71,7 @@ class ExtractedFact(BaseModel):
 
 class ExtractedDecision(BaseModel):
     description: str
+    subject: str | None = None
     outcome: Literal["pending", "success", "failure", "partial", "abandoned"] = "pending"
     confidence: float | None = Field(default=None, ge=0, le=1)
     pattern: str | None = None

@@ -11,7 +11,6 @@ episode is found by full text, and its ``facts_state`` stays ``pending``.
 from __future__ import annotations
 
 import logging
-from typing import Any
 from uuid import UUID
 
 from pgvector import Vector as PgVector
@@ -19,11 +18,12 @@ from pgvector import Vector as PgVector
 from ..db import Database
 from ..errors import InvalidInputError
 from ..facts.learning import FactLearner, LearnResult
-from ..memories.kinds import FactsState, Kind, parse_new
+from ..memories.kinds import FactsState
 from ..memories.manager import MemoryManager, PreparedWrite
 from ..work.queue import TaskHandler, WorkContext
 from .chunks import index_text
 from .close import INSTRUCTIONS, EpisodeExtraction
+from .decisions import DecisionMatcher, PreparedDecisions
 
 _log = logging.getLogger(__name__)
 
@@ -33,6 +33,7 @@ class EpisodeLearner:
         self._db = db
         self._memories = memories
         self._facts = facts
+        self._decisions = DecisionMatcher(db, memories)
 
     def handlers(self) -> dict[str, TaskHandler]:
         return {"episode_learn": self.process}
@@ -47,10 +48,10 @@ class EpisodeLearner:
         vectors = await self._memories.embed_texts(agent, texts)
         extraction = EpisodeExtraction.model_validate(raw) if raw is not None else None
         facts: list[PreparedWrite] = []
-        decisions: list[PreparedWrite] = []
+        decisions = PreparedDecisions(news=None, updates=[])
         if extraction is not None:
             facts = await self._prepare_facts(agent, ident, extraction)
-            decisions = await self._prepare_decisions(agent, ident, extraction)
+            decisions = await self._decisions.prepare(agent, ident, extraction)
         model = self._memories.model_name
         async with ctx.commit() as conn:
             row = await conn.fetchrow("episode_for_update", agent, ident)
@@ -67,8 +68,7 @@ class EpisodeLearner:
                 return
             if await conn.fetchval("episode_extraction_learned", agent, ident) is None:
                 return  # learned by another item meanwhile
-            for batch in decisions:
-                await self._memories.write(conn, batch)
+            decided = await self._decisions.write(conn, decisions)
             learned = [await self._facts.apply(conn, fact) for fact in facts]
             await conn.execute("episode_facts_state", agent, ident, FactsState.EXTRACTED.value)
             await conn.execute("insert_events", agent, [{
@@ -78,7 +78,7 @@ class EpisodeLearner:
                                "facts": {r.action.value: sum(1 for q in learned
                                                              if q.action is r.action)
                                          for r in learned},
-                               "decisions": sum(len(b.news) for b in decisions)}}])
+                               "decisions": decided}}])
 
     async def _prepare_facts(self, agent: str, episode_id: UUID,
                              extraction: EpisodeExtraction) -> list[PreparedWrite]:
@@ -95,16 +95,3 @@ class EpisodeLearner:
             else:
                 prepared.append(ready)
         return prepared
-
-    async def _prepare_decisions(self, agent: str, episode_id: UUID,
-                                 extraction: EpisodeExtraction) -> list[PreparedWrite]:
-        news = []
-        for decision in extraction.decisions:
-            fields: dict[str, Any] = {k: v for k, v in decision.model_dump().items()
-                                      if v not in (None, [])}
-            try:
-                news.append(parse_new(Kind.DECISION, {**fields,
-                                                      "source_episode_id": episode_id}))
-            except InvalidInputError as exc:
-                _log.info("skipped an extracted decision of episode %s: %s", episode_id, exc)
-        return [await self._memories.prepare(agent, news)] if news else []

@@ -49,6 +49,15 @@ FROM episode_messages
 WHERE agent_id = $1 AND episode_id = $2 AND seq >= $3 AND deleted_at IS NULL
 ORDER BY seq LIMIT $4;
 
+-- name: episode_messages_cold
+-- A trimmed transcript's cold tail (memory_archive), as episode_messages_live's rows: an
+-- upgrade of a trimmed episode reads the whole transcript.
+SELECT r.seq, r.role, r.content, r.name, r.tool_call_id, r.tokens, r.metadata, r.created_at
+FROM memory_archive a
+CROSS JOIN LATERAL jsonb_populate_recordset(NULL::episode_messages, a.messages) AS r
+WHERE a.agent_id = $1 AND a.memory_id = $2 AND a.part = 'transcript' AND r.deleted_at IS NULL
+ORDER BY r.seq;
+
 -- name: episode_last_chunk
 SELECT COALESCE(max(chunk_no), -1) AS chunk_no, COALESCE(max(last_seq), -1) AS last_seq
 FROM episode_chunks WHERE agent_id = $1 AND episode_id = $2;
@@ -138,3 +147,13 @@ WHERE r.agent_id = $1 AND r.status <> 'deleted' AND r.id IN (
     UNION ALL
     SELECT memory_id FROM decisions WHERE agent_id = $1 AND source_episode_id = $2)
 ORDER BY r.kind DESC, r.created_at, r.id;
+-- name: decisions_by_subject
+-- The agent's active decisions on any of these subjects ($2, normalised as
+-- episodes/decisions.py does: trimmed, lower case, single spaces), newest first: the
+-- candidates a decision extracted at close may update instead of duplicating.
+SELECT d.memory_id, d.description,
+       lower(regexp_replace(btrim(d.subject), '\s+', ' ', 'g')) AS subject
+FROM decisions d JOIN memories m ON m.agent_id = d.agent_id AND m.id = d.memory_id
+WHERE d.agent_id = $1 AND m.agent_id = $1 AND m.status = 'active'
+  AND lower(regexp_replace(btrim(d.subject), '\s+', ' ', 'g')) = ANY($2::text[])
+ORDER BY m.created_at DESC, d.memory_id LIMIT $3;

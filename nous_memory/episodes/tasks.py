@@ -78,7 +78,8 @@ class EpisodeTasks:
             await self._closer.write(conn, prepared)
 
     async def _transcript(self, agent: str, ident: UUID) -> list[TranscriptMessage]:
-        """The whole transcript less deleted messages, read in pages (no silent cap)."""
+        """The whole transcript less deleted messages, read in pages (no silent cap),
+        with the tail a trim moved to cold storage."""
         messages: list[TranscriptMessage] = []
         while True:
             start = messages[-1].seq + 1 if messages else 0
@@ -86,7 +87,11 @@ class EpisodeTasks:
                                         TRANSCRIPT_PAGE)
             messages.extend(to_message(r) for r in page)
             if len(page) < TRANSCRIPT_PAGE:
-                return messages
+                break
+        hot = {m.seq for m in messages}
+        cold = await self._db.fetch("episode_messages_cold", agent, ident)
+        tail = [m for m in map(to_message, cold) if m.seq not in hot]
+        return sorted(messages + tail, key=lambda m: m.seq) if tail else messages
 
     async def _rolling_summary(self, agent: str, ident: UUID) -> str | None:
         """Working memory's summary of the conversation, if it kept one (context for the

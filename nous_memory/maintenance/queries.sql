@@ -123,12 +123,77 @@ SELECT (SELECT count(*) FROM batch)::int AS n,
        (SELECT count(*) FROM short)::int AS summaries_queued,
        (SELECT count(*) FROM unextracted)::int AS extractions_queued;
 
+-- name: trim_transcripts_batch
+-- cross-agent: the transcript half of a trim batch over the key range (($1, $2), ($3, $4)]
+-- (see trim_episodes_batch).  Closed episodes that ended before $5 and have no transcript
+-- in cold storage yet: the messages beyond a hot head (those starting at or past $6
+-- characters of the transcript's text) move to memory_archive as one 'transcript' part
+-- (start_offset: how many messages stay hot), the head stays readable where it was.  The
+-- checksum is the archive's digest of the whole transcript (restore_transcript puts the
+-- tail back beside the head, and transcript_digest checks the whole).  Chunks, their
+-- embeddings and the summary stay hot, so recall and tier 2 do not change.  $7 is the
+-- job's clock.
+WITH eps AS (
+    SELECT e.agent_id, e.memory_id, e.storage FROM episodes e
+    WHERE (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
+      AND (e.agent_id, e.memory_id) <= ($3::text, $4::uuid)
+      AND e.state = 'closed' AND e.storage IN ('hot', 'trimmed') AND e.ended_at < $5
+      AND NOT EXISTS (SELECT 1 FROM memory_archive a
+                      WHERE a.agent_id = e.agent_id AND a.memory_id = e.memory_id
+                        AND a.part = 'transcript')
+    FOR UPDATE OF e
+), measured AS (
+    SELECT m.agent_id, m.episode_id, m.seq, to_jsonb(m) AS row,
+           sum(length(m.content)) OVER (PARTITION BY m.agent_id, m.episode_id ORDER BY m.seq)
+               - length(m.content) AS offset_chars
+    FROM episode_messages m
+    JOIN eps ON m.agent_id = eps.agent_id AND m.episode_id = eps.memory_id
+    WHERE (m.agent_id, m.episode_id) > ($1::text, $2::uuid)
+      AND (m.agent_id, m.episode_id) <= ($3::text, $4::uuid)
+), batch AS (
+    SELECT agent_id, episode_id,
+           jsonb_agg(row ORDER BY seq) FILTER (WHERE offset_chars >= $6) AS tail,
+           count(*) FILTER (WHERE offset_chars < $6)::int AS head,
+           count(*) FILTER (WHERE offset_chars >= $6)::int AS cold,
+           min(seq) FILTER (WHERE offset_chars >= $6) AS first_cold,
+           hashtextextended(jsonb_agg(row ORDER BY seq)::text, 0) AS checksum
+    FROM measured GROUP BY agent_id, episode_id
+    HAVING count(*) FILTER (WHERE offset_chars >= $6) > 0
+), cold AS (
+    INSERT INTO memory_archive (agent_id, memory_id, part, start_offset, messages, reason,
+                                archived_at, checksum)
+    SELECT agent_id, episode_id, 'transcript', head, tail, 'trim', $7, checksum FROM batch
+), gone AS (
+    DELETE FROM episode_messages m USING batch b
+    WHERE (m.agent_id, m.episode_id) > ($1::text, $2::uuid)
+      AND (m.agent_id, m.episode_id) <= ($3::text, $4::uuid)
+      AND m.agent_id = b.agent_id AND m.episode_id = b.episode_id AND m.seq >= b.first_cold
+), hot AS (
+    UPDATE episodes e SET storage = 'trimmed'
+    FROM batch b
+    WHERE (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
+      AND (e.agent_id, e.memory_id) <= ($3::text, $4::uuid)
+      AND e.agent_id = b.agent_id AND e.memory_id = b.episode_id
+), audit AS (
+    INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
+                               created_at)
+    SELECT b.agent_id, b.episode_id, 'trimmed',
+           jsonb_build_object('storage', eps.storage, 'messages', b.head + b.cold),
+           jsonb_build_object('storage', 'trimmed', 'hot_messages', b.head,
+                              'cold_messages', b.cold),
+           'job:trim', $7
+    FROM batch b JOIN eps ON eps.agent_id = b.agent_id AND eps.memory_id = b.episode_id
+)
+SELECT (SELECT count(*) FROM batch)::int AS n,
+       (SELECT coalesce(sum(cold), 0) FROM batch)::bigint AS trimmed_messages;
+
 -- name: archive_episodes_batch
 -- cross-agent: one archive batch over the key range (($1, $2), ($3, $4)] (see
 -- trim_episodes_batch).  Closed episodes that ended before $5: the whole detail (a
--- trimmed one reassembled from its hot prefix and cold tail) and the transcript move to
--- memory_archive (start_offset 0); the hot detail becomes NULL, so readers take
--- left(coalesce(hot, ''), start_offset) || content.  Summary, metadata, links, chunks
+-- trimmed one reassembled from its hot prefix and cold tail) and the transcript (a trimmed
+-- one's hot head and cold tail as one part) move to memory_archive (start_offset 0); the
+-- hot detail becomes NULL, so readers take left(coalesce(hot, ''), start_offset) ||
+-- content.  Summary, metadata, links, chunks
 -- and embeddings stay.  $6 is the job's clock.  The cold copy is inserted from the
 -- stored value itself (not a detoasted copy), so a detail PostgreSQL had compressed
 -- moves compressed, without being compressed again; its checksum and length come from
@@ -164,18 +229,31 @@ WITH batch AS (
         start_offset = 0, content = EXCLUDED.content, reason = 'archive',
         archived_at = EXCLUDED.archived_at, checksum = EXCLUDED.checksum
 ), transcript AS (
-    SELECT m.agent_id, m.episode_id, jsonb_agg(to_jsonb(m) ORDER BY m.seq) AS messages
-    FROM episode_messages m
-    JOIN batch b ON m.agent_id = b.agent_id AND m.episode_id = b.memory_id
-    WHERE (m.agent_id, m.episode_id) > ($1::text, $2::uuid)
-      AND (m.agent_id, m.episode_id) <= ($3::text, $4::uuid)
-    GROUP BY m.agent_id, m.episode_id
+    -- the hot messages, and a trimmed transcript's cold tail with them: one whole part
+    SELECT r.agent_id, r.episode_id, jsonb_agg(r.row ORDER BY r.seq) AS messages
+    FROM (SELECT m.agent_id, m.episode_id, m.seq, to_jsonb(m) AS row
+          FROM episode_messages m
+          JOIN batch b ON m.agent_id = b.agent_id AND m.episode_id = b.memory_id
+          WHERE (m.agent_id, m.episode_id) > ($1::text, $2::uuid)
+            AND (m.agent_id, m.episode_id) <= ($3::text, $4::uuid)
+          UNION ALL
+          SELECT a.agent_id, a.memory_id, (x.row ->> 'seq')::int, x.row
+          FROM memory_archive a
+          JOIN batch b ON a.agent_id = b.agent_id AND a.memory_id = b.memory_id
+          CROSS JOIN LATERAL jsonb_array_elements(a.messages) AS x(row)
+          WHERE (a.agent_id, a.memory_id) > ($1::text, $2::uuid)
+            AND (a.agent_id, a.memory_id) <= ($3::text, $4::uuid)
+            AND a.part = 'transcript') AS r
+    GROUP BY r.agent_id, r.episode_id
 ), cold_transcript AS (
     INSERT INTO memory_archive (agent_id, memory_id, part, messages, reason, archived_at,
                                 checksum)
     SELECT agent_id, episode_id, 'transcript', messages, 'archive', $6,
            hashtextextended(messages::text, 0)
     FROM transcript
+    ON CONFLICT (agent_id, memory_id, part) DO UPDATE SET
+        start_offset = 0, messages = EXCLUDED.messages, reason = 'archive',
+        archived_at = EXCLUDED.archived_at, checksum = EXCLUDED.checksum
 ), gone AS (
     DELETE FROM episode_messages m USING batch b
     WHERE (m.agent_id, m.episode_id) > ($1::text, $2::uuid)

@@ -46,19 +46,22 @@ class Tiering:
                    agent_id: str | None = None, on_batch: BatchHook | None = None
                    ) -> JobResult:
         """Closed episodes that ended more than ``trim_after_days`` ago: detail beyond
-        ``trim_keep_chars`` goes cold; short summaries and never-extracted facts get a
-        work item each."""
+        ``trim_keep_chars`` goes cold, and so do a transcript's messages beyond a hot head
+        of that many characters (its chunks stay hot, so recall finds it as before);
+        short summaries and never-extracted facts get a work item each."""
         p = self._policy
         agent = parse_agent_id(agent_id) if agent_id is not None else None
         cutoff = now - timedelta(days=p.trim_after_days)
         notes: list[str] = []
         async with Sweeps.open(self._db, dry_run=dry_run, on_batch=on_batch) as sweeps:
             for name in ("trimmed", "trimmed_chars", "summaries_queued",
-                         "extractions_queued"):
+                         "extractions_queued", "trimmed_transcripts", "trimmed_messages"):
                 sweeps.add(name, 0)
             await sweeps.ranged("trimmed", "trim_episodes_batch", cutoff, p.trim_keep_chars,
                                 now, p.short_summary_chars, self._llm_configured,
                                 batch=p.batch_size, agent=agent)
+            await sweeps.ranged("trimmed_transcripts", "trim_transcripts_batch", cutoff,
+                                p.trim_keep_chars, now, batch=p.batch_size, agent=agent)
             if not self._llm_configured:
                 notes.append("no LLM configured: episodes without extracted facts were "
                              "not queued for extraction")

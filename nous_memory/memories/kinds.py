@@ -84,7 +84,7 @@ class EpisodeStorage(StrEnum):
     """Where an episode's detail and transcript live (the maintenance jobs move them)."""
 
     HOT = "hot"
-    TRIMMED = "trimmed"  # detail beyond the hot prefix is in cold storage
+    TRIMMED = "trimmed"  # detail (or transcript) beyond the hot head is in cold storage
     ARCHIVED = "archived"  # detail and transcript are in cold storage
     RESTORED = "restored"  # brought back on request; the jobs leave it hot
     EXPIRED = "expired"  # the retention policy deleted its cold detail
@@ -181,6 +181,7 @@ class DecisionDetail(_Detail):
     reasons: Texts = []
     context: Text | None = None
     source_episode_id: UUID | None = None
+    subject: Label | None = None  # what it is about: an episode's close matches on it
 
 
 class FactDetail(_Detail):

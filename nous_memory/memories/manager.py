@@ -73,6 +73,18 @@ class PreparedWrite:
     embedded: Embedded
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PreparedUpdate:
+    """A change of one memory read at ``current.version``, ready for one transaction."""
+
+    agent: str
+    current: Memory
+    updated: Memory
+    old: dict[str, Any]  # the changed fields' values before and after (the audit event)
+    new: dict[str, Any]
+    embedded: Embedded | None  # the new summary's embedding, when the summary changed
+
+
 class MemoryManager:
     """Owns the memory tables for every agent; every method is scoped to one agent."""
 
@@ -273,37 +285,58 @@ class MemoryManager:
             raise InvalidInputError.single("changes", "nothing to update")
         for _ in range(UPDATE_ATTEMPTS):
             current = await self.get(agent, ident)
-            updated = apply_changes(current, changes)
-            old, new = audit_values(current), audit_values(updated)
-            changed = sorted(k for k in new if new[k] != old.get(k))
-            if not changed:
+            prepared = await self.prepare_update(agent, current, changes)
+            if prepared is None:
                 return current
-            refuse_cold_detail_edit(current, changed)
-            embedded = None
-            if updated.summary != current.summary:
-                embedded = await self._embed(agent, [updated.summary])
             async with self._db.transaction() as conn:
                 await conn.execute("lock_agent_facts", agent)  # never mid-learn_fact
-                row = await conn.fetchrow(
-                    "update_memory", agent, ident, current.version, updated.summary,
-                    updated.summary_source.value, updated.summary_tokens,
-                    PgVector(embedded.vectors[0]) if embedded else None,
-                    self._embedder.model_name, updated.importance, updated.tags)
-                if row is None:
-                    continue  # changed or deleted since we read it: read again
-                await conn.execute(_DETAIL_UPSERT[current.kind], agent,
-                                   [_detail_row(agent, ident, updated.detail)])
-                await conn.execute("insert_events", agent, [{
-                    "memory_id": str(ident), "event": "updated", "actor": actor,
-                    "old_values": {k: old.get(k) for k in changed},
-                    "new_values": {k: new[k] for k in changed}}])
-                if embedded:
-                    await self.cache(conn, agent, embedded)
-            return updated.model_copy(update={
-                "version": row["version"], "updated_at": row["updated_at"],
-                "embedding_model": (self._embedder.model_name if embedded
-                                    else current.embedding_model)})
+                done = await self.write_update(conn, prepared, actor=actor)
+            if done is not None:
+                return done
+            # changed or deleted since we read it: read again
         raise ConflictError(f"memory {ident} kept changing; update not applied")
+
+    async def prepare_update(self, agent: str, current: Memory, changes: Mapping[str, Any]
+                             ) -> PreparedUpdate | None:
+        """The changed record and its new summary's embedding, before any transaction;
+        None when the changes change nothing."""
+        updated = apply_changes(current, changes)
+        old, new = audit_values(current), audit_values(updated)
+        changed = sorted(k for k in new if new[k] != old.get(k))
+        if not changed:
+            return None
+        refuse_cold_detail_edit(current, changed)
+        embedded = None
+        if updated.summary != current.summary:
+            embedded = await self._embed(agent, [updated.summary])
+        return PreparedUpdate(agent=agent, current=current, updated=updated,
+                              old={k: old.get(k) for k in changed},
+                              new={k: new[k] for k in changed}, embedded=embedded)
+
+    async def write_update(self, conn: Connection, prepared: PreparedUpdate, *,
+                           actor: str | None) -> Memory | None:
+        """Write a prepared update inside the caller's transaction; None when the memory
+        changed or went since it was read (its version moved)."""
+        agent, current, updated = prepared.agent, prepared.current, prepared.updated
+        embedded = prepared.embedded
+        row = await conn.fetchrow(
+            "update_memory", agent, current.id, current.version, updated.summary,
+            updated.summary_source.value, updated.summary_tokens,
+            PgVector(embedded.vectors[0]) if embedded else None,
+            self._embedder.model_name, updated.importance, updated.tags)
+        if row is None:
+            return None
+        await conn.execute(_DETAIL_UPSERT[current.kind], agent,
+                           [_detail_row(agent, current.id, updated.detail)])
+        await conn.execute("insert_events", agent, [{
+            "memory_id": str(current.id), "event": "updated", "actor": actor,
+            "old_values": prepared.old, "new_values": prepared.new}])
+        if embedded:
+            await self.cache(conn, agent, embedded)
+        return updated.model_copy(update={
+            "version": row["version"], "updated_at": row["updated_at"],
+            "embedding_model": (self._embedder.model_name if embedded
+                                else current.embedding_model)})
 
     # ------------------------------------------------------------------ delete
 

@@ -307,6 +307,33 @@ async def test_priors_are_bounded_and_compose_the_final_score(store: MemoryStore
     assert result.items[0].memory_id == high.id
 
 
+async def test_a_chunk_spoken_by_someone_the_query_names_comes_first(
+        store: MemoryStore) -> None:
+    """Two people say the same words; a question naming one of them ranks that one's
+    turn first (the speaker prior), and a question naming nobody leaves it at 0."""
+    episode = await store.start_episode("sp", participants=["Mary Ann", "Olga"])
+    await store.append("sp", episode.id, [
+        {"role": "user", "name": "Olga", "content": "I adopted a grey cat from the shelter."},
+        {"role": "assistant", "name": "Mary Ann",
+         "content": "I adopted a grey cat from the shelter."}])
+    await store.close_episode("sp", episode.id)
+    await store.worker().drain()
+    bounds = Priors()
+    for name, other in (("Mary Ann", "Olga"), ("Olga", "Mary Ann")):
+        result = await store.recall("sp", f"What pet did {name.lower()} adopt?", k=3)
+        chunks = [i for i in result.items if i.source == "chunk"]
+        assert [c.text.split(":")[0] for c in chunks] == [name, other]
+        assert chunks[0].scores.speaker == pytest.approx(bounds.speaker)
+        assert chunks[1].scores.speaker == 0
+        factor = 1 + sum(getattr(chunks[0].scores, p)
+                         for p in ("recency", "importance", "confidence", "use", "speaker"))
+        assert chunks[0].scores.final == pytest.approx(chunks[0].scores.fused * factor)
+    # "Mary" alone is not the whole name; nobody named, nobody nudged
+    for query in ("What pet did Mary adopt?", "Who adopted a grey cat?"):
+        result = await store.recall("sp", query, k=3)
+        assert all(i.scores.speaker == 0 for i in result.items)
+
+
 async def test_precomputed_query_embedding_gives_the_same_ranking(store: MemoryStore) -> None:
     await store.remember_many("v", [{"kind": "fact", "content": c} for c in (
         "The cat sleeps on the sofa", "Invoices are due on the first Monday",

@@ -39,7 +39,7 @@ async def test_rest_recall_answers_with_typed_scores(client: httpx.AsyncClient,
     assert item["text"] == NOTE and item["status"] == "active"
     assert set(item["scores"]) == {"cosine", "vector_rank", "text_rank", "text_score",
                                    "fused", "recency", "importance", "confidence", "use",
-                                   "final"}
+                                   "speaker", "final"}
     assert 0 < item["scores"]["cosine"] <= 1
 
     spec = (await client.get("/openapi.json")).json()

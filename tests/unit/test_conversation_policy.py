@@ -63,16 +63,9 @@ def test_cooldown_hysteresis_and_emergency() -> None:
     # cooldown: only 2 new messages since the last fold holds it back
     held = should_summarize(policy, eight, summary_tokens=0, since_last_fold=2, armed=False)
     assert not held.summarize and "cooldown" in held.reasons[-1]
-    # hysteresis: 0.75 is under the trigger; it fires only while still armed from a trip
-    seven = [msg(i, tokens=100) for i in range(7)]
-    seven_half = [*seven, msg(7, tokens=50)]
-    calm = should_summarize(policy, seven_half, summary_tokens=0, since_last_fold=8,
-                            armed=False)
-    assert not calm.summarize and not calm.armed
-    sticky = should_summarize(policy, seven_half, summary_tokens=0, since_last_fold=8,
-                              armed=True)
-    assert sticky.summarize and sticky.armed and "hysteresis" in sticky.reasons[0]
-    # below the reset ratio the trip is forgotten
+    # a trigger held back by the cooldown did not fire: nothing is latched
+    assert not held.armed
+    # below the reset ratio nothing is latched
     low = should_summarize(policy, [msg(i, tokens=60) for i in range(10)], summary_tokens=0,
                            since_last_fold=10, armed=True)
     assert not low.summarize and not low.armed
@@ -84,6 +77,36 @@ def test_cooldown_hysteresis_and_emergency() -> None:
     few = should_summarize(resolve({**QUIET, "min_messages": 20}), eight, summary_tokens=0,
                            since_last_fold=8, armed=False)
     assert not few.summarize and "min_messages" in few.reasons[-1]
+
+
+def test_token_trigger_hysteresis_fires_once_until_below_the_reset_ratio() -> None:
+    """Once the token trigger fired, it does not fire again while usage stays at or above
+    the reset ratio (0.7), even back over the trigger ratio (0.8); under the reset it is
+    ready again.  Other triggers and the emergency are not held by it."""
+    policy = resolve(QUIET)
+
+    def at(tokens: int, *, armed: bool, count: int = 8, **extra: Any) -> Any:
+        messages = [msg(i, tokens=tokens // count) for i in range(count)]
+        return should_summarize(resolve({**QUIET, **extra}) if extra else policy, messages,
+                                summary_tokens=0, since_last_fold=count, armed=armed)
+
+    fired = at(800, armed=False)
+    assert fired.summarize and fired.armed
+    # the fold left usage between the ratios: no trigger, still latched
+    between = at(760, armed=True)
+    assert not between.summarize and between.armed
+    assert any("hysteresis" in r for r in between.reasons)
+    # back over the trigger ratio without having fallen below the reset: still no trigger
+    again = at(880, armed=True)
+    assert not again.summarize and again.armed
+    # under the reset ratio the latch opens, and the next crossing fires again
+    reset = at(640, armed=True)
+    assert not reset.summarize and not reset.armed
+    assert at(800, armed=reset.armed).summarize
+    # the emergency ratio ignores the latch; so does a message-count trigger
+    assert at(1040, armed=True).summarize
+    counted = at(880, armed=True, trigger_messages=8)
+    assert counted.summarize and counted.armed and counted.reasons[0].startswith("messages")
 
 
 def test_message_and_word_triggers_and_protected_tail() -> None:

@@ -39,7 +39,7 @@ def test_leg_size_is_bounded() -> None:
 
 def test_weights_out_of_bounds_are_refused() -> None:
     for bad in ({"recency": 0.6}, {"importance": -0.1}, {"half_life_days": 0},
-                {"use_saturation": 0}):
+                {"use_saturation": 0}, {"speaker": 0.6}, {"speaker": -0.1}):
         with pytest.raises(ValueError):
             Priors(**bad)  # type: ignore[arg-type]
     for bad_fusion in ({"rrf_k": 0.5}, {"text_weight": -1}, {"context_weight": 1.5}):
@@ -48,8 +48,8 @@ def test_weights_out_of_bounds_are_refused() -> None:
 
 
 def test_spread_is_the_largest_over_the_smallest_prior_factor() -> None:
-    # defaults: factors within [1 - 0.05 - 0.05, 1 + 0.05 + 0.05 + 0.05 + 0.05]
-    assert Priors().spread == pytest.approx(1.2 / 0.9)
-    assert Priors(recency=0, importance=0, confidence=0, use=0).spread == 1.0
-    widest = Priors(recency=0.5, importance=0.5, confidence=0.5, use=0.5)
-    assert widest.spread == pytest.approx(2.5 / 0.5)
+    # defaults: factors within [1 - 0.05 - 0.05, 1 + 0.05 + 0.05 + 0.05 + 0.05 + 0.2]
+    assert Priors().spread == pytest.approx(1.4 / 0.9)
+    assert Priors(recency=0, importance=0, confidence=0, use=0, speaker=0).spread == 1.0
+    widest = Priors(recency=0.5, importance=0.5, confidence=0.5, use=0.5, speaker=0.5)
+    assert widest.spread == pytest.approx(3.0 / 0.5)
