@@ -126,12 +126,15 @@ def remember_problems(arguments: Mapping[str, Any]) -> list[FieldProblem]:
     return problems
 
 
-def parse_arguments(raw: str | Mapping[str, Any] | None) -> dict[str, Any]:
-    """A model's arguments (a JSON object, as text or already decoded)."""
+def parse_arguments(raw: object) -> dict[str, Any]:
+    """A model's arguments (a JSON object, as text or already decoded).  Anything else,
+    even from a careless caller, is the caller's error, never the store's failure."""
     if raw is None:
         return {}
     if isinstance(raw, Mapping):
         return dict(raw)
+    if not isinstance(raw, str):
+        raise InvalidInputError.single("arguments", "must be a JSON object or its text")
     if len(raw.encode("utf-8", "surrogatepass")) > MAX_ARGUMENT_BYTES:
         raise InvalidInputError.single("arguments", f"larger than {MAX_ARGUMENT_BYTES} bytes")
     if not raw.strip():
@@ -140,6 +143,8 @@ def parse_arguments(raw: str | Mapping[str, Any] | None) -> dict[str, Any]:
         value = json.loads(raw)
     except ValueError as exc:
         raise InvalidInputError.single("arguments", f"not valid JSON ({exc})") from None
+    except RecursionError:  # nesting deeper than the parser's stack, well under the size cap
+        raise InvalidInputError.single("arguments", "nested too deeply") from None
     if not isinstance(value, dict):
         raise InvalidInputError.single("arguments", "must be a JSON object")
     return value
