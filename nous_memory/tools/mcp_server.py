@@ -129,7 +129,7 @@ def _resource_call(uri: str) -> tuple[str, dict[str, Any]]:
         arguments: dict[str, Any] = {"agent_id": agent, "query": query.get("query", [""])[0]}
         budget = query.get("budget_tokens", [None])[0]
         if budget is not None:
-            if not budget.isdigit():
+            if not (budget.isascii() and budget.isdigit()):  # int() refuses some digits
                 raise MCPError(types.INVALID_PARAMS, "budget_tokens: must be an integer")
             arguments["budget_tokens"] = int(budget)
         return "memory_context", arguments
