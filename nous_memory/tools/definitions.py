@@ -100,7 +100,9 @@ async def _context(store: MemoryStore, agent: str, args: Mapping[str, Any],
 async def _expand(store: MemoryStore, agent: str, args: Mapping[str, Any],
                   policy: ToolPolicy) -> ToolResult:
     result = await store.expand(agent, args["ref"])
-    return ToolResult(text=render.expanded(result), data=render.structured(result))
+    newest = result.model_copy(update={"events": result.events[-render.MAX_EVENTS:]})
+    return ToolResult(text=render.expanded(result), data={
+        **render.structured(newest), "event_count": len(result.events)})
 
 
 async def _remember(store: MemoryStore, agent: str, args: Mapping[str, Any],
@@ -156,7 +158,8 @@ async def _history(store: MemoryStore, agent: str, args: Mapping[str, Any],
     if memory.kind is Kind.FACT:
         chain = (await store.fact_history(agent, ident)).chain
     return ToolResult(text=render.history(memory, events, chain), data={
-        "memory": render.structured(memory), "events": render.structured(events),
+        "memory": render.structured(memory), "event_count": len(events),
+        "events": render.structured(events[-render.MAX_EVENTS:]),
         "chain": [render.ref(m) for m in chain]})
 
 

@@ -81,7 +81,7 @@ async def test_every_tool_round_trip(store: MemoryStore) -> None:
     assert context.data["tokens_used"] <= 300
 
     expanded = await box.call("memory_expand", {"ref": moved.data["ref"]})
-    assert "Lisbon" in expanded.text and "history, newest last" in expanded.text
+    assert "Lisbon" in expanded.text and "history, newest first" in expanded.text
     assert expanded.data["memory"]["id"] == moved.data["memory_id"]
 
     await store.update("alice", learned.data["memory_id"],
@@ -161,6 +161,25 @@ async def test_one_agent_never_reaches_another(store: MemoryStore) -> None:
     assert not default.is_error and default.data["items"] == []
     two = ToolBox(store, allowed_agents=frozenset({"alice", "carol"}))
     assert "agent_id" in problems(await two.call("memory_search", {"query": "door code"}))
+
+
+async def test_long_memories_and_histories_give_bounded_results(store: MemoryStore) -> None:
+    box = ToolBox(store, agent_id="alice")
+    episode = await store.start_episode("alice", title="A very long chat")
+    await store.append("alice", episode.id, [{"role": "user", "content": "word " * 20_000}] * 3)
+    expanded = await box.call("memory_expand", {"ref": str(episode.id)})
+    assert not expanded.is_error, expanded.text
+    assert len(json.dumps(expanded.data)) < 100_000  # was the whole 300k-character transcript
+
+    fact = await store.remember("alice", "fact", content="The user's plan, draft 0")
+    for draft in range(1, 23):
+        await store.update("alice", fact.id, content=f"The user's plan, draft {draft}: "
+                                                     + "many careful words " * 500)
+    history = await box.call("memory_history", {"ref": str(fact.id)})
+    assert "draft 22" in history.text  # the newest change survives the cut
+    assert history.data["event_count"] == 23
+    assert len(history.data["events"]) < 23
+    assert len(json.dumps(history.data)) < 200_000
 
 
 async def test_remembered_text_is_data_inside_a_block(store: MemoryStore) -> None:
