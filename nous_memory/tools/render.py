@@ -160,16 +160,19 @@ def remembered(memory: Memory) -> str:
 
 
 def learned(result: LearnResult) -> str:
+    """The action outside the block; the reason inside it, since it may quote stored text
+    (a censor's reason, a judge's words about the facts)."""
+    reason = [item_line("reason", result.reason)] if result.reason else []
     if result.fact is None:
-        return f"Not learned ({result.action.value}): {result.reason or 'no reason given'}."
+        return f"Not learned ({result.action.value}):\n" + block(
+            reason or ["no reason given"], "learn")
     text = f"Fact {result.action.value} as [{ref(result.fact)}]"
     if result.related:
         others = ", ".join(f"[{ref_of('fact', r)}]" for r in result.related)
         text += (f" beside {others}, flagged as a possible conflict for the owner to settle"
                  if result.action.value == "created" else f" (related: {others})")
-    if result.reason:
-        text += f"; {result.reason}"
-    return text + ":\n" + block([item_line(ref(result.fact), result.fact.summary)], "saved")
+    return text + ":\n" + block([item_line(ref(result.fact), result.fact.summary), *reason],
+                                 "saved")
 
 
 def structured(value: Any) -> Any:
