@@ -49,7 +49,9 @@ FIELD_NOTES = {
     "goals": "What the procedure achieves.",
     "core_patterns": "The steps or rules that make it work.",
     "implementation_notes": "Details, pitfalls, tools.",
-    "trigger_pattern": "A regular expression (RE2 syntax) the censor matches.",
+    "trigger_pattern": "What the censor matches: a phrase, matched as whole words in any "
+                       "case, or a regular expression between slashes (RE2 syntax, any "
+                       "case), e.g. /pass(word|phrase)/.",
     "action": "What to do on a match: warn, block, or absolute (block, no override).",
     "reason": "Why the censor exists.",
 }
