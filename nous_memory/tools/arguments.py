@@ -27,12 +27,10 @@ REMEMBER_FIELDS: dict[Kind, tuple[str, ...]] = {
     Kind.PROCEDURE: ("name", "goals", "core_patterns", "implementation_notes"),
     Kind.CENSOR: ("trigger_pattern", "action", "reason"),
 }
+# read from the kinds' models, so the tools can never disagree with the store about it
 REQUIRED_FIELDS: dict[Kind, tuple[str, ...]] = {
-    Kind.DECISION: ("description",),
-    Kind.FACT: ("content",),
-    Kind.PROCEDURE: ("name",),
-    Kind.CENSOR: ("trigger_pattern", "action", "reason"),
-}
+    kind: tuple(name for name in names if DETAIL_MODELS[kind].model_fields[name].is_required())
+    for kind, names in REMEMBER_FIELDS.items()}
 COMMON = ("importance", "tags")
 FIELD_NOTES = {
     "description": "What was decided, in one or two sentences.",
