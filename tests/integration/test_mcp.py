@@ -71,7 +71,8 @@ async def exercise(client: Client, store: MemoryStore, extra: dict[str, str]) ->
     context_uri = "nous-memory://alice/context?query=allergies&budget_tokens=200"
     assert f"[{ref}]" in (await client.read_resource(context_uri)).contents[0].text
     for bad in ("nous-memory://alice/nothing-here",
-                "nous-memory://alice/context?query=x&budget_tokens=%C2%B2"):  # '²' isdigit
+                "nous-memory://alice/context?query=x&budget_tokens=%C2%B2",  # '²' isdigit
+                "nous-memory://[alice/memory/fact:1a2b3c4d"):  # urlsplit: bad IPv6
         with pytest.raises(MCPError) as refused:
             await client.read_resource(bad)
         assert refused.value.code == INVALID_PARAMS, refused.value
