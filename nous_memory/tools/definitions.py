@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..context.assembly import ref_of
 from ..context.model import MAX_QUERY_CHARS, MIN_BUDGET_TOKENS
 from ..errors import InvalidInputError
-from ..memories.kinds import MAX_TEXT_CHARS, Kind
+from ..memories.kinds import MAX_TEXT_CHARS, CensorAction, CensorDetail, Kind
 from ..memories.records import Memory
 from . import render
 from .arguments import remember_problems, remember_properties
@@ -142,6 +142,10 @@ async def _forget(store: MemoryStore, agent: str, args: Mapping[str, Any],
                    "(the ref before '#') or remember a correction")
     ident = await store.resolve(agent, args["ref"])
     memory = await store.get(agent, ident)
+    if isinstance(memory.detail, CensorDetail) and memory.detail.action is CensorAction.ABSOLUTE:
+        raise InvalidInputError.single(  # "no override" must hold against the model too
+            "ref", "an absolute censor cannot be forgotten by the assistant; only its owner "
+                   "can remove it")
     await store.delete(agent, ident, purge=purge, actor=policy.actor)
     done = "erased for good" if purge else "forgotten (the owner can restore it)"
     return ToolResult(text=f"[{render.ref(memory)}] {done}.",
@@ -248,7 +252,7 @@ TOOLS: tuple[Tool, ...] = (
              "Forget one memory by ref or id, when the user asks you to or it is wrong and "
              "no correction fits. It is soft-deleted: hidden from search and context, "
              "kept for the owner to restore. purge=true erases it for good, only when the "
-             "server allows it."),
+             "server allows it. Absolute censors cannot be forgotten this way."),
          properties={"ref": _REF_SCHEMA,
                      "purge": {"type": "boolean", "default": False,
                                "description": "Erase for good (refused unless the server "

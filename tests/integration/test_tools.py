@@ -110,6 +110,13 @@ async def test_purge_only_when_the_server_allows_it(store: MemoryStore) -> None:
     lookup = await ToolBox(store, agent_id="alice").call("memory_expand",
                                                          {"ref": str(memory.id)})
     assert "ref" in problems(lookup)
+    censor = await store.remember("alice", "censor", trigger_pattern="bank password",
+                                  action="absolute", reason="never repeat it")
+    for purge in (False, True):  # "absolute: no override" holds against the model too
+        kept = await ToolBox(store, agent_id="alice", allow_purge=True).call(
+            "memory_forget", {"ref": str(censor.id), "purge": purge})
+        assert "absolute censor" in problems(kept)["ref"]
+    assert (await store.get("alice", censor.id)).status.value == "active"
 
 
 @pytest.mark.parametrize(("name", "arguments", "field"), [
