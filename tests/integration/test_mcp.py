@@ -111,6 +111,18 @@ async def test_stdio_server_bound_to_one_agent(store: MemoryStore, database_url:
         assert purge.is_error and "purge" in text(purge)
 
 
+async def test_stdio_server_reports_an_unreachable_database_in_one_line() -> None:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1",
+           "NOUS_MEMORY_DATABASE_URL": "postgresql://nobody@127.0.0.1:1/nothing"}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "nous_memory.cli", "mcp", "--agent", "alice", env=env,
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(process.communicate(), timeout=STARTUP_S)
+    assert process.returncode != 0 and out == b""  # stdout is the protocol's alone
+    assert "cannot connect" in err.decode() and "Traceback" not in err.decode(), err
+
+
 @asynccontextmanager
 async def served(store: MemoryStore, **settings: Any) -> AsyncIterator[str]:
     """The REST service around ``store`` on a loopback port, for as long as the block."""
