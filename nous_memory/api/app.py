@@ -144,7 +144,7 @@ def create_app(store: MemoryStore | None = None, *,
     app.include_router(recall_router, dependencies=guard)
     app.include_router(context_router, dependencies=guard)
     mcp = McpEndpoint(app, ring, proxied=settings.insecure_no_auth_on_network)
-    app.router.routes.append(Route(MCP_PATH, mcp.route, methods=["GET", "POST", "DELETE"],
+    app.router.routes.append(Route(MCP_PATH, mcp.route, methods=["POST"],
                                    include_in_schema=False))
     app.include_router(portability_router, dependencies=guard)
     install_inspector(app, ring, settings)  # the owner's pages at /ui (their own sign-in)

@@ -1,11 +1,13 @@
 """``/mcp``: the agent tools over MCP streamable HTTP, inside the REST service.
 
 Stateless JSON mode: every POST is answered on its own (no session affinity, so any
-replica can answer and nothing is kept per client).  With API keys configured each
-request needs one, and the key's agents are the only ones its tool calls may name;
-without keys the service is loopback-only (as the REST API) and the endpoint also checks
-the Host and Origin headers, so a web page cannot reach it by DNS rebinding (unless the
-operator said another layer authenticates: then the Host is that proxy's).
+replica can answer and nothing is kept per client).  GET and DELETE get 405: there is
+no session to end, and a standing event stream would hold a task open for nothing.
+With API keys configured each request needs one, and the key's agents are the only
+ones its tool calls may name; without keys the service is loopback-only (as the REST
+API) and the endpoint also checks the Host and Origin headers, so a web page cannot
+reach it by DNS rebinding (unless the operator said another layer authenticates: then
+the Host is that proxy's).
 """
 
 from __future__ import annotations

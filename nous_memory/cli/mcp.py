@@ -39,9 +39,20 @@ async def serve_mcp(args: argparse.Namespace, settings: Settings) -> None:
     from ..tools.mcp_server import build_server
 
     agent = parse_agent_id(args.agent)  # a bad id fails before the client connects
-    async with stdio_server() as (read, write), \
-            MemoryStore.open(settings=settings) as store:
-        await store.warm_up()
-        box = ToolBox(store, agent_id=agent, allow_purge=args.allow_purge, actor="mcp")
-        server = build_server(lambda ctx: box)
-        await server.run(read, write, server.create_initialization_options())
+    try:
+        async with stdio_server() as (read, write), \
+                MemoryStore.open(settings=settings) as store:
+            await store.warm_up()
+            box = ToolBox(store, agent_id=agent, allow_purge=args.allow_purge, actor="mcp")
+            server = build_server(lambda ctx: box)
+            await server.run(read, write, server.create_initialization_options())
+    except BaseExceptionGroup as group:  # the transport's task group wraps what failed
+        raise _alone(group) from None
+
+
+def _alone(error: BaseException) -> BaseException:
+    """The one error inside nested single-error groups (so the CLI reports, e.g., an
+    unreachable database in one line); a group of several stays a group."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error

@@ -27,12 +27,10 @@ REMEMBER_FIELDS: dict[Kind, tuple[str, ...]] = {
     Kind.PROCEDURE: ("name", "goals", "core_patterns", "implementation_notes"),
     Kind.CENSOR: ("trigger_pattern", "action", "reason"),
 }
+# read from the kinds' models, so the tools can never disagree with the store about it
 REQUIRED_FIELDS: dict[Kind, tuple[str, ...]] = {
-    Kind.DECISION: ("description",),
-    Kind.FACT: ("content",),
-    Kind.PROCEDURE: ("name",),
-    Kind.CENSOR: ("trigger_pattern", "action", "reason"),
-}
+    kind: tuple(name for name in names if DETAIL_MODELS[kind].model_fields[name].is_required())
+    for kind, names in REMEMBER_FIELDS.items()}
 COMMON = ("importance", "tags")
 FIELD_NOTES = {
     "description": "What was decided, in one or two sentences.",
@@ -49,7 +47,9 @@ FIELD_NOTES = {
     "goals": "What the procedure achieves.",
     "core_patterns": "The steps or rules that make it work.",
     "implementation_notes": "Details, pitfalls, tools.",
-    "trigger_pattern": "A regular expression (RE2 syntax) the censor matches.",
+    "trigger_pattern": "What the censor matches: a phrase, matched as whole words in any "
+                       "case, or a regular expression between slashes (RE2 syntax, any "
+                       "case), e.g. /pass(word|phrase)/.",
     "action": "What to do on a match: warn, block, or absolute (block, no override).",
     "reason": "Why the censor exists.",
 }
@@ -126,12 +126,15 @@ def remember_problems(arguments: Mapping[str, Any]) -> list[FieldProblem]:
     return problems
 
 
-def parse_arguments(raw: str | Mapping[str, Any] | None) -> dict[str, Any]:
-    """A model's arguments (a JSON object, as text or already decoded)."""
+def parse_arguments(raw: object) -> dict[str, Any]:
+    """A model's arguments (a JSON object, as text or already decoded).  Anything else,
+    even from a careless caller, is the caller's error, never the store's failure."""
     if raw is None:
         return {}
     if isinstance(raw, Mapping):
         return dict(raw)
+    if not isinstance(raw, str):
+        raise InvalidInputError.single("arguments", "must be a JSON object or its text")
     if len(raw.encode("utf-8", "surrogatepass")) > MAX_ARGUMENT_BYTES:
         raise InvalidInputError.single("arguments", f"larger than {MAX_ARGUMENT_BYTES} bytes")
     if not raw.strip():
@@ -140,6 +143,8 @@ def parse_arguments(raw: str | Mapping[str, Any] | None) -> dict[str, Any]:
         value = json.loads(raw)
     except ValueError as exc:
         raise InvalidInputError.single("arguments", f"not valid JSON ({exc})") from None
+    except RecursionError:  # nesting deeper than the parser's stack, well under the size cap
+        raise InvalidInputError.single("arguments", "nested too deeply") from None
     if not isinstance(value, dict):
         raise InvalidInputError.single("arguments", "must be a JSON object")
     return value

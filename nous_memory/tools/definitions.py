@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..context.assembly import ref_of
 from ..context.model import MAX_QUERY_CHARS, MIN_BUDGET_TOKENS
 from ..errors import InvalidInputError
-from ..memories.kinds import MAX_TEXT_CHARS, Kind
+from ..memories.kinds import MAX_TEXT_CHARS, CensorAction, CensorDetail, Kind
 from ..memories.records import Memory
 from . import render
 from .arguments import remember_problems, remember_properties
@@ -100,7 +100,9 @@ async def _context(store: MemoryStore, agent: str, args: Mapping[str, Any],
 async def _expand(store: MemoryStore, agent: str, args: Mapping[str, Any],
                   policy: ToolPolicy) -> ToolResult:
     result = await store.expand(agent, args["ref"])
-    return ToolResult(text=render.expanded(result), data=render.structured(result))
+    newest = result.model_copy(update={"events": result.events[-render.MAX_EVENTS:]})
+    return ToolResult(text=render.expanded(result), data={
+        **render.structured(newest), "event_count": len(result.events)})
 
 
 async def _remember(store: MemoryStore, agent: str, args: Mapping[str, Any],
@@ -140,6 +142,10 @@ async def _forget(store: MemoryStore, agent: str, args: Mapping[str, Any],
                    "(the ref before '#') or remember a correction")
     ident = await store.resolve(agent, args["ref"])
     memory = await store.get(agent, ident)
+    if isinstance(memory.detail, CensorDetail) and memory.detail.action is CensorAction.ABSOLUTE:
+        raise InvalidInputError.single(  # "no override" must hold against the model too
+            "ref", "an absolute censor cannot be forgotten by the assistant; only its owner "
+                   "can remove it")
     await store.delete(agent, ident, purge=purge, actor=policy.actor)
     done = "erased for good" if purge else "forgotten (the owner can restore it)"
     return ToolResult(text=f"[{render.ref(memory)}] {done}.",
@@ -156,7 +162,8 @@ async def _history(store: MemoryStore, agent: str, args: Mapping[str, Any],
     if memory.kind is Kind.FACT:
         chain = (await store.fact_history(agent, ident)).chain
     return ToolResult(text=render.history(memory, events, chain), data={
-        "memory": render.structured(memory), "events": render.structured(events),
+        "memory": render.structured(memory), "event_count": len(events),
+        "events": render.structured(events[-render.MAX_EVENTS:]),
         "chain": [render.ref(m) for m in chain]})
 
 
@@ -245,7 +252,7 @@ TOOLS: tuple[Tool, ...] = (
              "Forget one memory by ref or id, when the user asks you to or it is wrong and "
              "no correction fits. It is soft-deleted: hidden from search and context, "
              "kept for the owner to restore. purge=true erases it for good, only when the "
-             "server allows it."),
+             "server allows it. Absolute censors cannot be forgotten this way."),
          properties={"ref": _REF_SCHEMA,
                      "purge": {"type": "boolean", "default": False,
                                "description": "Erase for good (refused unless the server "

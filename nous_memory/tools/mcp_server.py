@@ -116,7 +116,10 @@ def build_server(toolbox_for: ToolBoxFor) -> Server[Any]:
 
 def _resource_call(uri: str) -> tuple[str, dict[str, Any]]:
     """The tool call a resource URI stands for."""
-    parts = urlsplit(uri)
+    try:
+        parts = urlsplit(uri)
+    except ValueError as exc:  # e.g. an unbalanced '[' taken for an IPv6 address
+        raise MCPError(types.INVALID_PARAMS, f"not a resource URI ({exc})") from None
     path = parts.path.split("/")
     if parts.scheme != SCHEME or not parts.netloc or len(path) < 2:
         raise MCPError(types.INVALID_PARAMS, f"unknown resource {uri!r}; see the templates")
@@ -129,7 +132,7 @@ def _resource_call(uri: str) -> tuple[str, dict[str, Any]]:
         arguments: dict[str, Any] = {"agent_id": agent, "query": query.get("query", [""])[0]}
         budget = query.get("budget_tokens", [None])[0]
         if budget is not None:
-            if not budget.isdigit():
+            if not (budget.isascii() and budget.isdigit()):  # int() refuses some digits
                 raise MCPError(types.INVALID_PARAMS, "budget_tokens: must be an integer")
             arguments["budget_tokens"] = int(budget)
         return "memory_context", arguments

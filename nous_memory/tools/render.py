@@ -23,7 +23,10 @@ from ..memories.records import Memory, MemoryEvent
 from ..tokens import count_tokens, head_tokens
 
 MAX_RESULT_TOKENS = 6_000  # one tool result; a longer one is cut with a note saying so
-MAX_VALUE_CHARS = 2_000  # one field or one old/new value in a history line
+MAX_VALUE_CHARS = 2_000  # one field, one transcript message, one string of structured data
+MAX_EVENT_VALUE_CHARS = 300  # one old/new value in an event line (expand shows it whole)
+MAX_EVENTS = 20  # events in a history; the newest are the ones asked about
+MAX_ITEMS = 50  # one list of structured data
 EXPAND_HINT = "Call memory_expand with a ref for the full record."
 
 
@@ -35,14 +38,18 @@ def _day(moment: datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC") if moment else "-"
 
 
-def _value(value: object) -> str:
+def _value(value: object, limit: int = MAX_VALUE_CHARS) -> str:
     if isinstance(value, list):
         text = "; ".join(str(v) for v in value)
     elif isinstance(value, datetime):
         text = _day(value)
     else:
         text = str(value)
-    return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + " [...]"
+    return _cut(text, limit)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + " [...]"
 
 
 def block(lines: Sequence[str], kind: str, limit: int = MAX_RESULT_TOKENS) -> str:
@@ -97,8 +104,9 @@ def _event(event: MemoryEvent) -> str:
     for name in changed[:12]:
         old = (event.old_values or {}).get(name)
         new = (event.new_values or {}).get(name)
-        parts.append(f"{name}: {_value(old)} -> {_value(new)}" if event.old_values
-                     else f"{name}: {_value(new)}")
+        parts.append(f"{name}: {_value(old, MAX_EVENT_VALUE_CHARS)} -> "
+                     f"{_value(new, MAX_EVENT_VALUE_CHARS)}" if event.old_values
+                     else f"{name}: {_value(new, MAX_EVENT_VALUE_CHARS)}")
     who = f" by {event.actor}" if event.actor else ""
     return f"{_day(event.created_at)} {event.event}{who}" + (
         f" ({'; '.join(parts)})" if parts else "")
@@ -116,14 +124,15 @@ def expanded(result: Expanded) -> str:
         first, last = result.transcript.messages[0].seq, result.transcript.messages[-1].seq
         out.append(f"transcript, messages {first}-{last} of "
                    f"{result.transcript.total_messages}:")
-        out += [item_line(f"#{m.seq} {m.role}", m.content) for m in result.transcript.messages]
+        out += [item_line(f"#{m.seq} {m.role}", _value(m.content))
+                for m in result.transcript.messages]
     if result.archived:
         out.append("in cold storage: " + "; ".join(
             f"{p.part} ({p.reason}, {_day(p.archived_at)}, {p.size})"
             for p in result.archived))
-    if result.events:
-        out.append("history, newest last:")
-        out += [item_line("event", _event(e)) for e in result.events[-10:]]
+    if result.events:  # newest first: a cut result loses the oldest
+        out.append("history, newest first:")
+        out += [item_line("event", _event(e)) for e in reversed(result.events[-10:])]
     return block(out, "expand")
 
 
@@ -134,8 +143,14 @@ def history(memory: Memory, events: Sequence[MemoryEvent], chain: Sequence[Memor
         out.append("versions, oldest first:")
         out += [item_line(ref(m), f"({m.status.value}, {_day(m.created_at)}) {m.summary}")
                 for m in chain]
-    out.append(f"{len(events)} events, oldest first:" if events else "no events")
-    out += [item_line("event", _event(e)) for e in events]
+    shown = events[-MAX_EVENTS:]
+    if not events:
+        out.append("no events")
+    else:  # newest first: the latest changes are the ones asked about, and a cut
+        # result loses the oldest
+        out.append(f"{len(events)} events, newest first" + (
+            f" (the newest {len(shown)}):" if len(shown) < len(events) else ":"))
+    out += [item_line("event", _event(e)) for e in reversed(shown)]
     return block(out, "history")
 
 
@@ -145,24 +160,30 @@ def remembered(memory: Memory) -> str:
 
 
 def learned(result: LearnResult) -> str:
+    """The action outside the block; the reason inside it, since it may quote stored text
+    (a censor's reason, a judge's words about the facts)."""
+    reason = [item_line("reason", result.reason)] if result.reason else []
     if result.fact is None:
-        return f"Not learned ({result.action.value}): {result.reason or 'no reason given'}."
+        return f"Not learned ({result.action.value}):\n" + block(
+            reason or ["no reason given"], "learn")
     text = f"Fact {result.action.value} as [{ref(result.fact)}]"
     if result.related:
         others = ", ".join(f"[{ref_of('fact', r)}]" for r in result.related)
         text += (f" beside {others}, flagged as a possible conflict for the owner to settle"
                  if result.action.value == "created" else f" (related: {others})")
-    if result.reason:
-        text += f"; {result.reason}"
-    return text + ":\n" + block([item_line(ref(result.fact), result.fact.summary)], "saved")
+    return text + ":\n" + block([item_line(ref(result.fact), result.fact.summary), *reason],
+                                 "saved")
 
 
 def structured(value: Any) -> Any:
-    """JSON-ready data for a result's structured content."""
+    """JSON-ready data for a result's structured content, bounded like the text (long
+    strings cut, long lists shortened): clients may hand it to the model as well."""
     if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
+        value = value.model_dump(mode="json")
+    if isinstance(value, str):
+        return _cut(value, MAX_VALUE_CHARS)
     if isinstance(value, Mapping):
         return {str(k): structured(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [structured(v) for v in value]
+        return [structured(v) for v in value[:MAX_ITEMS]]
     return value

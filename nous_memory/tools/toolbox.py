@@ -131,7 +131,9 @@ def _get(value: Any, name: str) -> Any:
 
 def _client_error(exc: ClientError) -> ToolResult:
     if isinstance(exc, InvalidInputError):
-        problems = exc.problems
+        # the store names a bad id or ref "memory_id"; the tools' argument is "ref"
+        problems = [FieldProblem("ref", p.reason) if p.field == "memory_id" else p
+                    for p in exc.problems]
         kind = "invalid_input"
     elif isinstance(exc, NotFoundError):
         problems = [FieldProblem("ref", f"no such memory for this agent ({exc.ident})")]

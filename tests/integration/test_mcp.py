@@ -17,6 +17,7 @@ import uvicorn
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 
 from nous_memory import MemoryStore
 from nous_memory.api import create_app
@@ -69,8 +70,12 @@ async def exercise(client: Client, store: MemoryStore, extra: dict[str, str]) ->
     assert "penicillin" in resource.contents[0].text
     context_uri = "nous-memory://alice/context?query=allergies&budget_tokens=200"
     assert f"[{ref}]" in (await client.read_resource(context_uri)).contents[0].text
-    with pytest.raises(MCPError):
-        await client.read_resource("nous-memory://alice/nothing-here")
+    for bad in ("nous-memory://alice/nothing-here",
+                "nous-memory://alice/context?query=x&budget_tokens=%C2%B2",  # '²' isdigit
+                "nous-memory://[alice/memory/fact:1a2b3c4d"):  # urlsplit: bad IPv6
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource(bad)
+        assert refused.value.code == INVALID_PARAMS, refused.value
 
     forgot = await client.call_tool("memory_forget", {**extra, "ref": ref})
     assert not forgot.is_error, text(forgot)
@@ -104,6 +109,18 @@ async def test_stdio_server_bound_to_one_agent(store: MemoryStore, database_url:
         await bob_untouched(client, store, str(bob.id), {})
         purge = await client.call_tool("memory_forget", {"ref": str(bob.id), "purge": True})
         assert purge.is_error and "purge" in text(purge)
+
+
+async def test_stdio_server_reports_an_unreachable_database_in_one_line() -> None:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1",
+           "NOUS_MEMORY_DATABASE_URL": "postgresql://nobody@127.0.0.1:1/nothing"}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "nous_memory.cli", "mcp", "--agent", "alice", env=env,
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(process.communicate(), timeout=STARTUP_S)
+    assert process.returncode != 0 and out == b""  # stdout is the protocol's alone
+    assert "cannot connect" in err.decode() and "Traceback" not in err.decode(), err
 
 
 @asynccontextmanager
@@ -142,6 +159,13 @@ async def test_http_endpoint_lets_a_key_use_only_its_agents(store: MemoryStore) 
             wrong = await raw.post(url, json=initialize,
                                    headers={"Authorization": "Bearer not-a-key-at-all-0000"})
             assert wrong.status_code == 401
+            # stateless: no standing event stream (a GET once held a task open for good)
+            # and no session to end; both refused at once, with or without a key
+            for method in ("GET", "DELETE"):
+                for headers in ({}, {"Authorization": f"Bearer {KEY_ALICE}"}):
+                    answer = await raw.request(method, url, timeout=10, headers={
+                        **headers, "Accept": "application/json, text/event-stream"})
+                    assert answer.status_code == 405, (method, answer.status_code)
 
         async with http_client(url, KEY_ALICE) as client:
             await exercise(client, store, {})  # the key's only agent is the default
