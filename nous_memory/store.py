@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any
 from uuid import UUID
 
 import numpy as np
@@ -30,42 +30,28 @@ from .conversation import (
     WorkingMemory,
 )
 from .db import Database, EmbeddedServer, SchemaStatus
-from .db.meta import shared_secret
 from .db.setup import ensure_database, prepare_schema, redact_dsn
 from .embeddings import Embedder, embedder_from_settings
 from .episodes.chunks import TranscriptMessage
 from .episodes.close import CloseSettings, EpisodeCloser
 from .episodes.learn import EpisodeLearner
 from .episodes.lifecycle import AppendResult, EpisodeManager, MessageIn
-from .episodes.provenance import learned_from
 from .episodes.tasks import EpisodeTasks
 from .errors import DatabaseError
-from .facts.conflicts import ConflictPair, ConflictResolver, Resolution
+from .facts.conflicts import ConflictResolver
 from .facts.learning import FactHistory, FactLearner, LearnResult
 from .facts.rules import Thresholds
 from .llm import LLMClient, PostgresCallRecorder, UsageRow, usage_by_agent
-from .llm.usage import DailyUsage, usage_by_day
 from .maintenance import JobResult, Maintenance, MaintenancePolicy, RestoreResult
-from .maintenance.runs import JobRun, JobRuns
-from .memories.agents import AgentOverview, agent_overview, known_agents
+from .maintenance.runs import JobRuns
 from .memories.kinds import Kind, Status, parse_agent_id
 from .memories.manager import MemoryManager
 from .memories.records import Memory, MemoryEvent, Page
-from .work.listing import AgentQueue, agent_queue
+from .owner import OwnerView
 from .work.worker import Worker
 
-if TYPE_CHECKING:
-    from .portability import (
-        ErasureReceipt,
-        Exporter,
-        ExportStream,
-        ExportSummary,
-        ImportSummary,
-        StoreFacts,
-    )
 
-
-class MemoryStore:
+class MemoryStore(OwnerView):
     """Long-term memory for agents.  Use ``async with MemoryStore.open() as store:``."""
 
     def __init__(self, *, settings: Settings, db: Database, embedder: Embedder,
@@ -407,99 +393,6 @@ class MemoryStore:
                         ) -> builtins.list[UsageRow]:
         """What the agent's LLM calls cost, per purpose and model (calls at/after ``since``)."""
         return await usage_by_agent(self._db, parse_agent_id(agent_id), since)
-
-    # ------------------------------------------------------------------ export, import, erasure
-    # (portability is imported when used: its typed-row machinery costs 0.4 s of imports)
-
-    def export_agent(self, agent_id: str, /) -> ExportStream:
-        """Everything of one agent as one JSON Lines file (docs/export-format.md): an
-        async iterator of byte chunks read from one snapshot; ``.summary`` at the end."""
-        return self._exporter().stream(agent_id)
-
-    async def export_agent_to(self, agent_id: str, out: BinaryIO, /) -> ExportSummary:
-        """Write the export of one agent to a binary file object."""
-        return await self._exporter().write(agent_id, out)
-
-    async def import_agent(self, source: AsyncIterable[bytes] | BinaryIO, /, *,
-                           agent_id: str | None = None, allow_other_model: bool = False,
-                           dry_run: bool = False) -> ImportSummary:
-        """Read an export into ``agent_id`` (default: the agent it came from), all or
-        nothing; rows the agent already has are skipped, conflicting ones refuse it."""
-        from .portability import Importer
-
-        return await Importer(self._db, self._store_facts()).run(
-            source, agent_id=agent_id, allow_other_model=allow_other_model, dry_run=dry_run)
-
-    async def forget_agent(self, agent_id: str, /, *, actor: str = "python"
-                           ) -> ErasureReceipt:
-        """Erase every row of one agent in one transaction; a content-free receipt stays."""
-        from .portability import Eraser
-
-        return await Eraser(self._db, self.memories).forget(agent_id, actor=actor)
-
-    def _exporter(self) -> Exporter:
-        from .portability import Exporter
-
-        return Exporter(self._db, self._store_facts())
-
-    def _store_facts(self) -> StoreFacts:
-        from .portability import StoreFacts
-
-        return StoreFacts(schema_version=self.schema.expected_version,
-                          embedding_model=self.embedder.model_name,
-                          embedding_dim=self.embedder.dimension)
-
-    # ------------------------------------------------------------------ owner's view
-    # What the inspector page shows and does beyond the calls above: thin delegations.
-
-    async def agents(self, *, limit: int = 1000, after: str = "") -> builtins.list[str]:
-        """The agents that hold memories, in id order after ``after`` (for a caller
-        allowed to see all of them)."""
-        return await known_agents(self._db, limit=limit, after=after)
-
-    async def agent_overview(self, agent_id: str, /) -> AgentOverview:
-        """Counts per kind and status, and storage use, of one agent."""
-        return await agent_overview(self._db, agent_id)
-
-    async def fact_conflicts(self, agent_id: str, /, *, limit: int = 50
-                             ) -> builtins.list[ConflictPair]:
-        """Pairs of active facts flagged as a possible conflict, waiting for a decision."""
-        return await self.conflicts.queue(agent_id, limit=limit)
-
-    async def resolve_conflict(self, agent_id: str, fact_id: UUID | str,
-                               other_id: UUID | str, /, resolution: Resolution | str, *,
-                               content: str | None = None, actor: str | None = None
-                               ) -> builtins.list[Memory]:
-        """Keep both, keep ``fact_id`` (the other is superseded by it), or merge into
-        ``fact_id`` with ``content``."""
-        return await self.conflicts.resolve(agent_id, fact_id, other_id, resolution,
-                                            content=content, actor=actor)
-
-    async def learned_from_episode(self, agent_id: str, episode_id: UUID | str, /
-                                   ) -> builtins.list[Memory]:
-        """The facts and decisions learned from an episode."""
-        return await learned_from(self._db, agent_id, episode_id)
-
-    async def work_queue(self, agent_id: str, /, *, limit: int = 50) -> AgentQueue:
-        """The agent's work items: counts per task and state, open ones first."""
-        return await agent_queue(self._db, parse_agent_id(agent_id), limit)
-
-    async def llm_usage_by_day(self, agent_id: str, /, *, days: int = 30
-                               ) -> builtins.list[DailyUsage]:
-        """LLM calls, failures and tokens per UTC day and purpose."""
-        return await usage_by_day(self._db, parse_agent_id(agent_id), days)
-
-    async def job_history(self, *, job: str | None = None, limit: int = 20
-                          ) -> builtins.list[JobRun]:
-        """Recent maintenance job runs (shared by every agent)."""
-        return await self.job_runs.history(job=job, limit=limit)
-
-    async def session_secret(self) -> str:
-        """What signs the inspector's cookies: the configured secret, else one kept in
-        the database (so every process serving it, and a restart, agree)."""
-        if self.settings.ui_session_secret is not None:
-            return self.settings.ui_session_secret
-        return await shared_secret(self._db, "ui_session_secret")
 
     # last in the class: a method named `list` shadows the builtin in later signatures
     async def list(self, agent_id: str, *, kind: Kind | str | None = None,
