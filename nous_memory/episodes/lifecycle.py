@@ -244,6 +244,17 @@ def parse_messages(messages: Sequence[Mapping[str, Any] | MessageIn]) -> list[Me
     return parsed
 
 
+async def read_transcript(db: Database, agent: str, ident: UUID) -> list[TranscriptMessage]:
+    """The whole transcript less deleted messages, read in pages (no silent cap)."""
+    messages: list[TranscriptMessage] = []
+    while True:
+        start = messages[-1].seq + 1 if messages else 0
+        page = await db.fetch("episode_messages_live", agent, ident, start, TRANSCRIPT_PAGE)
+        messages.extend(to_message(r) for r in page)
+        if len(page) < TRANSCRIPT_PAGE:
+            return messages
+
+
 # a close and its follow-up (a later upgrade attempt is not waited for)
 PROCESSING_TASKS = ["episode_close", "episode_learn"]
 

@@ -19,7 +19,8 @@ from ..conftest import create_database, drop_database
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 # each released schema.sql, by version (copied from git when the next version started)
-RELEASED = {1: FIXTURES / "schema_v1.sql", 2: FIXTURES / "schema_v2.sql"}
+RELEASED = {1: FIXTURES / "schema_v1.sql", 2: FIXTURES / "schema_v2.sql",
+            3: FIXTURES / "schema_v3.sql"}
 
 CATALOG = {
     "columns": """

@@ -27,6 +27,9 @@ CROSS_AGENT |= {
     "expire_extraction_cache", "requeue_stuck_work", "stale_embeddings_batch",
     "reembed_write", "stale_chunk_embeddings_batch", "reembed_chunks_write",
     "count_stale_embeddings"}
+# The fact backfill queues LLM upgrades for every agent's rule-only episodes in one
+# bounded statement (optional agent filter); every item it writes keeps its agent_id.
+CROSS_AGENT |= {"backfill_upgrades_queue", "backfill_upgrades_left"}
 
 
 def test_every_tenant_query_filters_by_agent() -> None:
