@@ -28,8 +28,8 @@ ADVERBS = _words("really also still usually always never just actually now curre
 NON_FACT_VERBS = _words("think thought guess mean meant know knew see saw hear heard hope "
                         "wish wonder wondered suppose believe bet agree agreed understand "
                         "understood feel felt remember forgot forget say said tell told "
-                        "ask asked wait appreciate appreciated mean guessed bet got gotta "
-                        "gonna get realize realized realise realised admit need needed "
+                        "ask asked wait appreciate appreciated mean guessed bet gotta "
+                        "gonna realize realized realise realised admit need needed "
                         "try tried totally can't must")
 # "I'm <state>": a passing state, not a fact about the person
 TRANSIENT_STATES = _words("sure sorry glad happy sad tired excited thrilled nervous "
@@ -57,7 +57,19 @@ IRREGULAR_PAST = {"began": "begin", "bought": "buy", "sold": "sell", "took": "ta
                   "built": "build", "taught": "teach", "found": "find", "kept": "keep",
                   "came": "come", "brought": "bring", "fell": "fall", "did": "do",
                   "had": "have", "was": "be", "saw": "see", "read": "read",
-                  "quit": "quit", "paid": "pay", "sent": "send", "won't": "will"}
+                  "quit": "quit", "paid": "pay", "sent": "send", "won't": "will",
+                  "drew": "draw", "wore": "wear", "woke": "wake", "rode": "ride",
+                  "threw": "throw", "caught": "catch", "sat": "sit", "stood": "stand",
+                  "held": "hold", "led": "lead", "fed": "feed", "slept": "sleep",
+                  "shot": "shoot", "hid": "hide", "hung": "hang", "dug": "dig",
+                  "spoke": "speak", "stole": "steal", "tore": "tear", "froze": "freeze",
+                  "forgave": "forgive", "fought": "fight", "dealt": "deal",
+                  "shook": "shake", "rang": "ring", "rose": "rise", "lent": "lend",
+                  "burnt": "burn", "lit": "light", "laid": "lay", "understood": "understand",
+                  "hurt": "hurt", "put": "put", "let": "let", "set": "set", "cut": "cut",
+                  "hit": "hit", "shut": "shut", "cost": "cost", "spread": "spread",
+                  "knew": "know", "told": "tell", "said": "say", "thought": "think",
+                  "felt": "feel", "meant": "mean", "heard": "hear", "wept": "weep"}
 # kin and other relations: "my sister ...", "my boss ..."
 RELATIONS = _words("mother mom mum dad father parents sister sisters brother brothers "
                    "wife husband partner girlfriend boyfriend fiance fiancee son sons "

@@ -51,10 +51,28 @@ MIN_WORDS, MAX_WORDS = 2, 40
 _QUOTED = re.compile("\"[^\"]*\"|\u201c[^\u201d]*\u201d|\u2018[^\u2019]*\u2019|\\([^)]*\\)"
                      "|\\[[^\\]]*\\]")
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+# where a new clause starts: before a first-person subject, after punctuation, a
+# coordinating conjunction, a dash, or a subordinator (whose clause inherits its main
+# clause's doubt: "I wish that I ...", "she said that I ...")
 _CLAUSE_BREAK = re.compile(
-    r"\s*(?:[,;:]\s*(?:and|but|so|because|since|though|although)?|\s(?:and|but|so|because"
-    r"|though|although)\s|\s-\s)\s*(?=(?:i|i'm|i've|i'll|i'd|my|we)\b)", re.I)
-_WORD = re.compile(r"[A-Za-z]+(?:['\u2019][A-Za-z]+)*|\d+(?:[.,:]\d+)*|[^\sA-Za-z\d]")
+    r"\s*(?:[,;:]\s*(?:(?:and|but|so|though|although|because|since)\s+)?"
+    r"|\s(?:and|but|so|though|although)\s+|\s[-\u2013\u2014]\s+"
+    r"|\s(?P<sub>because|since|when|after|before|until|that|as|while|cause)\s+)"
+    r"(?=(?:i|i'm|i've|i'll|i'd|my)\b)", re.I)
+_CONDITIONAL = re.compile(r"^(?:\W*(?:and|but|so|well|oh)\b\W*)*(?:if|unless|whether|suppose"
+                          r"|imagine|even if|what if|in case)\b", re.I)
+_TIME_PHRASE = re.compile(
+    r"(?:just |only )?(?:yesterday|today|tonight|recently|lately|earlier|finally|now|then"
+    r"|(?:last|this|next|on|in|over|during|every|at|since) (?:the )?\w+(?: \w+)?"
+    r"|(?:a|an|one|two|three|four|five|six|a few|few|a couple of|several) (?:\w+ )?"
+    r"(?:days?|weeks?|months?|years?) ago)(?: (?:morning|afternoon|evening|night))?")
+_WORD = re.compile(r"[A-Za-z]+(?:['\u2019-][A-Za-z]+)*|\d+(?:[.,:]\d+)*|[^\sA-Za-z\d]")
+_SUBJECTS = ("i", "i'm", "i've", "i'll", "my")
+# a trailing invitation to the listener: "I've done one too, take a look!"
+_INVITATION = re.compile(r"[,;]?\s*(?:take a look|have a look|check (?:it|this|them) out"
+                         r"|see for yourself|look)\s*[.!]*\s*$", re.I)
+# a clause that ends on a bare pronoun points at something the fact cannot carry
+_DANGLING = frozenset("it them that this those these him her one".split())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,16 +103,25 @@ def extract_statements(messages: Sequence[TranscriptMessage]) -> list[Statement]
 
 
 def clauses(text: str) -> Iterable[str]:
-    """Declarative clauses: quotes, questions and parentheticals removed."""
+    """Declarative clauses: quotes, questions, conditionals and parentheticals removed,
+    and a subordinate clause of a doubtful main clause with it."""
     text = _QUOTED.sub(" ", text).replace("\u2019", "'")
     for sentence in _SENTENCE.findall(text):
         sentence = sentence.strip()
-        if not sentence or sentence.endswith("?"):
+        if not sentence or sentence.endswith("?") or _CONDITIONAL.match(sentence):
             continue
-        for clause in _CLAUSE_BREAK.split(sentence):
-            clause = clause.strip(" ,;:-.!").strip()
-            if clause:
+        start, doubtful, subordinate, carry = 0, False, False, ""
+        for match in [*_CLAUSE_BREAK.finditer(sentence), None]:
+            end = match.start() if match is not None else len(sentence)
+            clause = _INVITATION.sub("", sentence[start:end]).strip(" ,;:-.!").strip()
+            clause = f"{carry} {clause}".strip()
+            carry = clause if _TIME_PHRASE.fullmatch(clause.lower()) else ""
+            doubtful = (subordinate and doubtful) or _unasserted(
+                [w.lower() for w in _WORD.findall(clause)])
+            if clause and not doubtful and not carry:
                 yield clause
+            if match is not None:
+                start, subordinate = match.end(), match.group("sub") is not None
 
 
 def rewrite(clause: str, speaker: str, seq: int) -> Statement | None:
@@ -102,15 +129,16 @@ def rewrite(clause: str, speaker: str, seq: int) -> Statement | None:
     words = _WORD.findall(clause)
     while words and (words[0].lower() in DISCOURSE or not words[0][0].isalnum()):
         words = words[1:]
+    words, when = _leading_time(words)
     low = [w.lower() for w in words]
-    if not MIN_WORDS <= len(low) <= MAX_WORDS or _unasserted(low):
+    if not MIN_WORDS <= len(low) <= MAX_WORDS or _unasserted(low) or low[-1] in _DANGLING:
         return None
     if low[0] == "my":
         return _about_my(words, low, speaker, seq)
     if low[0] not in ("i", "i'm", "i've", "i'll"):
         return None  # about someone else, or no subject: never the speaker's fact
     at, head = _predicate(low)
-    if at is None or not _has_content(low[at:]):
+    if at is None or not _has_content(low[at + (head not in ("is", "was")):]):
         return None
     verb = low[at]
     if verb in NON_FACT_VERBS or (head in ("is", "was") and verb in TRANSIENT_STATES
@@ -124,8 +152,20 @@ def rewrite(clause: str, speaker: str, seq: int) -> Statement | None:
     if not head and not _past(verb):
         rest[0] = conjugate(rest[0])
     qualifiers = [w for w in words[1:at] if w.lower() in ADVERBS or w.lower() == "not"]
-    phrase = [speaker, *([head] if head else []), *qualifiers, *_own_words(rest, speaker)]
+    phrase = [speaker, *([head] if head else []), *qualifiers, *_own_words(rest, speaker),
+              *when]
     return _statement(phrase, speaker, category, seq)
+
+
+def _leading_time(words: list[str]) -> tuple[list[str], list[str]]:
+    """"Last month I got hurt" -> ("I got hurt", "last month"): the time goes last."""
+    low = [w.lower() for w in words]
+    at = next((i for i, w in enumerate(low[:7]) if w in _SUBJECTS), 0)
+    lead = [w for w in low[:at] if w != ","]
+    if at and _TIME_PHRASE.fullmatch(" ".join(lead)):
+        when = [w for w in words[:at] if w != ","]
+        return words[at:], [when[0].lower(), *when[1:]]
+    return words, []
 
 
 def _about_my(words: list[str], low: list[str], speaker: str, seq: int) -> Statement | None:
@@ -231,7 +271,8 @@ def conjugate(verb: str) -> str:
 def _statement(words: list[str], speaker: str, category: str, seq: int) -> Statement | None:
     text = " ".join(words)
     text = re.sub(r"\s+([,.!;:%])", r"\1", text)
-    text = re.sub(r"\s+'s\b", "'s", text).strip()
+    text = re.sub(r"\s+'s\b", "'s", text)
+    text = re.sub(r"(\w) ' (?=\w)", r"\1' ", text).strip()  # "the neighbors' dogs"
     if len(text.split()) < MIN_WORDS + 1 or not any(c.isalpha() for c in text[len(speaker):]):
         return None
     return Statement(content=text[0].upper() + text[1:] + ".", subject=speaker,

@@ -65,6 +65,25 @@ def test_clauses_split_at_a_new_first_person_subject() -> None:
         "Ana's brother lives in Bergen."]
 
 
+def test_a_leading_time_phrase_moves_to_the_end() -> None:
+    assert _facts("Last month I got hurt and had to stop climbing.",
+                  "Yesterday, I adopted a kitten.") == [
+        "Ana got hurt and had to stop climbing last month.",
+        "Ana adopted a kitten yesterday."]
+
+
+def test_a_subordinate_clause_is_a_fact_unless_its_main_clause_is_doubtful() -> None:
+    assert _facts("It has been hard since I lost my job.") == ["Ana lost Ana's job."]
+    assert _facts("She said that I moved to Rome.", "I wish that my sister lived here.",
+                  "If I get the job, I move to Rome.") == []
+
+
+def test_a_fact_must_carry_its_object() -> None:
+    assert _facts("I drew it.", "My kids love them.", "I made one too, take a look!",
+                  "I painted a lake last week, take a look!") == [
+        "Ana painted a lake last week."]
+
+
 def test_without_a_name_the_subject_is_the_user() -> None:
     assert _facts("I moved to Lisbon.", name=None) == ["The user moved to Lisbon."]
 
