@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import lru_cache
 from typing import Literal
 from uuid import UUID
 
@@ -69,6 +70,7 @@ class Values:
     negated: bool
 
 
+@lru_cache(maxsize=4096)  # a relation reads each side several times
 def analyse(text: str) -> Values:
     raw = _TOKEN.findall(text)
     words = [t for t in raw if not t[0].isdigit()]

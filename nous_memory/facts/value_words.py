@@ -98,3 +98,28 @@ SPLIT_COMPOUNDS = (frozenset(MONTHS) | frozenset(WEEKDAYS) | frozenset(SEASONS)
                     | frozenset(NUMBER_WORDS) | frozenset(DAYPARTS) | frozenset(TIME_UNITS))
 PASSIVE = frozenset("be been being is are was were get gets got".split())  # "is used to"
 CESSATION = frozenset("quit stop cease discontinue".split())
+
+
+def _inflections(base: str) -> set[str]:
+    """The regular forms of a verb or adjective: love -> loves, loved, loving, lover..."""
+    stem = base[:-1] if base.endswith("e") else base
+    doubled = base + base[-1] if base[-1] not in "aeiouwy" and base[-2:-1] in "aeiou" else base
+    forms = {base, base + "s", base + "es", base + "d", base + "ed", stem + "ed",
+             stem + "ing", doubled + "ed", doubled + "ing"}
+    if base.endswith("y") and base[-2:-1] not in "aeiou":
+        forms |= {base[:-1] + "ies", base[:-1] + "ied"}  # deny -> denies, denied
+    return forms
+
+
+# every regular form of an axis or cessation word, to its base ("quitting" -> "quit")
+INFLECTED = {form: base for base in (*AXIS_OF, *CESSATION) for form in _inflections(base)
+             if form not in AXIS_OF or form == base}
+# the words at which some value pattern can start: any other word is skipped at once
+TRIGGERS = frozenset(
+    [*NUMBER_WORDS, *MONTHS, *WEEKDAYS, *(w + "s" for w in WEEKDAYS), *SEASONS, *ORDINALS,
+     *DAYPARTS, *TIME_UNITS, *(u + "s" for u in TIME_UNITS), *FREQUENCY_ADVERBS, *PERIODIC,
+     *UNITS, *CURRENCY_WORDS, *(c.lower() for c in CURRENCY_WORDS.values()), *ORDER_WORDS,
+     *NEGATIONS, *INFLECTED, *SPLIT_COMPOUNDS,
+     *"""a an in within every each per once twice thrice half quarter noon midday midnight
+     day next last this past coming following previous used formerly no any anymore gave
+     give given giving gives today tonight tomorrow yesterday""".split()])

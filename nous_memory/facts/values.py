@@ -27,6 +27,7 @@ from .value_words import (
     CURRENCY_WORDS,
     DAYPARTS,
     FREQUENCY_ADVERBS,
+    INFLECTED,
     MONEY_SCALE,
     MONTHS,
     NEGATING_PREFIXES,
@@ -41,12 +42,22 @@ from .value_words import (
     SPLIT_COMPOUNDS,
     TIME_NOUNS,
     TIME_UNITS,
+    TRIGGERS,
     UNITS,
     UNITS_WORDS,
     WEEKDAYS,
 )
 
 Slots = dict[str, frozenset[str]]
+
+_NUMERAL = re.compile(r"[\d,]+(?:\.\d+)?")
+_CLOCK = re.compile(r"\d{1,2}[:.]\d{2}")
+_ISO_DATE = re.compile(r"\d{4}-\d{1,2}-\d{1,2}")
+_SLASH_DATE = re.compile(r"\d{1,2}/\d{1,2}(?:/\d{2,4})?")
+_DAY = re.compile(r"(\d{1,2})(?:st|nd|rd|th)?")
+_YEAR = re.compile(r"(1[89]|20)\d\d")
+_ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)")
+_LETTERS = re.compile(r"[A-Za-z]+")
 
 _TOKEN = re.compile(
     r"\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?"  # ISO or d/m dates
@@ -83,7 +94,7 @@ class _Scan:
         """A number at ``i + offset`` (digits, words, "twenty five", "a"/"an" = 1) and
         how many tokens it spans."""
         word = self.at(offset)
-        if word and word[0].isdigit() and re.fullmatch(r"[\d,]+(?:\.\d+)?", word):
+        if word and word[0].isdigit() and _NUMERAL.fullmatch(word):
             value, used = float(word.replace(",", "")), 1
         elif word in NUMBER_WORDS and word not in ("once", "twice", "thrice"):
             value, used = float(NUMBER_WORDS[word]), 1
@@ -109,13 +120,7 @@ def _num(value: float) -> str:
 
 def _lemma(word: str, vocabulary: Container[str]) -> str:
     """``word`` or the base form in ``vocabulary`` it inflects ("loving" -> "love")."""
-    for suffix in ("ing", "ed", "es", "s", "d"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            stem = word[: -len(suffix)]
-            for candidate in (stem, stem + "e", stem[:-1] if stem[-1:] == stem[-2:-1] else ""):
-                if candidate in vocabulary:
-                    return candidate
-    return word
+    return INFLECTED.get(word, word) if INFLECTED.get(word, word) in vocabulary else word
 
 
 # ---------------------------------------------------------------------- patterns
@@ -127,7 +132,7 @@ def _clock(s: _Scan) -> int:
     hour: int | None = None
     minute = 0
     used = 0
-    if re.fullmatch(r"\d{1,2}[:.]\d{2}", word) and (":" in word or s.at(1) in ("am", "pm")):
+    if _CLOCK.fullmatch(word) and (":" in word or s.at(1) in ("am", "pm")):
         hour, minute, used = int(word[:-3]), int(word[-2:]), 1
     elif word.isdigit() and int(word) <= 24 and (
             s.at(1) in ("am", "pm", "o'clock", "oclock") or
@@ -168,13 +173,13 @@ def _clock(s: _Scan) -> int:
 
 def _date(s: _Scan) -> int:
     word = s.at()
-    if re.fullmatch(r"\d{4}-\d{1,2}-\d{1,2}", word):
+    if _ISO_DATE.fullmatch(word):
         parts = word.split("-")
         s.add("year", parts[0])
         s.add("month", str(int(parts[1])))
         s.add("day", str(int(parts[2])))
         return 1
-    if re.fullmatch(r"\d{1,2}/\d{1,2}(?:/\d{2,4})?", word):
+    if _SLASH_DATE.fullmatch(word):
         s.add("date", "/".join(str(int(p)) for p in word.split("/")))
         return 1
     month = _month_at(s, 0)
@@ -212,14 +217,14 @@ def _month_at(s: _Scan, offset: int) -> str | None:
 
 
 def _day_at(s: _Scan, offset: int) -> str | None:
-    match = re.fullmatch(r"(\d{1,2})(?:st|nd|rd|th)?", s.at(offset))
+    match = _DAY.fullmatch(s.at(offset))
     if match and 1 <= int(match.group(1)) <= 31:
         return str(int(match.group(1)))
     return None
 
 
 def _year(word: str) -> bool:
-    return bool(re.fullmatch(r"(1[89]|20)\d\d", word))
+    return bool(_YEAR.fullmatch(word))
 
 
 def _relative(s: _Scan) -> int:
@@ -349,7 +354,7 @@ def _words(s: _Scan) -> int:
     elif word in ORDINALS and word not in ("following", "prior") and not (
             word == "next" and s.at(1) == "to"):
         s.add("ordinal", ORDINALS[word])
-    elif re.fullmatch(r"\d+(?:st|nd|rd|th)", word):
+    elif _ORDINAL.fullmatch(word):
         s.add("ordinal", word[:-2])
     elif word in DAYPARTS:
         s.add("daypart", DAYPARTS[word])
@@ -385,6 +390,10 @@ def value_slots(text: str) -> Slots:
     """The typed, normalised values of a statement (see the module docstring)."""
     scan = _Scan(text)
     while scan.i < len(scan.low):
+        word = scan.low[scan.i]
+        if word[0].isalpha() and word not in TRIGGERS and "'" not in word:
+            scan.i += 1  # most words start no pattern: one set lookup
+            continue
         for pattern in _PATTERNS:
             used = pattern(scan)
             if used:
@@ -422,8 +431,9 @@ def changed_values(new: str, old: str) -> list[str]:
 
 
 def _prefix_antonyms(new: str, old: str) -> bool:
-    a = {w.lower() for w in re.findall(r"[A-Za-z]+", new)}
-    b = {w.lower() for w in re.findall(r"[A-Za-z]+", old)}
+    a = {w.lower() for w in _LETTERS.findall(new)}
+    b = {w.lower() for w in _LETTERS.findall(old)}
     only_a, only_b = a - b, b - a
-    return any(x == p + y or y == p + x for x in only_a for y in only_b
-               for p in NEGATING_PREFIXES if min(len(x), len(y)) >= 4)
+    return any(x.startswith(p) and len(x) - len(p) >= 4 and x[len(p):] in other
+               for mine, other in ((only_a, only_b), (only_b, only_a))
+               for x in mine for p in NEGATING_PREFIXES)
