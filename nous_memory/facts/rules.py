@@ -21,7 +21,7 @@ from uuid import UUID
 from ..memories.fact_key import normalize_fact
 from ..memories.triggers import trigger_matches
 from .value_words import MONTHS, WEEKDAYS
-from .values import changed_values, same_numbers, value_slots
+from .values import SPELLED_KINDS, changed_values, same_numbers, value_slots
 
 _TOKEN = re.compile("[A-Za-z][A-Za-z.'\u2019\\-]*[A-Za-z]|[A-Za-z]|\\d+(?:[.,:/]\\d+)*")
 _NUMBER_WORDS = {w: str(i) for i, w in enumerate(
@@ -148,10 +148,15 @@ def _substitution(new: str, old: str) -> bool:
     if len(only_a) != 1 or len(only_b) != 1 or not a & b:
         return False
     x, y = next(iter(only_a)), next(iter(only_b))
-    if value_slots(x.capitalize()) and value_slots(x.capitalize()) == value_slots(
-            y.capitalize()):
-        return False  # two spellings of one value: "September" / "Sept", "weekly" / ...
+    if _spelled_value(x) and _spelled_value(x) == _spelled_value(y):
+        return False  # two spellings of one value: "September" / "Sept", "6" / "six"
     return not (x.endswith(_VERB_FORMS) and y.endswith(_VERB_FORMS))
+
+
+def _spelled_value(word: str) -> dict[str, frozenset[str]]:
+    """The calendar, time or number a single word spells (not its stance or polarity)."""
+    return {kind: v for kind, v in value_slots(word.capitalize()).items()
+            if kind in SPELLED_KINDS}
 
 
 def content_words(text: str) -> set[str]:

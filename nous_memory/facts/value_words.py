@@ -87,6 +87,12 @@ AXES = {
     "memory": ("remember remembered", "forget forgot forgotten"),
     "size": ("big bigger large larger", "small smaller"),
     "direction": ("arrive arrived arrives", "depart departed departs"),
+    "age": ("older oldest elder eldest", "younger youngest"),
+    "height": ("taller tallest", "shorter shortest"),
+    "speed": ("faster fastest quicker", "slower slowest"),
+    "quality": ("better best", "worse worst"),
+    "north-south": ("north northern", "south southern"),
+    "east-west": ("east eastern", "west western"),
 }
 AXIS_OF = {word: (axis, side) for axis, (plus, minus) in AXES.items()
             for side, words in (("+", plus), ("-", minus)) for word in words.split()}

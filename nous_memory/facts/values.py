@@ -146,8 +146,9 @@ def _clock(s: _Scan) -> int:
         s.add("time", "12:00")
         s.add("daypart", "night")
         return 1
-    elif word in ("half", "quarter") and s.at(1) in ("past", "to") and s.at(2).isdigit():
-        base = int(s.at(2)) % 12
+    elif word in ("half", "quarter") and s.at(1) in ("past", "to") and (
+            hour_said := s.number_at(2)) is not None and s.at(2) not in ("a", "an"):
+        base = int(hour_said[0]) % 12
         minute = 30 if word == "half" else 15
         if s.at(1) == "to":
             base, minute = (base - 1) % 12, 60 - minute
@@ -403,6 +404,9 @@ def value_slots(text: str) -> Slots:
     return {kind: frozenset(values) for kind, values in scan.slots.items()}
 
 
+# kinds a single word can spell in several ways ("Sept" / "September", "ten" / "10")
+SPELLED_KINDS = frozenset("month weekday season daypart number year ordinal time "
+                          "frequency".split())
 NUMERIC_KINDS = frozenset(
     "time day month year date price quantity duration number relative frequency "
     "ordinal".split())

@@ -33,6 +33,8 @@ CHANGED: dict[str, list[tuple[str, str]]] = {
         ("Book club meets on the first Thursday of the month.",
          "Book club meets on the last Thursday of the month."),
         ("Our office is on the second floor.", "Our office is on the third floor."),
+        ("Rent is due on the 1st.", "Rent is due on the 15th."),
+        ("Take the next exit after the bridge.", "Take the last exit after the bridge."),
         ("She finished 2nd in the regional race.", "She finished 4th in the regional race."),
         ("The next review is the final one.", "The next review is the first one."),
         ("The report is due on the first working day.",
@@ -47,6 +49,9 @@ CHANGED: dict[str, list[tuple[str, str]]] = {
         ("I usually go running in the morning.", "I usually go running in the evening."),
         ("The webinar is in the afternoon.", "The webinar is at 9 am."),
         ("We meet at half past 4.", "We meet at quarter past 4."),
+        ("Sam arrives at a quarter to six.", "Sam arrives at a quarter past six."),
+        ("My yoga class is on Wednesday mornings.", "My yoga class is on Wednesday "
+         "evenings."),
     ],
     "relative": [
         ("The parcel arrives tomorrow.", "The parcel arrives today."),
@@ -66,6 +71,7 @@ CHANGED: dict[str, list[tuple[str, str]]] = {
     ],
     "duration": [
         ("The flight to Lima takes eleven hours.", "The flight to Lima takes nine hours."),
+        ("The train to Porto was two hours late.", "The train to Porto was three hours late."),
         ("I have been learning Portuguese for two years.",
          "I have been learning Portuguese for six months."),
         ("The warranty lasts a year.", "The warranty lasts three years."),
@@ -116,6 +122,10 @@ CHANGED: dict[str, list[tuple[str, str]]] = {
         ("He won the chess tournament.", "He lost the chess tournament."),
         ("We bought the flat in Braga.", "We sold the flat in Braga."),
         ("The school allows phones in class.", "The school bans phones in class."),
+        ("My brother is older than me.", "My brother is younger than me."),
+        ("The café opens early on Sundays.", "The café opens late on Sundays."),
+        ("Their new flat is in the north of the city.",
+         "Their new flat is in the south of the city."),
     ],
 }
 
