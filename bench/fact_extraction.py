@@ -14,7 +14,9 @@ observation (bundled embedding model) is >= ``--threshold`` (0.5).  A fact extra
 an LLM carries no turn, so its turn is the session turn most similar to it.  An extracted
 fact *matches no observation* when no observation of its session satisfies the same rule.
 
-Prints, per extractor: ``observation_coverage`` (share of reference observations
+Prints, per extractor (the baseline first: every sentence anyone said, verbatim, as a
+fact; it shows what the rule extractor's filters cost in coverage and buy in
+precision): ``observation_coverage`` (share of reference observations
 covered), ``facts_per_session``, ``unmatched_fact_share`` (share of extracted facts that
 match no observation) and the coverage at cosine 0.4 and 0.6 to show how much the
 threshold decides.  The rule extractor always runs; an LLM runs too when
@@ -125,6 +127,12 @@ def rule_facts(session: Session) -> list[tuple[str, int | None]]:
     return [(s.content, s.seq) for s in extract_statements(session.turns)]
 
 
+def every_sentence(session: Session) -> list[tuple[str, int | None]]:
+    """The baseline: every sentence anyone said, verbatim, as a fact of its turn."""
+    return [(sentence.strip(), t.seq) for t in session.turns
+            for sentence in re.findall(r"[^.!?]+[.!?]*", t.content) if sentence.strip()]
+
+
 async def llm_facts(sessions: Sequence[Session]) -> list[list[tuple[str, int | None]]] | None:
     """The close's extraction call per session, when an LLM is configured by env."""
     base_url = os.environ.get("NOUS_MEMORY_LLM_BASE_URL")
@@ -172,6 +180,9 @@ async def run(args: argparse.Namespace) -> None:
     else:
         print("# no LLM configured (NOUS_MEMORY_LLM_BASE_URL, NOUS_MEMORY_LLM_MODEL): "
               "rule extractor only")
+    naive = [every_sentence(s) for s in sessions]
+    report("every_sentence", {t: score(sessions, naive, embedder, t) for t in thresholds},
+           args.threshold)
     rules = [rule_facts(s) for s in sessions]
     report("rules", {t: score(sessions, rules, embedder, t) for t in thresholds},
            args.threshold)  # last: the headline

@@ -26,7 +26,7 @@ from pgvector import Vector as PgVector
 from ..db import Connection, Database
 from ..errors import InvalidInputError
 from ..facts.learning import FactLearner, LearnResult
-from ..memories.kinds import FactsExtractor, FactsState, Kind, parse_new
+from ..memories.kinds import MAX_LIST_ITEMS, FactsExtractor, FactsState, Kind, parse_new
 from ..memories.manager import MemoryManager, PreparedWrite
 from ..work.queue import TaskHandler, WorkContext
 from .chunks import index_text
@@ -65,6 +65,10 @@ class EpisodeLearner:
             decisions = await self._prepare_decisions(agent, ident, extraction)
         elif await self._needs_rules(agent, ident):
             found = extract_statements(await read_transcript(self._db, agent, ident))
+            if len(found) > MAX_LIST_ITEMS:  # the cap an LLM extraction has, latest kept
+                _log.info("episode %s: %d rule facts, the latest %d learned", ident,
+                          len(found), MAX_LIST_ITEMS)
+                found = found[-MAX_LIST_ITEMS:]
             facts = await self._prepare_facts(agent, ident, [
                 ExtractedFact(content=s.content, subject=s.subject, category=s.category,
                               confidence=s.confidence) for s in found], RULE_CONFIDENCE)
