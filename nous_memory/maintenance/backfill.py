@@ -9,7 +9,8 @@ run loses nothing (the items are durable).  Upgrades that failed are retried aft
 episodes never tried.  Each run is a ``job_runs`` row: how many it queued, how many wait,
 and how many are out of reach in cold storage.  The upgrade itself is the close's LLM
 call; its facts go through dedup, so the rules' facts it restates are confirmed, not
-duplicated.
+duplicated.  Without an LLM the job gives the rule extractor's pass to closed episodes
+no extractor has read yet (closed before it existed), as many a run.
 """
 
 from __future__ import annotations
@@ -35,11 +36,9 @@ class Backfill:
         """Queue the next upgrades (``now`` is the job's clock; items use the database's)."""
         del now  # due times are the database's clock, as the worker's claims are
         agent = parse_agent_id(agent_id) if agent_id is not None else None
-        if not self._llm_configured:
-            return JobResult(skipped=True, dry_run=dry_run,
-                             note="no LLM configured: episodes keep their rule-extracted "
-                                  "facts until one is")
         p = self._policy
+        if not self._llm_configured:
+            return await self._rules(agent, dry_run, on_batch)
         async with Sweeps.open(self._db, dry_run=dry_run, on_batch=on_batch) as sweeps:
             async with sweeps.transaction() as conn:
                 row = await conn.fetchrow("backfill_upgrades_queue", p.backfill_per_run,
@@ -56,3 +55,17 @@ class Backfill:
             note = (f"{left['archived']} archived episodes have no LLM-extracted facts; "
                     "restore one to let the backfill reach it")
         return JobResult(counts=sweeps.counts, note=note, dry_run=dry_run)
+
+    async def _rules(self, agent: str | None, dry_run: bool, on_batch: BatchHook | None
+                     ) -> JobResult:
+        """Without an LLM: episodes closed before the rule extractor existed get its pass."""
+        async with Sweeps.open(self._db, dry_run=dry_run, on_batch=on_batch) as sweeps:
+            async with sweeps.transaction() as conn:
+                row = await conn.fetchrow("backfill_rules_queue", self._policy.backfill_per_run,
+                                          agent)
+            assert row is not None
+            sweeps.add("queued_for_rules", row["n"])
+            await sweeps.batch_done("queued_for_rules", int(row["n"]))
+        return JobResult(counts=sweeps.counts, skipped=not row["n"], dry_run=dry_run,
+                         note="no LLM configured: episodes keep their rule-extracted facts "
+                              "until one is")

@@ -563,3 +563,28 @@ SELECT count(*) FILTER (WHERE e.storage IN ('hot', 'trimmed', 'restored'))::int 
 FROM episodes e
 WHERE e.facts_state = 'not_extracted' AND e.state = 'closed'
   AND ($1::text IS NULL OR $1::text = e.agent_id);
+
+-- name: backfill_rules_queue
+-- cross-agent (or agent $2; NULL: all), without an LLM: the next $1 closed episodes no
+-- extractor has read (closed before the rule extractor existed) get an episode_learn
+-- item, whose rule pass learns their stated facts and marks them 'rules'.
+WITH candidates AS (
+    SELECT e.agent_id, e.memory_id
+    FROM episodes e
+    WHERE e.facts_state = 'not_extracted' AND e.facts_extractor = 'none'
+      AND e.state = 'closed' AND ($2::text IS NULL OR e.agent_id = $2)
+      AND e.storage IN ('hot', 'trimmed', 'restored')
+      AND NOT EXISTS (SELECT 1 FROM work_items w
+                      WHERE w.agent_id = e.agent_id AND w.memory_id = e.memory_id
+                        AND w.task = 'episode_learn' AND w.state IN ('pending', 'running'))
+    ORDER BY e.agent_id, e.memory_id
+    LIMIT $1
+), queued AS (
+    INSERT INTO work_items (agent_id, task, memory_id, run_after, payload)
+    SELECT agent_id, 'episode_learn', memory_id, now(), '{"reason": "backfill"}'::jsonb
+    FROM candidates
+    ON CONFLICT (agent_id, task, memory_id, dedup_key) WHERE state IN ('pending', 'running')
+    DO NOTHING
+    RETURNING agent_id
+)
+SELECT (SELECT count(*) FROM queued)::int AS n;

@@ -118,3 +118,27 @@ async def test_a_failed_upgrade_is_retried_after_the_untried(
         assert await sql(database_url, "SELECT count(*) AS n FROM work_items WHERE task = "
                          "'episode_upgrade' AND state = 'pending'") == [(1,)]
         assert not llm_server.requests
+
+
+async def test_without_an_llm_episodes_no_extractor_read_get_the_rules_pass(
+        store: MemoryStore, database_url: str) -> None:
+    """An episode closed before the rule extractor existed (its follow-up learned nothing)
+    is given the rules' pass by the backfill job, once."""
+    episode = await store.start_episode(AGENT)
+    await store.append(AGENT, episode.id, [{"role": "user", "name": "Ana", "content": SAID[0]}])
+    await store.close_episode(AGENT, episode.id)
+    worker = store.worker()
+    assert await worker.run_once()  # the close; its follow-up then ran as it used to:
+    await sql(database_url, "UPDATE work_items SET state = 'done' WHERE task = 'episode_learn'")
+    assert await store.facts_from_episode(AGENT, episode.id) == []
+    runner = JobRunner(store)
+    run = await runner.run("backfill")
+    assert run.status == "ok" and dict(run.counts) == {"queued_for_rules": 1}
+    assert "no LLM" in (run.note or "")
+    assert await worker.drain() == 1
+    detail = (await store.get_episode(AGENT, episode.id)).detail
+    assert detail.facts_extractor is FactsExtractor.RULES  # type: ignore[union-attr]
+    assert [f.detail.content for f in await store.facts_from_episode(  # type: ignore[union-attr]
+        AGENT, episode.id)] == ["Ana moved to Lisbon in March."]
+    again = await runner.run("backfill")
+    assert again.status == "skipped" and dict(again.counts) == {"queued_for_rules": 0}

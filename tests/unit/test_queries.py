@@ -29,7 +29,7 @@ CROSS_AGENT |= {
     "count_stale_embeddings"}
 # The fact backfill queues LLM upgrades for every agent's rule-only episodes in one
 # bounded statement (optional agent filter); every item it writes keeps its agent_id.
-CROSS_AGENT |= {"backfill_upgrades_queue", "backfill_upgrades_left"}
+CROSS_AGENT |= {"backfill_upgrades_queue", "backfill_upgrades_left", "backfill_rules_queue"}
 
 
 def test_every_tenant_query_filters_by_agent() -> None:
