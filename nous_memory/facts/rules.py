@@ -20,8 +20,8 @@ from uuid import UUID
 
 from ..memories.fact_key import normalize_fact
 from ..memories.triggers import trigger_matches
-from .value_words import MONTHS, WEEKDAYS
-from .values import SPELLED_KINDS, changed_values, same_numbers, value_slots
+from .value_words import MONTHS, NEGATING_PREFIXES, WEEKDAYS
+from .values import value_slots
 
 _TOKEN = re.compile("[A-Za-z][A-Za-z.'\u2019\\-]*[A-Za-z]|[A-Za-z]|\\d+(?:[.,:/]\\d+)*")
 _NUMBER_WORDS = {w: str(i) for i, w in enumerate(
@@ -96,6 +96,49 @@ def analyse(text: str) -> Values:
             names.add(_norm_token(token))
     return Values(tokens=frozenset(_norm_token(t) for t in raw), numbers=frozenset(numbers),
                   names=frozenset(names), negated=negated)
+
+
+# ---------------------------------------------------------------------- value slots
+
+_LETTERS = re.compile(r"[A-Za-z]+")
+
+# kinds a single word can spell in several ways ("Sept" / "September", "ten" / "10")
+SPELLED_KINDS = frozenset("month weekday season daypart number year ordinal time "
+                          "frequency".split())
+NUMERIC_KINDS = frozenset(
+    "time day month year date price quantity duration number relative frequency "
+    "ordinal".split())
+
+
+def same_numbers(new: str, old: str) -> bool:
+    """Whether two statements state the same numeric values once normalised ("18:00" /
+    "6 pm", "$85k" / "$85,000", "eleven hours" / "11 hours")."""
+    a, b = value_slots(new), value_slots(old)
+    return ({k: v for k, v in a.items() if k in NUMERIC_KINDS}
+            == {k: v for k, v in b.items() if k in NUMERIC_KINDS})
+
+
+def changed_values(new: str, old: str) -> list[str]:
+    """The kinds of value two statements both state and disagree on (polarity and tense
+    always count; ``[]``: no value changed).  Antonyms by prefix count too: "likes" /
+    "dislikes", "available" / "unavailable"."""
+    a, b = value_slots(new), value_slots(old)
+    changed = [kind for kind in sorted(a.keys() & b.keys()) if a[kind] != b[kind]]
+    for kind in ("polarity", "tense"):
+        if (kind in a) != (kind in b):
+            changed.append(kind)
+    if _prefix_antonyms(new, old):
+        changed.append("antonym")
+    return changed
+
+
+def _prefix_antonyms(new: str, old: str) -> bool:
+    a = {w.lower() for w in _LETTERS.findall(new)}
+    b = {w.lower() for w in _LETTERS.findall(old)}
+    only_a, only_b = a - b, b - a
+    return any(x.startswith(p) and len(x) - len(p) >= 4 and x[len(p):] in other
+               for mine, other in ((only_a, only_b), (only_b, only_a))
+               for x in mine for p in NEGATING_PREFIXES)
 
 
 Relation = Literal["compatible", "numbers", "negation", "values", "names", "substitution"]

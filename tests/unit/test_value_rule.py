@@ -10,8 +10,15 @@ from uuid import uuid4
 
 import pytest
 
-from nous_memory.facts.rules import VALUE_CHANGES, Candidate, Thresholds, decide, relation
-from nous_memory.facts.values import changed_values, value_slots
+from nous_memory.facts.rules import (
+    VALUE_CHANGES,
+    Candidate,
+    Thresholds,
+    changed_values,
+    decide,
+    relation,
+)
+from nous_memory.facts.values import value_slots
 
 CHANGED: dict[str, list[tuple[str, str]]] = {
     "month": [
