@@ -1,6 +1,6 @@
 -- nous-memory schema: the single source of truth for the database layout.
 --
--- schema-version: 6
+-- schema-version: 7
 --
 -- The migration runner applies this file to an empty database and records the
 -- version above; numbered files in nous_memory/db/migrations/ upgrade databases
@@ -117,6 +117,10 @@ CREATE TABLE episodes (
     -- by request (restored, kept hot); cold detail deleted by the retention policy (expired)
     storage       text        NOT NULL DEFAULT 'hot'
         CHECK (storage IN ('hot', 'trimmed', 'archived', 'restored', 'expired')),
+    -- how its facts were extracted: not yet, by the rule extractor (closed without an
+    -- LLM), or by the LLM (the close, or a later upgrade of a rule-only episode)
+    facts_extractor text      NOT NULL DEFAULT 'none'
+        CHECK (facts_extractor IN ('none', 'rules', 'llm')),
     PRIMARY KEY (agent_id, memory_id),
     FOREIGN KEY (agent_id, memory_id, kind)
         REFERENCES memories (agent_id, id, kind) ON DELETE CASCADE,
@@ -161,6 +165,9 @@ ALTER TABLE decisions ADD FOREIGN KEY (agent_id, source_episode_id)
 CREATE INDEX decisions_source_episode ON decisions (agent_id, source_episode_id)
     WHERE source_episode_id IS NOT NULL;
 CREATE INDEX episodes_open ON episodes (last_message_at) WHERE state = 'open';
+-- the backfill job's scan: episodes whose facts no LLM has extracted yet
+CREATE INDEX episodes_not_extracted ON episodes (agent_id, memory_id)
+    WHERE facts_state = 'not_extracted';
 
 CREATE INDEX facts_source_episode ON facts (agent_id, source_episode_id)
     WHERE source_episode_id IS NOT NULL;

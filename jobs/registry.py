@@ -55,6 +55,9 @@ JOBS: dict[str, Job] = {job.name: job for job in (
     Job(name="housekeeping",
         description="expire extraction cache, requeue stuck work items, re-embed rows of "
                     "another embedding model"),
+    Job(name="backfill",
+        description="with an LLM, episodes closed without one (facts from the rules or "
+                    "none) queued for the LLM extraction, backfill_per_run a run"),
 )}
 
 

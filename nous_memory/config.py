@@ -96,6 +96,11 @@ class Settings:
     job_lifecycle_cron: str = "30 3 * * *"
     job_retention_cron: str = "0 4 * * *"
     job_housekeeping_cron: str = "15 * * * *"
+    # LLM upgrades of episodes closed without one: at most backfill_per_run a run, due
+    # backfill_spacing_s apart (the worker spreads the calls)
+    job_backfill_cron: str = "*/20 * * * *"
+    backfill_per_run: int = 50
+    backfill_spacing_s: float = 10.0
     run_scheduler_in_serve: bool = False
     # context assembly: tier-2 extraction cache lifetime, sync LLM time budget
     extraction_ttl_s: int = 3_600
@@ -178,6 +183,9 @@ class Settings:
                 and 0 <= self.retire_false_positive_share <= 1):
             raise ConfigurationError(
                 "flag_effectiveness_below and retire_false_positive_share must be in [0, 1]")
+        if self.backfill_per_run < 1 or self.backfill_spacing_s < 0:
+            raise ConfigurationError("backfill_per_run must be >= 1 and backfill_spacing_s "
+                                     ">= 0")
         if self.short_summary_chars < 0:
             raise ConfigurationError("short_summary_chars must be >= 0")
         if not self.database_name.replace("_", "").isalnum():

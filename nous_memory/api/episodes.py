@@ -172,7 +172,8 @@ async def close_episode(agent_id: AgentId, episode_id: EpisodeId, store: Store) 
             responses=problem_responses(401, 403, 404, 422, 503))
 async def get_episode(agent_id: AgentId, episode_id: EpisodeId, store: Store) -> Memory:
     """The episode memory: ``detail.state``, ``summary``, ``summary_source``,
-    ``detail.facts_state``, ``detail.message_count``...  A memory of another kind is 404."""
+    ``detail.facts_state``, ``detail.facts_extractor``, ``detail.message_count``...  A
+    memory of another kind is 404."""
     return await store.get_episode(agent_id, episode_id)
 
 

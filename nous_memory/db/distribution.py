@@ -70,6 +70,15 @@ CROSS_TENANT_QUERIES: Final[dict[str, str]] = {
     "trim_transcripts_batch": _SWEEP + "; the transcripts' cold tails go to memory_archive "
                                        "rows of their own agent",
     "archive_episodes_batch": _SWEEP,
+    "backfill_upgrades_queue": "the fact backfill: queues LLM upgrades for every agent's "
+                               "rule-only episodes in one bounded statement (optional agent "
+                               "filter) into the coordinator-local work queue; every item "
+                               "keeps its own agent_id",
+    "backfill_upgrades_left": "the fact backfill's count of episodes still waiting "
+                              "(read-only, multi-shard)",
+    "backfill_rules_queue": "the fact backfill without an LLM: queues the rule pass for "
+                            "episodes closed before the extractor existed, every agent at "
+                            "once, into the coordinator-local work queue",
     "retention_batch": _SWEEP,
     "lifecycle_promote_facts": _SWEEP,
     "lifecycle_flag_procedures": _SWEEP,

@@ -128,6 +128,7 @@ class EpisodeRow(SQLModel, table=True):
     message_count: int
     last_message_at: datetime | None = _time(default=None)
     storage: str
+    facts_extractor: str
 
 
 class ProcedureRow(SQLModel, table=True):

@@ -4,7 +4,8 @@ The transcript goes to the model as delimited data with role labels; blocks the 
 injected are stripped first.  A transcript over the input cap is summarised in parts
 and merged (no part is dropped silently).  Without an LLM, or when it keeps failing,
 a rule-based extractive summary is stored (``summary_source = rule``), the episode
-says its facts were not extracted, and an upgrade attempt is queued for later.
+says no LLM extracted its facts (the follow-up learns what the rules can see, see
+``learn.py``), and an upgrade attempt is queued for later (or by the backfill job).
 """
 
 from __future__ import annotations

@@ -6,26 +6,38 @@ extraction in ``episode_extractions``; this ``episode_learn`` work item does the
 part (embedding, fact dedup lookups) outside any transaction and writes everything in
 one, so a close costs one LLM call plus one short transaction.  Until it has run, the
 episode is found by full text, and its ``facts_state`` stays ``pending``.
+
+Closed without an LLM extraction (none configured, or it failed), the episode's facts
+come from the rule extractor (``statements.py``) instead: stated by its people about
+themselves, learned with a lower confidence and the episode as provenance, and marked
+``facts_extractor = rules`` so that the backfill job upgrades the episode when an LLM is
+there.  The upgrade's facts go through the same dedup, so a rule fact the LLM restates is
+confirmed or merged, not duplicated.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 from uuid import UUID
 
 from pgvector import Vector as PgVector
 
-from ..db import Database
+from ..db import Connection, Database
 from ..errors import InvalidInputError
 from ..facts.learning import FactLearner, LearnResult
-from ..memories.kinds import FactsState
+from ..memories.kinds import MAX_LIST_ITEMS, FactsExtractor, FactsState
 from ..memories.manager import MemoryManager, PreparedWrite
 from ..work.queue import TaskHandler, WorkContext
 from .chunks import index_text
-from .close import INSTRUCTIONS, EpisodeExtraction
+from .close import INSTRUCTIONS, EpisodeExtraction, ExtractedFact
 from .decisions import DecisionMatcher, PreparedDecisions
+from .lifecycle import read_transcript
+from .statements import RULE_CONFIDENCE, extract_statements
 
 _log = logging.getLogger(__name__)
+
+LLM_DEFAULT_CONFIDENCE = 0.7  # an LLM fact without a confidence: still above the rules'
 
 
 class EpisodeLearner:
@@ -50,20 +62,25 @@ class EpisodeLearner:
         facts: list[PreparedWrite] = []
         decisions = PreparedDecisions(news=None, updates=[])
         if extraction is not None:
-            facts = await self._prepare_facts(agent, ident, extraction)
+            facts = await self._prepare_facts(agent, ident, extraction.facts,
+                                              LLM_DEFAULT_CONFIDENCE)
             decisions = await self._decisions.prepare(agent, ident, extraction)
-        model = self._memories.model_name
+        elif await self._needs_rules(agent, ident):
+            found = extract_statements(await read_transcript(self._db, agent, ident))
+            if len(found) > MAX_LIST_ITEMS:  # the cap an LLM extraction has, latest kept
+                _log.info("episode %s: %d rule facts, the latest %d learned", ident,
+                          len(found), MAX_LIST_ITEMS)
+                found = found[-MAX_LIST_ITEMS:]
+            facts = await self._prepare_facts(agent, ident, [
+                ExtractedFact(content=s.content, subject=s.subject, category=s.category,
+                              confidence=s.confidence) for s in found], RULE_CONFIDENCE)
+            await self._learn_rules(ctx, agent, ident, chunks, summary, vectors, facts)
+            return
         async with ctx.commit() as conn:
             row = await conn.fetchrow("episode_for_update", agent, ident)
             if row is None:
                 return  # deleted meanwhile
-            if chunks:
-                await conn.execute("chunks_set_embeddings", agent, ident, model,
-                                   [c["chunk_no"] for c in chunks],
-                                   [PgVector(v) for v in vectors[:len(chunks)]])
-            if summary is not None:
-                await conn.fetchval("memory_set_embedding", agent, ident,
-                                    PgVector(vectors[-1]), model, summary)
+            await self._set_embeddings(conn, agent, ident, chunks, summary, vectors)
             if extraction is None or row["facts_state"] != FactsState.PENDING:
                 return
             if await conn.fetchval("episode_extraction_learned", agent, ident) is None:
@@ -71,22 +88,64 @@ class EpisodeLearner:
             decided = await self._decisions.write(conn, decisions)
             learned = [await self._facts.apply(conn, fact) for fact in facts]
             await conn.execute("episode_facts_state", agent, ident, FactsState.EXTRACTED.value)
+            await conn.execute("episode_facts_extractor", agent, ident, FactsExtractor.LLM.value)
             await conn.execute("insert_events", agent, [{
                 "memory_id": str(ident), "event": "updated", "actor": "episode_learn",
                 "old_values": {"facts_state": FactsState.PENDING.value},
                 "new_values": {"facts_state": FactsState.EXTRACTED.value,
-                               "facts": {r.action.value: sum(1 for q in learned
-                                                             if q.action is r.action)
-                                         for r in learned},
+                               "facts": _tally(learned),
                                "decisions": decided}}])
 
+    async def _needs_rules(self, agent: str, ident: UUID) -> bool:
+        """Closed with no LLM extraction and not yet learned from by the rules."""
+        row = await self._db.fetchrow("episode_facts_source", agent, ident)
+        return row is not None and row["facts_state"] == FactsState.NOT_EXTRACTED and (
+            row["facts_extractor"] == FactsExtractor.NONE)
+
+    async def _learn_rules(self, ctx: WorkContext, agent: str, ident: UUID,
+                           chunks: list[Any], summary: str | None, vectors: list[Any],
+                           facts: list[PreparedWrite]) -> None:
+        """The rule path's one transaction: embeddings, then the facts (re-checked under
+        the episode's lock: an upgrade may have come first)."""
+        async with ctx.commit() as conn:
+            row = await conn.fetchrow("episode_for_update", agent, ident)
+            if row is None:
+                return
+            await self._set_embeddings(conn, agent, ident, chunks, summary, vectors)
+            if row["facts_state"] != FactsState.NOT_EXTRACTED or (
+                    row["facts_extractor"] != FactsExtractor.NONE):
+                return
+            learned = [await self._facts.apply(conn, fact) for fact in facts]
+            await conn.execute("episode_facts_extractor", agent, ident,
+                               FactsExtractor.RULES.value)
+            await conn.execute("insert_events", agent, [{
+                "memory_id": str(ident), "event": "updated", "actor": "episode_learn",
+                "old_values": {"facts_extractor": FactsExtractor.NONE.value},
+                "new_values": {"facts_extractor": FactsExtractor.RULES.value,
+                               "facts": _tally(learned)}}])
+
+    async def _set_embeddings(self, conn: Connection, agent: str, ident: UUID,
+                              chunks: list[Any], summary: str | None,
+                              vectors: list[Any]) -> None:
+        model = self._memories.model_name
+        if chunks:
+            await conn.execute("chunks_set_embeddings", agent, ident, model,
+                               [c["chunk_no"] for c in chunks],
+                               [PgVector(v) for v in vectors[:len(chunks)]])
+        if summary is not None:
+            await conn.fetchval("memory_set_embedding", agent, ident,
+                                PgVector(vectors[-1]), model, summary)
+
     async def _prepare_facts(self, agent: str, episode_id: UUID,
-                             extraction: EpisodeExtraction) -> list[PreparedWrite]:
+                             extracted: list[ExtractedFact], default_confidence: float
+                             ) -> list[PreparedWrite]:
         items = [{**{k: v for k, v in fact.model_dump().items() if v is not None},
+                  "confidence": default_confidence if fact.confidence is None
+                  else fact.confidence,
                   "source_kind": "extracted", "source_episode_id": episode_id}
-                 for fact in extraction.facts]
+                 for fact in extracted]
         prepared: list[PreparedWrite] = []
-        for fact, ready in zip(extraction.facts, await self._facts.prepare_many(
+        for fact, ready in zip(extracted, await self._facts.prepare_many(
                 agent, items, instructions=INSTRUCTIONS), strict=True):
             if isinstance(ready, InvalidInputError):
                 _log.info("skipped an extracted fact of episode %s: %s", episode_id, ready)
@@ -95,3 +154,11 @@ class EpisodeLearner:
             else:
                 prepared.append(ready)
         return prepared
+
+
+def _tally(learned: list[LearnResult]) -> dict[str, int]:
+    """How many facts each learn action took: {"created": 3, "confirmed": 1}."""
+    counts: dict[str, int] = {}
+    for result in learned:
+        counts[result.action.value] = counts.get(result.action.value, 0) + 1
+    return counts

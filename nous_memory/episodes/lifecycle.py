@@ -244,6 +244,22 @@ def parse_messages(messages: Sequence[Mapping[str, Any] | MessageIn]) -> list[Me
     return parsed
 
 
+async def read_transcript(db: Database, agent: str, ident: UUID) -> list[TranscriptMessage]:
+    """The whole transcript less deleted messages, read in pages (no silent cap), with
+    the tail a trim moved to cold storage."""
+    messages: list[TranscriptMessage] = []
+    while True:
+        start = messages[-1].seq + 1 if messages else 0
+        page = await db.fetch("episode_messages_live", agent, ident, start, TRANSCRIPT_PAGE)
+        messages.extend(to_message(r) for r in page)
+        if len(page) < TRANSCRIPT_PAGE:
+            break
+    hot = {m.seq for m in messages}
+    cold = await db.fetch("episode_messages_cold", agent, ident)
+    tail = [m for m in map(to_message, cold) if m.seq not in hot]
+    return sorted(messages + tail, key=lambda m: m.seq) if tail else messages
+
+
 # a close and its follow-up (a later upgrade attempt is not waited for)
 PROCESSING_TASKS = ["episode_close", "episode_learn"]
 

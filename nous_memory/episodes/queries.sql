@@ -9,7 +9,7 @@
 -- name: episode_for_update
 -- Row lock on the episode: appends and state changes of one episode are serialised.
 SELECT e.state, e.message_count, e.title, e.started_at, e.ended_at, e.last_message_at,
-       e.facts_state, m.status, m.summary_source
+       e.facts_state, e.facts_extractor, m.status, m.summary_source
 FROM episodes e JOIN memories m ON m.agent_id = e.agent_id AND m.id = e.memory_id
 WHERE e.agent_id = $1 AND e.memory_id = $2 AND m.status <> 'deleted'
 FOR UPDATE OF e;
@@ -93,6 +93,14 @@ WHERE agent_id = $1 AND id = $2;
 
 -- name: episode_facts_state
 UPDATE episodes SET facts_state = $3 WHERE agent_id = $1 AND memory_id = $2;
+
+-- name: episode_facts_extractor
+-- Who extracted the episode's facts: 'rules' (closed without an LLM) or 'llm'.
+UPDATE episodes SET facts_extractor = $3 WHERE agent_id = $1 AND memory_id = $2;
+
+-- name: episode_facts_source
+-- Whether the close's follow-up has rule extraction to do (no LLM extraction pending).
+SELECT facts_state, facts_extractor FROM episodes WHERE agent_id = $1 AND memory_id = $2;
 
 -- name: episode_extraction_save
 -- The close's extraction, to be learned by the follow-up item (an upgrade replaces it).

@@ -10,9 +10,8 @@ from ..db import Database
 from ..errors import NotFoundError, NousMemoryError
 from ..memories.kinds import EpisodeState, FactsState
 from ..work.queue import TaskHandler, WorkContext
-from .chunks import TranscriptMessage
 from .close import EpisodeCloser
-from .lifecycle import TRANSCRIPT_PAGE, EpisodeManager, to_message
+from .lifecycle import EpisodeManager, read_transcript
 
 _log = logging.getLogger(__name__)
 
@@ -58,7 +57,7 @@ class EpisodeTasks:
                 upgrade and detail.facts_state != FactsState.NOT_EXTRACTED):  # type: ignore[union-attr]
             await ctx.skip()  # already done (a retried or duplicate item)
             return
-        messages = await self._transcript(agent, ident)
+        messages = await read_transcript(self._db, agent, ident)
         rolling = await self._rolling_summary(agent, ident)
         last = await self._db.fetchrow("episode_last_chunk", agent, ident)
         assert last is not None
@@ -76,22 +75,6 @@ class EpisodeTasks:
             if upgrade and row["summary_source"] != "rule":
                 return  # the summary was edited since: an upgrade never overwrites it
             await self._closer.write(conn, prepared)
-
-    async def _transcript(self, agent: str, ident: UUID) -> list[TranscriptMessage]:
-        """The whole transcript less deleted messages, read in pages (no silent cap),
-        with the tail a trim moved to cold storage."""
-        messages: list[TranscriptMessage] = []
-        while True:
-            start = messages[-1].seq + 1 if messages else 0
-            page = await self._db.fetch("episode_messages_live", agent, ident, start,
-                                        TRANSCRIPT_PAGE)
-            messages.extend(to_message(r) for r in page)
-            if len(page) < TRANSCRIPT_PAGE:
-                break
-        hot = {m.seq for m in messages}
-        cold = await self._db.fetch("episode_messages_cold", agent, ident)
-        tail = [m for m in map(to_message, cold) if m.seq not in hot]
-        return sorted(messages + tail, key=lambda m: m.seq) if tail else messages
 
     async def _rolling_summary(self, agent: str, ident: UUID) -> str | None:
         """Working memory's summary of the conversation, if it kept one (context for the

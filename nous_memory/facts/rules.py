@@ -2,9 +2,11 @@
 
 The value rule (calibrated on STS-B train with the bundled model, see README): two
 statements about the same thing are *the same fact* only if they agree on their values:
-numbers and dates, negation, the proper names each mentions, and no single word swapped
-in the same frame.  A differing number, date or negation is an update or a
-contradiction; differing names mean another entity; a swapped word may be a new value.
+numbers, every date or time expression, quantities, prices, frequencies, positions,
+negation and antonym-like qualifiers (the typed slots of ``values.value_slots``), the
+proper names each mentions, and no single word swapped in the same frame.  A differing
+value is an update or a contradiction, never a confirmation; differing names mean
+another entity; a swapped word may be a new value.
 """
 
 from __future__ import annotations
@@ -12,11 +14,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import lru_cache
 from typing import Literal
 from uuid import UUID
 
 from ..memories.fact_key import normalize_fact
 from ..memories.triggers import trigger_matches
+from .value_words import MONTHS, NEGATING_PREFIXES, WEEKDAYS
+from .values import value_slots
 
 _TOKEN = re.compile("[A-Za-z][A-Za-z.'\u2019\\-]*[A-Za-z]|[A-Za-z]|\\d+(?:[.,:/]\\d+)*")
 _NUMBER_WORDS = {w: str(i) for i, w in enumerate(
@@ -25,6 +30,7 @@ _NUMBER_WORDS = {w: str(i) for i, w in enumerate(
 _CALENDAR = frozenset(
     "january february march april june july august september october november december "
     "monday tuesday wednesday thursday friday saturday sunday".split())
+_CALENDAR_ABBREVIATIONS = frozenset(MONTHS) | frozenset(WEEKDAYS)
 _NEGATIONS = frozenset("not no never none nobody nothing neither nor without cannot".split())
 _SENTENCE_STARTERS = frozenset(
     "a an the this that these those he she it they we i you there here in on at of for to "
@@ -64,6 +70,7 @@ class Values:
     negated: bool
 
 
+@lru_cache(maxsize=4096)  # a relation reads each side several times
 def analyse(text: str) -> Values:
     raw = _TOKEN.findall(text)
     words = [t for t in raw if not t[0].isdigit()]
@@ -82,6 +89,8 @@ def analyse(text: str) -> Values:
             numbers.add(_NUMBER_WORDS[low])
         elif low in _CALENDAR:
             numbers.add(low)
+        elif low.rstrip(".").removesuffix("s") in _CALENDAR_ABBREVIATIONS:
+            continue  # "Tue", "Sept.": a value slot (values.py), not a name
         elif (token[0].isupper() and len(token) > 1 and not title_case
               and not (index == 0 and low in _SENTENCE_STARTERS)):
             names.add(_norm_token(token))
@@ -89,7 +98,52 @@ def analyse(text: str) -> Values:
                   names=frozenset(names), negated=negated)
 
 
-Relation = Literal["compatible", "numbers", "negation", "names", "substitution"]
+# ---------------------------------------------------------------------- value slots
+
+_LETTERS = re.compile(r"[A-Za-z]+")
+
+# kinds a single word can spell in several ways ("Sept" / "September", "ten" / "10")
+SPELLED_KINDS = frozenset("month weekday season daypart number year ordinal time "
+                          "frequency".split())
+NUMERIC_KINDS = frozenset(
+    "time day month year date price quantity duration number relative frequency "
+    "ordinal".split())
+
+
+def same_numbers(new: str, old: str) -> bool:
+    """Whether two statements state the same numeric values once normalised ("18:00" /
+    "6 pm", "$85k" / "$85,000", "eleven hours" / "11 hours")."""
+    a, b = value_slots(new), value_slots(old)
+    return ({k: v for k, v in a.items() if k in NUMERIC_KINDS}
+            == {k: v for k, v in b.items() if k in NUMERIC_KINDS})
+
+
+def changed_values(new: str, old: str) -> list[str]:
+    """The kinds of value two statements both state and disagree on (polarity and tense
+    always count; ``[]``: no value changed).  Antonyms by prefix count too: "likes" /
+    "dislikes", "available" / "unavailable"."""
+    a, b = value_slots(new), value_slots(old)
+    changed = [kind for kind in sorted(a.keys() & b.keys()) if a[kind] != b[kind]]
+    for kind in ("polarity", "tense"):
+        if (kind in a) != (kind in b):
+            changed.append(kind)
+    if _prefix_antonyms(new, old):
+        changed.append("antonym")
+    return changed
+
+
+def _prefix_antonyms(new: str, old: str) -> bool:
+    a = {w.lower() for w in _LETTERS.findall(new)}
+    b = {w.lower() for w in _LETTERS.findall(old)}
+    only_a, only_b = a - b, b - a
+    return any(x.startswith(p) and len(x) - len(p) >= 4 and x[len(p):] in other
+               for mine, other in ((only_a, only_b), (only_b, only_a))
+               for x in mine for p in NEGATING_PREFIXES)
+
+
+Relation = Literal["compatible", "numbers", "negation", "values", "names", "substitution"]
+# relations that mean the same attribute took another value: never merged or confirmed
+VALUE_CHANGES: frozenset[Relation] = frozenset({"numbers", "negation", "values"})
 
 _VERB_FORMS = ("ing", "ed")
 
@@ -105,10 +159,12 @@ def relation(new: str, old: str) -> Relation:
     a, b = analyse(new), analyse(old)
     if a.negated != b.negated:
         return "negation"
-    if a.numbers and b.numbers and a.numbers != b.numbers:
+    if a.numbers and b.numbers and a.numbers != b.numbers and not same_numbers(new, old):
         return "numbers"
     if _unknown_names(a, b) and _unknown_names(b, a):
         return "names"
+    if changed_values(new, old):
+        return "values"
     if _substitution(new, old):
         return "substitution"
     return "compatible"
@@ -135,7 +191,15 @@ def _substitution(new: str, old: str) -> bool:
     if len(only_a) != 1 or len(only_b) != 1 or not a & b:
         return False
     x, y = next(iter(only_a)), next(iter(only_b))
+    if _spelled_value(x) and _spelled_value(x) == _spelled_value(y):
+        return False  # two spellings of one value: "September" / "Sept", "6" / "six"
     return not (x.endswith(_VERB_FORMS) and y.endswith(_VERB_FORMS))
+
+
+def _spelled_value(word: str) -> dict[str, frozenset[str]]:
+    """The calendar, time or number a single word spells (not its stance or polarity)."""
+    return {kind: v for kind, v in value_slots(word.capitalize()).items()
+            if kind in SPELLED_KINDS}
 
 
 def content_words(text: str) -> set[str]:
@@ -253,7 +317,7 @@ def _from_values(content: str, cand: Candidate,
         action: Literal["confirm", "merge"] = (
             "merge" if more_specific(content, cand.content) else "confirm")
         return Plan(action=action, target=cand, decided_by=decided_by)
-    if rel in ("numbers", "negation"):
+    if rel in VALUE_CHANGES:
         return Plan(action="supersede", target=cand, decided_by=decided_by)
     if rel == "substitution" and decided_by == "similarity":
         # near-identical sentences (cosine >= confirm): a rewording, not a new value
@@ -262,9 +326,9 @@ def _from_values(content: str, cand: Candidate,
 
 
 def _from_verdict(content: str, cand: Candidate, verdict: Verdict) -> Plan | None:
-    if verdict in (Verdict.SAME, Verdict.REFINE) and relation(content, cand.content) in (
-            "numbers", "negation"):
-        verdict = Verdict.UPDATE  # a changed number, date or negation is never merged
+    if verdict in (Verdict.SAME, Verdict.REFINE) and relation(
+            content, cand.content) in VALUE_CHANGES:
+        verdict = Verdict.UPDATE  # a changed value is never merged
     if verdict is Verdict.SAME:
         return Plan(action="confirm", target=cand, decided_by="llm")
     if verdict is Verdict.REFINE:

@@ -14,6 +14,7 @@ from ..db import Database
 from ..llm import LLMClient
 from ..memories.manager import MemoryManager
 from ..work.queue import TaskHandler
+from .backfill import Backfill
 from .batches import BatchHook, JobResult
 from .compression import Compression
 from .housekeeping import Housekeeping
@@ -38,6 +39,7 @@ class Maintenance:
         self._compression = Compression(db, llm, policy)
         self._housekeeping = Housekeeping(db, memories, policy)
         self._resummarizer = Resummarizer(db, memories, llm)
+        self._backfill = Backfill(db, policy, llm_configured=llm is not None)
 
     def handlers(self) -> dict[str, TaskHandler]:
         """Work-queue tasks the jobs queue (``summary_regenerate``)."""
@@ -75,3 +77,9 @@ class Maintenance:
     async def housekeeping(self, *, now: datetime, dry_run: bool = False,
                            on_batch: BatchHook | None = None) -> JobResult:
         return await self._housekeeping.run(now=now, dry_run=dry_run, on_batch=on_batch)
+
+    async def backfill(self, *, now: datetime, dry_run: bool = False,
+                       agent_id: str | None = None, on_batch: BatchHook | None = None
+                       ) -> JobResult:
+        return await self._backfill.run(now=now, dry_run=dry_run, agent_id=agent_id,
+                                        on_batch=on_batch)

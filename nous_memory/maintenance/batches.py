@@ -98,7 +98,7 @@ class Sweeps:
             for column, value in row.items():
                 if column != "n" and value is not None:
                     self.add(column, value)
-            await self._batch_done(step, int(row["n"]))
+            await self.batch_done(step, int(row["n"]))
             if bound["n"] < batch:
                 return total
             lower = (bound["last_agent"], bound["last_id"])
@@ -115,7 +115,7 @@ class Sweeps:
             n = int(row["n"])
             total += n
             self._add_row(step, row)
-            await self._batch_done(step, n)
+            await self.batch_done(step, n)
             if n < batch:
                 return total
 
@@ -125,6 +125,6 @@ class Sweeps:
             if column != "n" and value is not None:
                 self.add(f"{step}_{column}", value)
 
-    async def _batch_done(self, step: str, n: int) -> None:
+    async def batch_done(self, step: str, n: int) -> None:
         if self._on_batch is not None and n:
             await self._on_batch(step, n)

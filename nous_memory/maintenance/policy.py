@@ -24,6 +24,8 @@ class MaintenancePolicy:
     retire_min_activations: int
     retire_false_positive_share: float
     batch_size: int
+    backfill_per_run: int = 50
+    backfill_spacing_s: float = 10.0
 
     @classmethod
     def from_settings(cls, s: Settings) -> MaintenancePolicy:
@@ -36,4 +38,5 @@ class MaintenancePolicy:
             flag_effectiveness_below=s.flag_effectiveness_below,
             retire_min_activations=s.retire_min_activations,
             retire_false_positive_share=s.retire_false_positive_share,
-            batch_size=s.job_batch_size)
+            batch_size=s.job_batch_size, backfill_per_run=s.backfill_per_run,
+            backfill_spacing_s=s.backfill_spacing_s)

@@ -595,3 +595,77 @@ RETURNING version;
 SELECT id, job, slot, trigger, started_at, finished_at, status, dry_run, counts, note,
        error, runner
 FROM job_runs WHERE id = $1;
+
+-- ---------------------------------------------------------------- fact backfill
+
+-- name: backfill_upgrades_queue
+-- cross-agent (or agent $2; NULL: all): the next $1 closed episodes whose facts no LLM
+-- has extracted (facts_state 'not_extracted': closed without an LLM, its facts from the
+-- rules or none), whose transcript is still hot and whose summary is still the rule's
+-- (an upgrade never overwrites an edited one), with no upgrade item open or done: each
+-- gets an episode_upgrade work item, the k-th due at now() + k * $3 seconds so the worker
+-- spreads the LLM calls.  Episodes never tried come before those whose upgrade failed.
+-- Queued episodes stop matching, so each run continues where the last one stopped.
+WITH candidates AS (
+    SELECT e.agent_id, e.memory_id,
+           EXISTS (SELECT 1 FROM work_items f
+                   WHERE f.agent_id = e.agent_id AND f.memory_id = e.memory_id
+                     AND f.task = 'episode_upgrade' AND f.state = 'failed') AS failed_before
+    FROM episodes e JOIN memories m ON m.agent_id = e.agent_id AND m.id = e.memory_id
+    WHERE e.facts_state = 'not_extracted' AND e.state = 'closed'
+      AND ($2::text IS NULL OR e.agent_id = $2)
+      AND e.storage IN ('hot', 'trimmed', 'restored')
+      AND m.status = 'active' AND m.summary_source = 'rule'
+      AND NOT EXISTS (SELECT 1 FROM work_items w
+                      WHERE w.agent_id = e.agent_id AND w.memory_id = e.memory_id
+                        AND w.task = 'episode_upgrade' AND w.state <> 'failed')
+    ORDER BY failed_before, e.agent_id, e.memory_id
+    LIMIT $1
+), queued AS (
+    INSERT INTO work_items (agent_id, task, memory_id, run_after, payload)
+    SELECT agent_id, 'episode_upgrade', memory_id,
+           now() + make_interval(secs => $3::float8 * (row_number() OVER (
+               ORDER BY failed_before, agent_id, memory_id) - 1)),
+           '{"reason": "backfill"}'::jsonb
+    FROM candidates
+    ON CONFLICT (agent_id, task, memory_id, dedup_key) WHERE state IN ('pending', 'running')
+    DO NOTHING
+    RETURNING agent_id
+)
+SELECT (SELECT count(*) FROM queued)::int AS n,
+       (SELECT count(*) FROM candidates WHERE failed_before)::int AS retried;
+
+-- name: backfill_upgrades_left
+-- cross-agent (or agent $1; NULL: all): closed episodes whose facts no LLM has extracted,
+-- by whether the backfill can reach them (archived transcripts are cold: restore first).
+SELECT count(*) FILTER (WHERE e.storage IN ('hot', 'trimmed', 'restored'))::int AS waiting,
+       count(*) FILTER (WHERE e.storage NOT IN ('hot', 'trimmed', 'restored'))::int
+           AS archived
+FROM episodes e
+WHERE e.facts_state = 'not_extracted' AND e.state = 'closed'
+  AND ($1::text IS NULL OR $1::text = e.agent_id);
+
+-- name: backfill_rules_queue
+-- cross-agent (or agent $2; NULL: all), without an LLM: the next $1 closed episodes no
+-- extractor has read (closed before the rule extractor existed) get an episode_learn
+-- item, whose rule pass learns their stated facts and marks them 'rules'.
+WITH candidates AS (
+    SELECT e.agent_id, e.memory_id
+    FROM episodes e
+    WHERE e.facts_state = 'not_extracted' AND e.facts_extractor = 'none'
+      AND e.state = 'closed' AND ($2::text IS NULL OR e.agent_id = $2)
+      AND e.storage IN ('hot', 'trimmed', 'restored')
+      AND NOT EXISTS (SELECT 1 FROM work_items w
+                      WHERE w.agent_id = e.agent_id AND w.memory_id = e.memory_id
+                        AND w.task = 'episode_learn' AND w.state IN ('pending', 'running'))
+    ORDER BY e.agent_id, e.memory_id
+    LIMIT $1
+), queued AS (
+    INSERT INTO work_items (agent_id, task, memory_id, run_after, payload)
+    SELECT agent_id, 'episode_learn', memory_id, now(), '{"reason": "backfill"}'::jsonb
+    FROM candidates
+    ON CONFLICT (agent_id, task, memory_id, dedup_key) WHERE state IN ('pending', 'running')
+    DO NOTHING
+    RETURNING agent_id
+)
+SELECT (SELECT count(*) FROM queued)::int AS n;

@@ -80,6 +80,14 @@ class FactsState(StrEnum):
     NOT_EXTRACTED = "not_extracted"  # no LLM, or it failed: a later upgrade may retry
 
 
+class FactsExtractor(StrEnum):
+    """How an episode's facts were extracted (an LLM upgrade replaces ``rules``)."""
+
+    NONE = "none"
+    RULES = "rules"  # the rule extractor, at a close without an LLM
+    LLM = "llm"
+
+
 class EpisodeStorage(StrEnum):
     """Where an episode's detail and transcript live (the maintenance jobs move them)."""
 
@@ -219,6 +227,7 @@ class EpisodeDetail(_Detail):
     message_count: Count = 0
     last_message_at: Timestamp | None = None
     storage: EpisodeStorage = EpisodeStorage.HOT  # kept by the maintenance jobs
+    facts_extractor: FactsExtractor = FactsExtractor.NONE  # kept by close processing
 
     @model_validator(mode="after")
     def _ends_after_start(self) -> EpisodeDetail:
@@ -291,7 +300,7 @@ MANAGED_FIELDS: dict[Kind, frozenset[str]] = {
     Kind.FACT: frozenset({"confirmation_count", "last_confirmed_at", "supersedes_id",
                           "superseded_by_id", "conflicts_with"}),
     Kind.EPISODE: frozenset({"state", "facts_state", "message_count", "last_message_at",
-                             "storage"}),
+                             "storage", "facts_extractor"}),
 }
 
 

@@ -40,7 +40,8 @@ class Eraser:
             if not any(counts.values()):
                 raise NotFoundError("agent", agent)
             for _ in range(SWEEPS):
-                for table in tables:  # every foreign key cascades: any order works
+                await conn.execute("erasure_unlink_agent", agent)
+                for table in tables:  # links unlinked, the rest cascades: any order works
                     await delete_agent_rows(conn, table, agent)
                 late = {t: await count_agent_rows(conn, t, agent) for t in tables}
                 if not any(late.values()):

@@ -30,3 +30,18 @@ INSERT INTO agent_erasures (agent_sha256, row_counts, total_rows, actor)
 VALUES ($1, $2, $3, $4)
 RETURNING id, erased_at;
 
+
+-- name: erasure_unlink_agent
+-- Before an erasure: the links between the agent's own memories (a fact's or decision's
+-- source episode, a fact's supersession chain) become NULL, so its tables can be emptied
+-- in any order; the keys carry no ON DELETE SET NULL (Citus refuses it on keys that
+-- include the distribution column).
+-- (A data-modifying WITH runs to completion whether or not the statement reads it.)
+WITH facts_unlinked AS (
+    UPDATE facts SET source_episode_id = NULL, supersedes_id = NULL, superseded_by_id = NULL
+    WHERE agent_id = $1
+      AND (source_episode_id IS NOT NULL OR supersedes_id IS NOT NULL
+           OR superseded_by_id IS NOT NULL)
+)
+UPDATE decisions SET source_episode_id = NULL
+WHERE agent_id = $1 AND source_episode_id IS NOT NULL;

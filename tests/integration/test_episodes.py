@@ -11,7 +11,14 @@ import pytest
 from nous_memory import ConflictError, InvalidInputError, MemoryStore, NotFoundError
 from nous_memory.blocks import wrap
 from nous_memory.episodes.lifecycle import OversizeMessageError
-from nous_memory.memories.kinds import MAX_MESSAGE_CHARS, EpisodeState, FactsState, SummarySource
+from nous_memory.episodes.statements import RULE_CONFIDENCE
+from nous_memory.memories.kinds import (
+    MAX_MESSAGE_CHARS,
+    EpisodeState,
+    FactsExtractor,
+    FactsState,
+    SummarySource,
+)
 from nous_memory.testing import ScriptedLLMServer
 
 EXTRACTION = {
@@ -119,6 +126,41 @@ async def test_no_llm_gives_rule_summary_at_once(store: MemoryStore) -> None:
     assert await _count(store, "SELECT count(*) FROM work_items WHERE state <> 'done'") == 0
 
 
+async def test_no_llm_learns_stated_facts_by_rule_with_provenance(store: MemoryStore) -> None:
+    """Without an LLM the close's follow-up learns what people stated about themselves:
+    extracted, at the rules' confidence, the episode as provenance, through dedup."""
+    lisbon = (await store.learn_fact("a", "Ana lives in Lisbon", confidence=0.9)).fact
+    assert lisbon is not None
+    episode = await store.start_episode("a", title="Catching up")
+    await store.append("a", episode.id, [
+        *MESSAGES,
+        {"role": "user", "name": "Ana", "content": "I live in Porto now. Would I like Oslo? "
+         "If I won the lottery I would buy a boat. My sister Maria is a nurse."},
+        {"role": "assistant", "content": "I moved to a new server last week."},
+    ])
+    await store.close_episode("a", episode.id)
+    assert await store.worker().drain() == 2  # the close, then its follow-up
+    closed = await store.get_episode("a", episode.id)
+    assert closed.detail.facts_state is FactsState.NOT_EXTRACTED  # type: ignore[union-attr]
+    assert closed.detail.facts_extractor is FactsExtractor.RULES  # type: ignore[union-attr]
+    facts = await store.facts_from_episode("a", episode.id)
+    assert sorted(f.detail.content for f in facts) == [  # type: ignore[union-attr]
+        "Ana is vegetarian.", "Ana lives in Porto now.", "Ana's sister Maria is a nurse."]
+    for fact in facts:
+        detail = fact.detail
+        assert detail.source_kind == "extracted"  # type: ignore[union-attr]
+        assert detail.confidence == RULE_CONFIDENCE  # type: ignore[union-attr]
+        assert detail.source_episode_id == episode.id  # type: ignore[union-attr]
+    porto = next(f for f in facts if "Porto" in f.detail.content)  # type: ignore[union-attr]
+    # another place: the value rule keeps both and flags them (dedup ran on the rule facts)
+    assert porto.detail.conflicts_with == [lisbon.id]  # type: ignore[union-attr]
+    events = await _count(store, "SELECT count(*) FROM memory_events WHERE memory_id = $1 "
+                          "AND new_values->>'facts_extractor' = 'rules'", episode.id)
+    assert events == 1
+    await store.worker().drain()
+    assert len(await store.facts_from_episode("a", episode.id)) == 3  # learned once
+
+
 async def test_llm_failure_falls_back_and_queues_an_upgrade(llm_store: MemoryStore,
                                                             llm: ScriptedLLMServer) -> None:
     episode = await llm_store.start_episode("a", title="Flaky")
@@ -140,7 +182,15 @@ async def test_llm_failure_falls_back_and_queues_an_upgrade(llm_store: MemorySto
     upgraded = await llm_store.get_episode("a", episode.id)
     assert upgraded.summary_source is SummarySource.LLM
     assert upgraded.detail.facts_state is FactsState.EXTRACTED  # type: ignore[union-attr]
-    assert len(await llm_store.facts_from_episode("a", episode.id)) == 2
+    assert upgraded.detail.facts_extractor is FactsExtractor.LLM  # type: ignore[union-attr]
+    # the rules had learned "Ana is vegetarian." at the failed close; the LLM restates it:
+    # confirmed through dedup, not a second fact
+    facts = await llm_store.facts_from_episode("a", episode.id)
+    assert sorted(f.detail.content for f in facts) == [  # type: ignore[union-attr]
+        "Ana is vegetarian.", "Ana's team offsite is in Lisbon on May 14"]
+    vegetarian = next(f for f in facts if "vegetarian" in f.summary)
+    assert vegetarian.detail.confirmation_count == 1  # type: ignore[union-attr]
+    assert vegetarian.detail.confidence > 0.8  # type: ignore[union-attr]  # the LLM's, +10%
 
 
 async def test_append_rules(store: MemoryStore) -> None:

@@ -298,3 +298,34 @@ async def test_tenant_isolation(store: MemoryStore) -> None:
     from nous_memory import NotFoundError
     with pytest.raises(NotFoundError):
         await store.fact_history("bob", mine.fact.id)
+
+
+
+async def _second_actions(store: MemoryStore, prefix: str,
+                          table: dict[str, list[tuple[str, str]]]
+                          ) -> list[tuple[str, str, str, LearnResult]]:
+    """Each pair learned by a fresh agent, old then new: the second learn's result."""
+    out = []
+    for kind, pairs in table.items():
+        for i, (old, new) in enumerate(pairs):
+            agent = f"{prefix}-{kind}-{i}"
+            await store.learn_fact(agent, old)
+            out.append((agent, old, new, await store.learn_fact(agent, new)))
+    return out
+
+
+async def test_no_changed_value_is_merged_through_the_real_path(store: MemoryStore) -> None:
+    """Every hand-written value-change pair, by category, through learn_fact with the real
+    model's similarities: a new value supersedes (or is kept and flagged), never merged;
+    the paraphrases that keep every value are still one fact."""
+    from tests.unit.test_value_rule import CHANGED, SAME_VALUES
+
+    merging = (LearnAction.CONFIRMED, LearnAction.MERGED)
+    changed = await _second_actions(store, "change", CHANGED)
+    assert [(old, new, r.similarity) for _, old, new, r in changed
+            if r.action in merging] == []
+    for agent, _, new, _ in changed:
+        assert new in await _active_facts(store, agent)
+    same = await _second_actions(store, "same", SAME_VALUES)
+    assert [(old, new, r.action, r.similarity) for _, old, new, r in same
+            if r.action not in merging] == []

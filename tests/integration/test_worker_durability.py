@@ -450,7 +450,10 @@ async def test_invalid_output_twice_gives_a_rule_summary_and_queues_an_upgrade(
     assert closed.detail.state is EpisodeState.CLOSED  # type: ignore[union-attr]
     assert closed.detail.facts_state is FactsState.NOT_EXTRACTED  # type: ignore[union-attr]
     effects = await _effects(database_url, agent, episode_id)
-    assert (effects["closed_events"], effects["facts"], effects["decisions"]) == (1, 0, 0)
+    # no LLM extraction: the rules learned what Noor stated, and no decision
+    assert (effects["closed_events"], effects["facts"], effects["decisions"]) == (1, 1, 0)
+    assert [f.detail.content for f in await llm_store.facts_from_episode(  # type: ignore[union-attr]
+        agent, episode_id)] == ["Noor is moving to Rotterdam in September."]
     work = await _work(database_url, agent, episode_id, task=None)
     assert [(w["task"], w["state"], w["later"]) for w in work] == [
         ("episode_close", "done", False), ("episode_learn", "done", False),
