@@ -33,6 +33,7 @@ from typing import Any
 
 import httpx
 from mcp import Client, StdioServerParameters
+from soak import free_port
 
 from nous_memory import MemoryStore
 from nous_memory.tools import ToolBox
@@ -110,14 +111,6 @@ async def serve_http(env: dict[str, str], port: int) -> asyncio.subprocess.Proce
             await asyncio.sleep(0.1)
     proc.terminate()
     raise SystemExit("the HTTP server did not start")
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def run(args: argparse.Namespace) -> None:

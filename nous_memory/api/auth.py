@@ -161,11 +161,18 @@ def require_key(ring: KeyRing) -> Callable[..., Awaitable[None]]:
     return check_key
 
 
+def presented_key(request: Request) -> str | None:
+    """The key a request presents: ``Authorization: Bearer KEY``, else ``X-API-Key``
+    (the order the route dependency reads them in)."""
+    authorization = request.headers.get("authorization", "")
+    scheme, _, credentials = authorization.partition(" ")
+    if scheme.lower() == "bearer" and credentials.strip():
+        return credentials.strip()
+    return request.headers.get(API_KEY_HEADER) or None
+
+
 def presents_valid_key(request: Request, ring: KeyRing) -> bool:
     """Whether the request carries a configured key (for routes that stay open, such as
     /health, but say more to a caller with a key)."""
-    header = request.headers.get(API_KEY_HEADER)
-    authorization = request.headers.get("authorization", "")
-    scheme, _, credentials = authorization.partition(" ")
-    presented = credentials.strip() if scheme.lower() == "bearer" else header
-    return bool(presented) and ring.lookup(presented or "") is not None
+    presented = presented_key(request)
+    return presented is not None and ring.lookup(presented) is not None

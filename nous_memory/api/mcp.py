@@ -27,7 +27,7 @@ from starlette.types import Receive, Scope, Send
 from ..errors import DatabaseUnavailableError
 from ..tools import ToolBox
 from ..tools.mcp_server import build_server
-from .auth import API_KEY_HEADER, ApiKey, KeyRing
+from .auth import API_KEY_HEADER, ApiKey, KeyRing, presented_key
 
 PATH = "/mcp"
 _KEY_STATE = "nous_memory_api_key"
@@ -35,14 +35,6 @@ _LOOPBACK = TransportSecuritySettings(
     enable_dns_rebinding_protection=True,
     allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"],
     allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"])
-
-
-def presented_key(request: Request) -> str | None:
-    authorization = request.headers.get("authorization", "")
-    scheme, _, credentials = authorization.partition(" ")
-    if scheme.lower() == "bearer" and credentials.strip():
-        return credentials.strip()
-    return request.headers.get(API_KEY_HEADER) or None
 
 
 class KeyGuard:

@@ -157,10 +157,13 @@ async def _history(store: MemoryStore, agent: str, args: Mapping[str, Any],
                    policy: ToolPolicy) -> ToolResult:
     ident = await store.resolve(agent, args["ref"])
     memory = await store.get(agent, ident)
-    events = await store.history(agent, ident)
     chain: list[Memory] = []
-    if memory.kind is Kind.FACT:
-        chain = (await store.fact_history(agent, ident)).chain
+    if memory.kind is Kind.FACT:  # one read gives the versions and their events
+        versions = await store.fact_history(agent, ident)
+        chain = versions.chain
+        events = [e for e in versions.events if e.memory_id == ident]
+    else:
+        events = await store.history(agent, ident)
     return ToolResult(text=render.history(memory, events, chain), data={
         "memory": render.structured(memory), "event_count": len(events),
         "events": render.structured(events[-render.MAX_EVENTS:]),
