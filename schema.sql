@@ -1,6 +1,6 @@
 -- nous-memory schema: the single source of truth for the database layout.
 --
--- schema-version: 7
+-- schema-version: 8
 --
 -- The migration runner applies this file to an empty database and records the
 -- version above; numbered files in nous_memory/db/migrations/ upgrade databases
@@ -121,6 +121,9 @@ CREATE TABLE episodes (
     -- LLM), or by the LLM (the close, or a later upgrade of a rule-only episode)
     facts_extractor text      NOT NULL DEFAULT 'none'
         CHECK (facts_extractor IN ('none', 'rules', 'llm')),
+    -- the imported session this episode holds (a history import's key: a second import of
+    -- the same history skips it)
+    source_key    text        CHECK (length(source_key) BETWEEN 1 AND 200),
     PRIMARY KEY (agent_id, memory_id),
     FOREIGN KEY (agent_id, memory_id, kind)
         REFERENCES memories (agent_id, id, kind) ON DELETE CASCADE,
@@ -147,6 +150,9 @@ CREATE TABLE facts (
     superseded_by_id    uuid,
     -- facts kept side by side because no rule could tell them apart (possible conflict)
     conflicts_with      uuid[]      NOT NULL DEFAULT '{}',
+    -- the message of the source episode it was learned from (rule facts know their turn):
+    -- recall credits the turn, context shows the two once
+    source_seq          integer     CHECK (source_seq >= 0),
     PRIMARY KEY (agent_id, memory_id),
     FOREIGN KEY (agent_id, memory_id, kind)
         REFERENCES memories (agent_id, id, kind) ON DELETE CASCADE,
@@ -168,6 +174,9 @@ CREATE INDEX episodes_open ON episodes (last_message_at) WHERE state = 'open';
 -- the backfill job's scan: episodes whose facts no LLM has extracted yet
 CREATE INDEX episodes_not_extracted ON episodes (agent_id, memory_id)
     WHERE facts_state = 'not_extracted';
+-- one episode per imported session and agent (a history import is idempotent)
+CREATE UNIQUE INDEX episodes_source_key ON episodes (agent_id, source_key)
+    WHERE source_key IS NOT NULL;
 
 CREATE INDEX facts_source_episode ON facts (agent_id, source_episode_id)
     WHERE source_episode_id IS NOT NULL;

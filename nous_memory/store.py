@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -41,6 +41,7 @@ from .errors import DatabaseError
 from .facts.conflicts import ConflictResolver
 from .facts.learning import FactHistory, FactLearner, LearnResult
 from .facts.rules import Thresholds
+from .history import HistoryImporter, HistorySession, IngestProgress, IngestResult
 from .llm import LLMClient, PostgresCallRecorder, UsageRow, usage_by_agent
 from .maintenance import JobResult, Maintenance, MaintenancePolicy, RestoreResult
 from .maintenance.runs import JobRuns
@@ -70,6 +71,7 @@ class MemoryStore(OwnerView):
         self.conflicts = ConflictResolver(db, self.memories)
         self.episodes = EpisodeManager(db, self.memories)
         self.learner = EpisodeLearner(db, self.memories, self.facts)
+        self.importer = HistoryImporter(db, self.memories)
         self.closer = EpisodeCloser(self.llm, CloseSettings(
             input_cap_tokens=settings.close_input_cap_tokens,
             chunk_tokens=settings.episode_chunk_tokens))
@@ -240,6 +242,13 @@ class MemoryStore(OwnerView):
         """Mark the episode ``closing`` and queue its close processing (idempotent)."""
         return await self.episodes.close(agent_id, episode_id)
 
+    async def ingest(self, agent_id: str,
+                     sessions: Sequence[HistorySession | Mapping[str, Any]], /, *,
+                     progress: Callable[[IngestProgress], None] | None = None) -> IngestResult:
+        """Import past conversations, each session a closed episode (idempotent by session
+        key); the worker then processes them like any close."""
+        return await self.importer.ingest(agent_id, sessions, progress=progress)
+
     async def get_episode(self, agent_id: str, episode_id: UUID | str, /) -> Memory:
         return await self.episodes.get(agent_id, episode_id)
 
@@ -326,12 +335,15 @@ class MemoryStore(OwnerView):
     async def recall(self, agent_id: str, query: str, /, *,
                      kinds: Sequence[Kind | str] | None = None, k: int = 10,
                      include_superseded: bool = False,
-                     query_embedding: Sequence[float] | None = None) -> RecallResult:
+                     query_embedding: Sequence[float] | None = None,
+                     as_of: datetime | None = None) -> RecallResult:
         """Ranked memories and verbatim episode chunks for ``query`` (hybrid, one SQL
-        statement); ``query_embedding`` skips embedding the query."""
+        statement); ``query_embedding`` skips embedding the query.  ``as_of``: the moment
+        the query is asked (default now): relative dates in it ("last Saturday", "two
+        weeks ago") resolve against it, and what happened then ranks higher."""
         return await self.recaller.recall(agent_id, query, kinds=kinds, k=k,
                                           include_superseded=include_superseded,
-                                          query_embedding=query_embedding)
+                                          query_embedding=query_embedding, as_of=as_of)
 
     # ------------------------------------------------------------------ context
 
@@ -349,12 +361,12 @@ class MemoryStore(OwnerView):
                                sections: Mapping[str, int] | Sequence[str] | None = None,
                                extraction: Extraction | str = Extraction.CACHED,
                                query_embedding: Sequence[float] | np.ndarray[Any, Any] | None
-                               = None) -> Context:
+                               = None, as_of: datetime | None = None) -> Context:
         """The memories relevant to ``query`` as text of at most ``budget_tokens`` tokens,
         in sections, every item tagged with its ref (see README, "Context")."""
         return await self.contexts.assemble(agent_id, query, budget_tokens=budget_tokens,
                                             sections=sections, extraction=extraction,
-                                            query_embedding=query_embedding)
+                                            query_embedding=query_embedding, as_of=as_of)
 
     async def expand(self, agent_id: str, memory_id: UUID | str, /) -> Expanded:
         """Everything about one memory (an id or a ref such as ``fact:1a2b3c4d``)."""

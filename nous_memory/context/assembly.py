@@ -16,6 +16,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Coroutine, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -128,8 +129,8 @@ class ContextAssembler:
                        budget_tokens: int = DEFAULT_BUDGET_TOKENS,
                        sections: Mapping[str, int] | Sequence[str] | None = None,
                        extraction: Extraction | str = Extraction.CACHED,
-                       query_embedding: Sequence[float] | np.ndarray[Any, Any] | None = None
-                       ) -> Context:
+                       query_embedding: Sequence[float] | np.ndarray[Any, Any] | None = None,
+                       as_of: datetime | None = None) -> Context:
         started = time.perf_counter()
         agent = parse_agent_id(agent_id)
         req = parse_request(agent, query, budget_tokens, sections, extraction)

@@ -245,8 +245,8 @@ class Recaller:
 
     async def recall(self, agent_id: str, query: str, *, kinds: Sequence[Kind | str] | None = None,
                      k: int = 10, include_superseded: bool = False,
-                     query_embedding: Sequence[float] | np.ndarray[Any, Any] | None = None
-                     ) -> RecallResult:
+                     query_embedding: Sequence[float] | np.ndarray[Any, Any] | None = None,
+                     as_of: datetime | None = None) -> RecallResult:
         started = time.perf_counter()
         req = parse_request(agent_id, query, kinds, k, include_superseded)
         if query_embedding is None:

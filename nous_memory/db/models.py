@@ -106,6 +106,7 @@ class FactRow(SQLModel, table=True):
     superseded_by_id: UUID | None = None
     conflicts_with: list[UUID] = Field(
         default_factory=list, sa_column=Column(ARRAY(PgUUID), nullable=False))
+    source_seq: int | None = None
 
 
 class EpisodeRow(SQLModel, table=True):
@@ -129,6 +130,7 @@ class EpisodeRow(SQLModel, table=True):
     last_message_at: datetime | None = _time(default=None)
     storage: str
     facts_extractor: str
+    source_key: str | None = None
 
 
 class ProcedureRow(SQLModel, table=True):

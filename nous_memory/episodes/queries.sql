@@ -165,3 +165,8 @@ FROM decisions d JOIN memories m ON m.agent_id = d.agent_id AND m.id = d.memory_
 WHERE d.agent_id = $1 AND m.agent_id = $1 AND m.status = 'active'
   AND lower(regexp_replace(btrim(d.subject), '\s+', ' ', 'g')) = ANY($2::text[])
 ORDER BY m.created_at DESC, d.memory_id LIMIT $3;
+
+-- name: episodes_by_source_key
+-- The imported sessions among $2 (keys) this agent already has (a history import skips
+-- them).
+SELECT source_key FROM episodes WHERE agent_id = $1 AND source_key = ANY($2::text[]);

@@ -201,6 +201,8 @@ class FactDetail(_Detail):
     source: Label | None = None
     source_kind: SourceKind = SourceKind.USER_STATED
     source_episode_id: UUID | None = None
+    # the message of the source episode it was learned from (its seq)
+    source_seq: Count | None = None
     # kept by learn_fact; rejected as input (see MANAGED_FIELDS)
     confirmation_count: Count = 0
     last_confirmed_at: Timestamp | None = None
@@ -228,6 +230,7 @@ class EpisodeDetail(_Detail):
     last_message_at: Timestamp | None = None
     storage: EpisodeStorage = EpisodeStorage.HOT  # kept by the maintenance jobs
     facts_extractor: FactsExtractor = FactsExtractor.NONE  # kept by close processing
+    source_key: Label | None = None  # the imported session it holds (set by the import)
 
     @model_validator(mode="after")
     def _ends_after_start(self) -> EpisodeDetail:
@@ -300,7 +303,7 @@ MANAGED_FIELDS: dict[Kind, frozenset[str]] = {
     Kind.FACT: frozenset({"confirmation_count", "last_confirmed_at", "supersedes_id",
                           "superseded_by_id", "conflicts_with"}),
     Kind.EPISODE: frozenset({"state", "facts_state", "message_count", "last_message_at",
-                             "storage", "facts_extractor"}),
+                             "storage", "facts_extractor", "source_key"}),
 }
 
 

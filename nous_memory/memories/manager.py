@@ -135,13 +135,18 @@ class MemoryManager:
         async with self._db.transaction() as conn:
             return await self.write(conn, prepared)
 
-    async def prepare(self, agent: str, news: list[NewMemory]) -> PreparedWrite:
-        """Everything slow (summaries, token counts, embeddings), before any transaction."""
+    async def prepare(self, agent: str, news: list[NewMemory], *,
+                      embed: bool = True) -> PreparedWrite:
+        """Everything slow (summaries, token counts, embeddings), before any transaction.
+        ``embed=False``: rows whose summary is replaced and embedded later (an imported
+        episode's, at close) are written without a vector."""
         summaries = [summarize(n.detail, n.common.summary) for n in news]
+        texts = [text for text, _ in summaries]
         return PreparedWrite(
             agent=agent, news=news, ids=[uuid4() for _ in news], summaries=summaries,
-            tokens=[count_tokens(text) for text, _ in summaries],
-            embedded=await self._embed(agent, [text for text, _ in summaries]))
+            tokens=[count_tokens(text) for text in texts],
+            embedded=(await self._embed(agent, texts) if embed
+                      else Embedded([None] * len(texts), {})))  # type: ignore[list-item]
 
     async def prepare_each(self, agent: str, news: list[NewMemory]) -> list[PreparedWrite]:
         """``prepare`` for memories written one at a time (facts, through the value rule):
@@ -178,8 +183,10 @@ class MemoryManager:
                            "new_values": {"kind": new.kind.value, "summary": summary},
                            "actor": None})
         stamps = {r["id"]: r for r in await conn.fetch(
-            "insert_memories", agent, rows, [PgVector(v) for v in batch.embedded.vectors],
-            self._embedder.model_name)}
+            "insert_memories", agent, rows,
+            [None if v is None else PgVector(v) for v in batch.embedded.vectors],
+            self._embedder.model_name if any(v is not None for v in batch.embedded.vectors)
+            else None)}
         for kind, kind_rows in details.items():
             await conn.execute(_DETAIL_UPSERT[kind], agent, kind_rows)
         await conn.execute("insert_events", agent, events)

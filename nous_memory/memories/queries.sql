@@ -47,7 +47,7 @@ ON CONFLICT (agent_id, memory_id) DO UPDATE SET
     content = EXCLUDED.content, subject = EXCLUDED.subject, category = EXCLUDED.category,
     confidence = EXCLUDED.confidence, source = EXCLUDED.source,
     source_kind = EXCLUDED.source_kind, source_episode_id = EXCLUDED.source_episode_id,
-    normalized_hash = EXCLUDED.normalized_hash;
+    source_seq = EXCLUDED.source_seq, normalized_hash = EXCLUDED.normalized_hash;
 
 -- name: upsert_episode_details
 -- State, message count and extraction state belong to the lifecycle: never overwritten.

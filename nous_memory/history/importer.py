@@ -1,0 +1,128 @@
+"""The history import: each session one closed episode, written in one transaction.
+
+Resumable and idempotent: an episode keeps its session's key (unique per agent), keys
+already present are skipped before anything is written, and a session is either
+wholly imported or not at all, so an import stopped at any instant is finished by
+running it again.  The import only writes; close processing (chunks, embeddings, rule
+facts, or the LLM's extraction) is the worker's, in the order the sessions were
+imported, so facts restated later supersede the earlier ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict
+
+from ..db import Database
+from ..errors import ConflictError
+from ..memories.kinds import EpisodeDetail, EpisodeState, Kind, parse_agent_id, parse_new
+from ..memories.manager import MemoryManager
+from ..tokens import count_tokens
+from ..work.queue import enqueue
+from .records import CheckedSession, HistorySession, parse_sessions
+
+BATCH_SESSIONS = 50  # sessions whose keys are checked, and episodes prepared, together
+
+
+class IngestResult(BaseModel):
+    """What an import did: sessions imported now, skipped as already there, and the
+    episodes it created (in session order)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    agent_id: str
+    sessions_imported: int
+    sessions_skipped: int
+    turns_imported: int
+    episode_ids: list[UUID]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IngestProgress:
+    """Reported after every session: how far the import is."""
+
+    sessions_done: int
+    sessions_total: int
+    turns_done: int
+    skipped: int
+
+
+Progress = Callable[[IngestProgress], None]
+
+
+class HistoryImporter:
+    def __init__(self, db: Database, memories: MemoryManager) -> None:
+        self._db = db
+        self._memories = memories
+
+    async def ingest(self, agent_id: str,
+                     sessions: Sequence[HistorySession | Mapping[str, Any]], *,
+                     progress: Progress | None = None) -> IngestResult:
+        agent = parse_agent_id(agent_id)
+        checked = parse_sessions(sessions)
+        imported: list[UUID] = []
+        skipped = turns = 0
+        for first in range(0, len(checked), BATCH_SESSIONS):
+            batch = checked[first:first + BATCH_SESSIONS]
+            present = {r["source_key"] for r in await self._db.fetch(
+                "episodes_by_source_key", agent, [s.key for s in batch])}
+            todo = [s for s in batch if s.key not in present]
+            skipped += len(batch) - len(todo)
+            for session in todo:
+                ident = await self._write(agent, session)
+                if ident is None:
+                    skipped += 1  # imported by a concurrent import meanwhile
+                else:
+                    imported.append(ident)
+                    turns += len(session.messages)
+                if progress is not None:
+                    progress(IngestProgress(sessions_done=len(imported) + skipped,
+                                            sessions_total=len(checked), turns_done=turns,
+                                            skipped=skipped))
+            if progress is not None and len(todo) < len(batch):
+                progress(IngestProgress(sessions_done=len(imported) + skipped,
+                                        sessions_total=len(checked), turns_done=turns,
+                                        skipped=skipped))
+        return IngestResult(agent_id=agent, sessions_imported=len(imported),
+                            sessions_skipped=skipped, turns_imported=turns,
+                            episode_ids=imported)
+
+    async def _write(self, agent: str, session: CheckedSession) -> UUID | None:
+        """One session in one transaction; None when its key was taken meanwhile."""
+        fields: dict[str, Any] = {"participants": session.participants,
+                                  "started_at": session.started_at}
+        if session.title:
+            fields["title"] = session.title
+        new = parse_new(Kind.EPISODE, fields, allow_untitled=True)
+        detail = new.detail
+        assert isinstance(detail, EpisodeDetail)
+        new = new.model_copy(update={"detail": detail.model_copy(
+            update={"state": EpisodeState.OPEN, "source_key": session.key})})
+        # the summary is replaced at close and embedded then: nothing to embed now
+        prepared = await self._memories.prepare(agent, [new], embed=False)
+        rows = [{"seq": seq, "role": m.role.value, "content": m.content, "name": m.name,
+                 "tool_call_id": m.tool_call_id, "tokens": count_tokens(m.content),
+                 "metadata": m.metadata,
+                 "created_at": (m.created_at or session.started_at).isoformat()}
+                for seq, m in enumerate(session.messages)]
+        try:
+            async with self._db.transaction() as conn:
+                (episode,) = await self._memories.write(conn, prepared)
+                stamps = await conn.fetch("insert_messages", agent, episode.id, rows)
+                times = [r["created_at"] for r in stamps]
+                await conn.execute("episode_after_append", agent, episode.id, len(rows),
+                                   max(times), min(times))
+                await conn.fetchval("episode_mark_closing", agent, episode.id)
+                await enqueue(conn, agent, "episode_close", episode.id)
+                await conn.execute("insert_events", agent, [{
+                    "memory_id": str(episode.id), "event": "updated",
+                    "actor": "history_import", "old_values": {"state": "open"},
+                    "new_values": {"state": "closing", "source_key": session.key,
+                                   "messages": len(rows)}}])
+        except ConflictError:
+            return None
+        return episode.id
