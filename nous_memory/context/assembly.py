@@ -21,12 +21,14 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
+from pgvector import Vector as PgVector
 
 from .. import blocks
 from ..db import Database
 from ..facts.rules import censor_matches
 from ..memories.kinds import Kind, parse_agent_id
 from ..memories.manager import MemoryManager
+from ..tokens import count_tokens
 from .access import AccessLog
 from .extraction import (
     HOT_SOURCE_CHARS,
@@ -59,12 +61,23 @@ _log = logging.getLogger(__name__)
 
 CANDIDATE_K = 50  # recall depth: more than any default budget can hold
 CENSOR_LIMIT = 200  # censors read per call to match against the query
-PINNED_FACT_LIMIT = 10  # profile facts always considered
+PINNED_FACT_LIMIT = 10  # profile facts always considered (the closest to the query)
 PROFILE_CATEGORIES = ("preference", "person", "rule", "profile", "identity")
+# who the user is and their standing rules hold for every query; preferences and people
+# are pinned only where they bear on it (at least RELEVANCE_FLOOR)
+ALWAYS_PINNED = frozenset({"rule", "profile", "identity"})
+PIN_BUDGET_TOKENS = 200  # pins share this much of the facts section, closest first
+# A recalled item below this raw cosine that holds no word of the query (nor the time it
+# names) stays out of the context: in a small store every memory is a candidate, and
+# an unrelated one is noise the answering model must read past.  Set from STS-B
+# (bench/calibrate_dedup.py's data): pairs scored <= 1 ("unrelated") have a median raw
+# cosine of ~0.2 with the bundled model, related ones (>= 3) ~0.7.
+RELEVANCE_FLOOR = 0.25
 # a censor whose trigger does not match the query is shown only when this close to it
 # (raw cosine, all-MiniLM-L6-v2): a rule about e-mail has no place in a talk about tables
 CENSOR_MIN_COSINE = 0.45
 PROMPT_BLOCK_MARGIN = 16  # the prompt's own block marker and message overhead
+PIN_LINE_TOKENS = 8  # a pin's ref, date and line break beside its text
 
 SECTION_OF_KIND: Mapping[Kind, Section] = {
     Kind.CENSOR: Section.CENSORS,
@@ -83,12 +96,19 @@ def candidate_from_row(row: Mapping[str, Any]) -> Candidate:
         return Candidate(ref=make_ref(row["kind"], row["memory_id"], chunk_no),
                          memory_id=row["memory_id"], kind="chunk", section=Section.EXCERPTS,
                          text=row["text"], score=row["final"], chunk_no=chunk_no,
-                         tier=Tier.VERBATIM)
+                         tier=Tier.VERBATIM, cosine=row["cosine"], said_at=row["said_at"],
+                         matched=bool(row["lexemes"]) or bool(row["p_time"]))
     kind = Kind(row["kind"])
     return Candidate(ref=make_ref(kind.value, row["memory_id"]), memory_id=row["memory_id"],
                      kind=kind.value, section=SECTION_OF_KIND[kind], text=row["text"],
-                     score=row["final"], cosine=row["cosine"])
+                     score=row["final"], cosine=row["cosine"],
+                     said_at=row["said_at"] if kind in DATED_KINDS else None,
+                     matched=bool(row["lexemes"]) or bool(row["p_time"]))
 
+
+# kinds shown with the date they were said (a fact: its source episode's), so an
+# answering model can order what it reads; rules and procedures hold whatever the date
+DATED_KINDS = frozenset({Kind.EPISODE, Kind.FACT, Kind.DECISION})
 
 COMPLEX_KINDS: Mapping[str, Section] = {Kind.EPISODE.value: Section.EPISODES,
                                         Kind.PROCEDURE.value: Section.PROCEDURES}
@@ -136,7 +156,7 @@ class ContextAssembler:
         req = parse_request(agent, query, budget_tokens, sections, extraction)
         kinds = sorted({k for k, s in SECTION_OF_KIND.items() if s in req.budgets}
                        | ({Kind.EPISODE} if Section.EXCERPTS in req.budgets else set()))
-        ranking = parse_recall_request(agent, req.query, kinds, CANDIDATE_K, False)
+        ranking = parse_recall_request(agent, req.query, kinds, CANDIDATE_K, False, as_of)
         if query_embedding is not None:
             vector = self._recaller.check_vector(query_embedding)
         else:
@@ -146,7 +166,8 @@ class ContextAssembler:
         # keeps every core busy)
         always = asyncio.create_task(self._db.fetch(
             "context_always_on", agent, list(PROFILE_CATEGORIES), CENSOR_LIMIT,
-            PINNED_FACT_LIMIT if Section.FACTS in req.budgets else 0))
+            PINNED_FACT_LIMIT if Section.FACTS in req.budgets else 0, PgVector(vector),
+            self._memories.model_name))
         tier2: Tier2Read | None = None
         try:
             ranked = await self._recaller.ranked_rows(ranking, vector)
@@ -180,10 +201,18 @@ class ContextAssembler:
         """Recalled items plus the always-on ones; a recalled item that is also always-on
         is kept once, pinned."""
         pinned: dict[UUID, Mapping[str, Any]] = {}
+        pin_tokens = 0
         for row in always_rows:
-            if row["kind"] == Kind.CENSOR.value and not censor_matches(
-                    row["trigger_pattern"], req.query):
-                continue
+            if row["kind"] == Kind.CENSOR.value:
+                if not censor_matches(row["trigger_pattern"], req.query):
+                    continue
+            elif row["category"] not in ALWAYS_PINNED and (
+                    row["cosine"] is None or row["cosine"] < RELEVANCE_FLOOR):
+                continue  # a preference or a person that has nothing to do with the query
+            else:
+                pin_tokens += count_tokens(row["summary"]) + PIN_LINE_TOKENS
+                if pin_tokens > PIN_BUDGET_TOKENS:
+                    continue  # the closest pins fill their budget; the rest compete as usual
             pinned[row["id"]] = row
         out: list[Candidate] = []
         for cand in recalled:
@@ -192,6 +221,10 @@ class ContextAssembler:
                 cand = dataclasses.replace(cand, pinned=True)
             elif cand.section is Section.CENSORS and (cand.cosine or 0.0) < CENSOR_MIN_COSINE:
                 continue  # ranked in only because the agent has few memories
+            elif (not cand.matched and cand.kind not in COMPLEX_KINDS
+                  and (cand.cosine is None or cand.cosine < RELEVANCE_FLOOR)):
+                continue  # neither a word of the query nor close in meaning (a complex
+                # record's summary may not show what its detail holds: tier 2 reads it)
             out.append(cand)
         for ident, row in pinned.items():
             kind = Kind(row["kind"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from uuid import UUID
 
@@ -85,6 +86,8 @@ class Candidate:
     chunk_no: int | None = None
     tier: Tier = Tier.SUMMARY
     cosine: float | None = None  # raw similarity to the query, when recall measured it
+    said_at: datetime | None = None  # shown beside the text, so order can be reasoned about
+    matched: bool = False  # whether it holds a word of the query
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

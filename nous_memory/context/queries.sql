@@ -10,17 +10,22 @@
 -- Censors (matched against the query in Python) and pinned profile facts ($2: the
 -- categories), considered on every call whatever the ranking says.  $3, $4: limits.
 -- Only facts the user stated (or an owner confirmed by setting source_kind) are pinned:
--- an extracted "rule" must never become a standing instruction by itself.
-(SELECT m.id, m.kind, m.summary, m.importance, c.trigger_pattern
+-- an extracted "rule" must never become a standing instruction by itself.  Pins are the
+-- $4 closest in meaning to the query ($5, its vector; $6 the model), so an agent with
+-- hundreds of profile facts gets the relevant ones, with their raw cosine.
+(SELECT m.id, m.kind, m.summary, m.importance, c.trigger_pattern, NULL::text AS category,
+        NULL::float8 AS cosine
  FROM censors c JOIN memories m ON m.agent_id = c.agent_id AND m.id = c.memory_id
  WHERE c.agent_id = $1 AND m.status = 'active'
  ORDER BY m.importance DESC, m.id LIMIT $3)
 UNION ALL
-(SELECT m.id, m.kind, m.summary, m.importance, NULL
+(SELECT m.id, m.kind, m.summary, m.importance, NULL, lower(f.category),
+        CASE WHEN m.embedding_model = $6 THEN 1 - (m.embedding <=> $5) END
  FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
  WHERE f.agent_id = $1 AND m.status = 'active' AND lower(f.category) = ANY($2::text[])
    AND f.source_kind = 'user_stated'
- ORDER BY m.importance DESC, f.confirmation_count DESC, m.updated_at DESC, m.id LIMIT $4);
+ ORDER BY (CASE WHEN m.embedding_model = $6 THEN m.embedding <=> $5 END) NULLS LAST,
+          m.importance DESC, m.id LIMIT $4);
 
 -- name: context_tier2
 -- The complex records among the candidates ($2) with their unexpired extraction for this
@@ -148,7 +153,14 @@ SELECT GREATEST(
 -- false for a large agent: HNSW indexes for the vector legs, the GIN indexes for the
 -- text leg.  Each half is gated on $21, so only one of them runs.  $22: the speaker
 -- prior, for a chunk spoken by someone the query names (every word of the name is a
--- word of the query, case folded).
+-- word of the query, case folded).  $23: the moment the query is asked (as_of: the
+-- reference of recency).  $24/$25: the time the query names (a relative phrase resolved
+-- against as_of), or NULL; $26: its prior, for an item said within it.  A third leg
+-- (time) ranks the chunks said within that time by vector distance, so what happened
+-- then is a candidate even when the query's words and meaning point elsewhere.
+-- Each row also carries what recall's final ordering needs (context/ordering.py): the
+-- query lexemes it matched, when it was said, its vector, a chunk's turns and a fact's
+-- source turn.
 -- Two legs, each over memories and episode chunks together (one corpus, so neither table
 -- gets top ranks for free): vector (per table, merged by distance) and BM25 full text.
 -- The full-text query is an OR of the text's lexemes (to_tsvector never fails on any
@@ -184,7 +196,8 @@ mem_rows AS MATERIALIZED (
 ),
 chunk_rows AS MATERIALIZED (
     SELECT c.episode_id, c.chunk_no, length(c.search_tsv) AS len, c.search_tsv AS tsv,
-           CASE WHEN c.embedding_model = $4 THEN c.embedding <=> $3 END AS dist
+           CASE WHEN c.embedding_model = $4 THEN c.embedding <=> $3 END AS dist,
+           COALESCE(c.started_at, c.created_at) AS said_at
     FROM gone, episode_chunks c
     WHERE $21 AND $7 AND c.agent_id = $1 AND c.episode_id <> ALL(gone.ids)
 ),
@@ -214,6 +227,20 @@ vec AS MATERIALIZED (
      FROM gone, episode_chunks c
      WHERE NOT $21 AND $7 AND c.agent_id = $1 AND c.embedding_model = $4
        AND c.episode_id <> ALL(gone.ids)
+     ORDER BY c.embedding <=> $3 LIMIT $8)
+),
+timed AS MATERIALIZED (
+    (SELECT 'chunk' AS source, episode_id AS memory_id, chunk_no, dist FROM chunk_rows c
+     WHERE $24::timestamptz IS NOT NULL AND dist IS NOT NULL
+       AND c.said_at >= $24::timestamptz AND c.said_at < $25::timestamptz
+     ORDER BY dist, episode_id, chunk_no LIMIT $8)
+    UNION ALL
+    (SELECT 'chunk', c.episode_id, c.chunk_no, c.embedding <=> $3
+     FROM gone, episode_chunks c
+     WHERE NOT $21 AND $7 AND $24::timestamptz IS NOT NULL AND c.agent_id = $1
+       AND c.embedding_model = $4 AND c.episode_id <> ALL(gone.ids)
+       AND COALESCE(c.started_at, c.created_at) >= $24::timestamptz
+       AND COALESCE(c.started_at, c.created_at) < $25::timestamptz
      ORDER BY c.embedding <=> $3 LIMIT $8)
 ),
 qs AS MATERIALIZED (
@@ -320,6 +347,10 @@ legs AS (
            row_number() OVER (ORDER BY dist, memory_id, chunk_no NULLS FIRST) AS rnk
     FROM vec
     UNION ALL
+    SELECT source, memory_id, chunk_no, 'time', NULL,
+           row_number() OVER (ORDER BY dist, memory_id, chunk_no NULLS FIRST)
+    FROM timed
+    UNION ALL
     SELECT source, memory_id, chunk_no, 'text', score,
            row_number() OVER (ORDER BY score DESC, memory_id, chunk_no NULLS FIRST)
     FROM bm25
@@ -327,6 +358,7 @@ legs AS (
 fused AS (
     SELECT source, memory_id, chunk_no,
            sum(CASE leg WHEN 'text' THEN $17::float8 ELSE $18::float8 END / ($10 + rnk)) AS fused,
+           bool_or(leg = 'time') AS in_time,
            min(rnk) FILTER (WHERE leg = 'vector') AS vector_rank,
            min(rnk) FILTER (WHERE leg = 'text') AS text_rank,
            max(score) FILTER (WHERE leg = 'text') AS text_score
@@ -343,7 +375,33 @@ found AS (
     SELECT f.*, m.kind, m.status, m.importance, m.access_count,
            CASE WHEN f.source = 'chunk' THEN c.content ELSE m.summary END AS text,
            CASE WHEN f.source = 'chunk' THEN c.tokens ELSE m.summary_tokens END AS tokens,
-           CASE WHEN f.source = 'chunk' THEN c.message_metadata END AS message_metadata,
+           CASE WHEN f.source = 'chunk' THEN c.message_metadata
+                WHEN fa.source_seq IS NOT NULL THEN (
+                    SELECT jsonb_build_array(k.message_metadata -> (fa.source_seq - k.first_seq))
+                    FROM episode_chunks k
+                    WHERE k.agent_id = $1 AND k.episode_id = fa.source_episode_id
+                      AND fa.source_seq BETWEEN k.first_seq AND k.last_seq LIMIT 1)
+           END AS message_metadata,
+           c.first_seq, c.last_seq, fa.source_episode_id, fa.source_seq,
+           CASE WHEN f.source = 'chunk' THEN c.embedding ELSE m.embedding END AS embedding,
+           -- the query lexemes it holds; a chunk's context words marked '~' (weaker)
+           CASE WHEN f.source = 'chunk' THEN ARRAY(
+                    SELECT u.lexeme FROM sel, unnest(ts_filter(setweight(
+                        ts_filter(c.search_tsv, '{a}'), 'C', sel.lexemes), '{c}')) AS u
+                    UNION
+                    SELECT '~' || u.lexeme FROM sel, unnest(ts_filter(setweight(
+                        ts_filter(c.search_tsv, '{d}'), 'C', sel.lexemes), '{c}')) AS u)
+                ELSE ARRAY(SELECT u.lexeme FROM sel, unnest(ts_filter(setweight(
+                        m.search_tsv, 'C', sel.lexemes), '{c}')) AS u)
+           END AS lexemes,
+           CASE WHEN f.source = 'chunk' THEN COALESCE(c.started_at, c.created_at)
+                WHEN fa.source_episode_id IS NOT NULL THEN (
+                    SELECT COALESCE(se.started_at, se.ended_at) FROM episodes se
+                    WHERE se.agent_id = $1 AND se.memory_id = fa.source_episode_id)
+                WHEN m.kind = 'episode' THEN (SELECT COALESCE(ep.started_at, ep.ended_at)
+                                              FROM episodes ep WHERE ep.agent_id = $1
+                                                AND ep.memory_id = f.memory_id)
+                ELSE m.created_at END AS said_at,
            f.source = 'chunk' AND EXISTS (
                SELECT 1 FROM unnest(c.speakers) AS sp(name)
                WHERE array_remove(regexp_split_to_array(lower(sp.name), '[^[:alnum:]]+'), '')
@@ -359,30 +417,36 @@ found AS (
                 THEN CASE WHEN c.embedding_model = $4 THEN 1 - (c.embedding <=> $3) END
                 ELSE CASE WHEN m.embedding_model = $4 THEN 1 - (m.embedding <=> $3) END
            END AS cosine,
-           CASE m.kind WHEN 'fact' THEN (SELECT fa.confidence FROM facts fa
-                                          WHERE fa.agent_id = $1 AND fa.memory_id = f.memory_id)
+           CASE m.kind WHEN 'fact' THEN fa.confidence
                        WHEN 'decision' THEN (SELECT de.confidence FROM decisions de
                                              WHERE de.agent_id = $1 AND de.memory_id = f.memory_id)
            END AS confidence
     FROM kept f
     JOIN memories m ON m.agent_id = $1 AND m.id = f.memory_id
+    LEFT JOIN facts fa ON f.source = 'memory' AND m.kind = 'fact' AND fa.agent_id = $1
+         AND fa.memory_id = f.memory_id
     LEFT JOIN episode_chunks c ON f.source = 'chunk' AND c.agent_id = $1
          AND c.episode_id = f.memory_id AND c.chunk_no = f.chunk_no
 ),
 priced AS (
     SELECT r.*,
-           $11 * power(0.5, GREATEST(0, extract(epoch FROM now()
-                   - COALESCE(r.ended_at, r.created_at)))::float8 / 86400.0 / $12) AS p_recency,
+           $11 * power(0.5, GREATEST(0, extract(epoch FROM $23::timestamptz
+                   - COALESCE(r.ended_at, r.said_at, r.created_at)))::float8 / 86400.0 / $12)
+               AS p_recency,
            $13 * (r.importance - 0.5) AS p_importance,
            COALESCE($14 * (r.confidence - 0.5), 0) AS p_confidence,
            $15 * LEAST(1, ln(1 + r.access_count) / ln(1 + $16)) AS p_use,
-           CASE WHEN r.named THEN $22::float8 ELSE 0 END AS p_speaker
+           CASE WHEN r.named THEN $22::float8 ELSE 0 END AS p_speaker,
+           CASE WHEN r.in_time OR (r.said_at >= $24::timestamptz AND r.said_at < $25::timestamptz)
+                THEN $26::float8 ELSE 0 END AS p_time
     FROM found r
 )
 SELECT source, memory_id, chunk_no, kind, status, text, tokens, message_metadata,
-       created_at, ended_at, cosine, vector_rank::integer, text_rank::integer, text_score,
-       fused, p_recency, p_importance, p_confidence, p_use, p_speaker,
-       fused * (1 + p_recency + p_importance + p_confidence + p_use + p_speaker) AS final
+       created_at, ended_at, said_at, cosine, vector_rank::integer, text_rank::integer,
+       text_score, fused, p_recency, p_importance, p_confidence, p_use, p_speaker, p_time,
+       first_seq, last_seq, source_episode_id, source_seq, embedding, lexemes,
+       fused * (1 + p_recency + p_importance + p_confidence + p_use + p_speaker + p_time)
+           AS final
 FROM priced
 ORDER BY final DESC, memory_id, chunk_no NULLS FIRST
 LIMIT $9;

@@ -15,7 +15,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 from uuid import UUID
 
@@ -27,6 +27,8 @@ from ..db import Database
 from ..errors import FieldProblem, InvalidInputError
 from ..memories.kinds import Kind, Status, is_utf8, parse_agent_id, parse_kind
 from ..memories.manager import MemoryManager
+from .ordering import final_order
+from .when import Window, resolve
 
 MIN_K = 1
 MAX_K = 100
@@ -76,7 +78,9 @@ class Priors:
     - speaker in {0, speaker}: a verbatim chunk spoken by someone the query names (every
       word of the speaker's name is a word of the query).  A question about a person is
       most often answered by what that person said; measured on the LoCoMo dev split
-      (bench/locomo_recall.py), recall@10 over categories 1-4 rose from 0.732 to 0.749.
+      (bench/locomo_recall.py), recall@10 over categories 1-4 rose from 0.732 to 0.749;
+    - time in {0, time}: an item said within the time the query names ("two weeks ago",
+      "in March": ``when.resolve`` against the query's ``as_of``).
     """
 
     recency: float = 0.05
@@ -86,9 +90,10 @@ class Priors:
     use: float = 0.05
     use_saturation: int = 100
     speaker: float = 0.2
+    time: float = 0.3
 
     def __post_init__(self) -> None:
-        for name in ("recency", "importance", "confidence", "use", "speaker"):
+        for name in ("recency", "importance", "confidence", "use", "speaker", "time"):
             if not 0 <= getattr(self, name) <= 0.5:
                 raise ValueError(f"prior {name} must be within [0, 0.5]")
         if self.half_life_days <= 0 or self.use_saturation < 1:
@@ -100,7 +105,7 @@ class Priors:
         k-th best fused score can never reach the top k, whatever its priors."""
         low = 1 - self.importance / 2 - self.confidence / 2
         high = (1 + self.recency + self.importance / 2 + self.confidence / 2 + self.use
-                + self.speaker)
+                + self.speaker + self.time)
         return high / low
 
 
@@ -121,8 +126,14 @@ class RecallScores(BaseModel):
     use: float
     speaker: float = Field(description="The nudge of a chunk spoken by someone the query "
                                        "names (0 otherwise)")
+    time: float = Field(default=0.0, description="The nudge of an item said within the time "
+                                                 "the query names (0 otherwise)")
+    matched: list[str] = Field(default_factory=list, description=(
+        "The query's lexemes it holds (a chunk's context words marked '~'): its keyword "
+        "evidence in the final order"))
     final: float = Field(description="fused * (1 + recency + importance + confidence + use "
-                                     "+ speaker)")
+                                     "+ speaker + time); recall's final order also applies "
+                                     "the rules of context/ordering.py")
 
 
 class RecallItem(BaseModel):
@@ -143,6 +154,9 @@ class RecallItem(BaseModel):
         description="For a chunk: each covered message's metadata, in transcript order")
     created_at: datetime | None = None
     ended_at: datetime | None = None
+    said_at: datetime | None = Field(
+        default=None, description="When it was said: a chunk's turn, a fact's source "
+                                  "episode, an episode's start; else when it was stored")
     status: Status
 
 
@@ -154,6 +168,15 @@ class RecallTimings(BaseModel):
     total_ms: float
 
 
+class TimeWindow(BaseModel):
+    """The time a query names, resolved against its ``as_of`` ([start, end), UTC)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    start: datetime
+    end: datetime
+
+
 class RecallResult(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -161,6 +184,9 @@ class RecallResult(BaseModel):
     k: int
     items: list[RecallItem]
     timings: RecallTimings
+    as_of: datetime | None = None
+    window: TimeWindow | None = Field(default=None, description="The time the query names, "
+                                                                "if any")
 
 
 def make_ref(kind: str, memory_id: UUID, chunk_no: int | None = None) -> str:
@@ -180,13 +206,21 @@ class RecallRequest:
     kinds: tuple[Kind, ...]
     k: int
     include_superseded: bool
+    as_of: datetime | None = None
+    window: Window | None = None
 
 
 def parse_request(agent_id: object, query: object, kinds: object, k: object,
-                  include_superseded: object) -> RecallRequest:
+                  include_superseded: object, as_of: object = None) -> RecallRequest:
     """Validate everything first, naming each bad field."""
     agent = parse_agent_id(agent_id)
     problems: list[FieldProblem] = []
+    moment: datetime | None = None
+    if as_of is not None:
+        if not isinstance(as_of, datetime):
+            problems.append(FieldProblem("as_of", "must be a date and time"))
+        else:
+            moment = as_of if as_of.tzinfo is not None else as_of.replace(tzinfo=UTC)
     text = ""
     if not isinstance(query, str):
         problems.append(FieldProblem("query", "must be a string"))
@@ -225,7 +259,8 @@ def parse_request(agent_id: object, query: object, kinds: object, k: object,
         raise InvalidInputError(problems)
     assert isinstance(k, int) and isinstance(include_superseded, bool)
     return RecallRequest(agent=agent, query=text, kinds=tuple(parsed), k=k,
-                         include_superseded=include_superseded)
+                         include_superseded=include_superseded, as_of=moment,
+                         window=resolve(text, moment or datetime.now(UTC)))
 
 
 class Recaller:
@@ -248,7 +283,7 @@ class Recaller:
                      query_embedding: Sequence[float] | np.ndarray[Any, Any] | None = None,
                      as_of: datetime | None = None) -> RecallResult:
         started = time.perf_counter()
-        req = parse_request(agent_id, query, kinds, k, include_superseded)
+        req = parse_request(agent_id, query, kinds, k, include_superseded, as_of)
         if query_embedding is None:
             vector = (await self._memories.embed_query(req.agent, req.query))
         else:
@@ -257,24 +292,37 @@ class Recaller:
         rows = await self.ranked_rows(req, vector)
         done = time.perf_counter()
         items = [_item(row) for row in rows]
-        return RecallResult(query=req.query, k=req.k, items=items, timings=RecallTimings(
-            embed_ms=(embedded - started) * 1000, sql_ms=(done - embedded) * 1000,
-            total_ms=(done - started) * 1000))
+        window = (TimeWindow(start=req.window.start, end=req.window.end)
+                  if req.window is not None else None)
+        return RecallResult(query=req.query, k=req.k, items=items, as_of=req.as_of,
+                            window=window, timings=RecallTimings(
+                                embed_ms=(embedded - started) * 1000,
+                                sql_ms=(done - embedded) * 1000,
+                                total_ms=(done - started) * 1000))
 
     async def ranked_rows(self, req: RecallRequest, vector: np.ndarray[Any, Any]
                           ) -> Sequence[Mapping[str, Any]]:
-        """The ranking statement's rows for a validated request (``parse_request``) and a
-        checked vector (``check_vector``): for callers that make their own records from
-        them (context assembly) rather than ``RecallItem``s."""
+        """The ranked rows for a validated request (``parse_request``) and a checked
+        vector (``check_vector``), in their final order (``ordering``): for callers that
+        make their own records from them (context assembly) rather than ``RecallItem``s."""
+        # rows beyond k: the final order may lift one of them, and merges drop some
+        rows = await self._statement_rows(req, vector, min(MAX_K * 2, req.k * 2 + 10))
+        return final_order(rows, req.k)
+
+    async def _statement_rows(self, req: RecallRequest, vector: np.ndarray[Any, Any],
+                              depth: int) -> Sequence[Mapping[str, Any]]:
         statuses = [Status.ACTIVE.value, Status.ARCHIVED.value]
         if req.include_superseded:
             statuses.append(Status.SUPERSEDED.value)
         p, f = self._priors, self._fusion
         args = (req.agent, req.query, PgVector(vector), self._memories.model_name,
                 [kind.value for kind in req.kinds], statuses, Kind.EPISODE in req.kinds,
-                leg_size(req.k), req.k, f.rrf_k, p.recency, p.half_life_days,
+                leg_size(req.k), depth, f.rrf_k, p.recency, p.half_life_days,
                 p.importance, p.confidence, p.use, float(p.use_saturation), f.text_weight,
-                f.vector_weight, f.context_weight, p.spread, p.speaker)
+                f.vector_weight, f.context_weight, p.spread, p.speaker,
+                req.as_of or datetime.now(UTC),
+                req.window.start if req.window else None,
+                req.window.end if req.window else None, p.time)
         exact = await self._scans_exactly(req.agent)
         if exact and self._db.has_scan_pool:
             async with self._db.scanning() as conn:  # one round trip: no transaction
@@ -323,10 +371,11 @@ def _item(row: Mapping[str, Any]) -> RecallItem:
         ref=make_ref(kind.value, row["memory_id"], chunk_no), source=row["source"],
         memory_id=row["memory_id"], kind=kind, chunk_no=chunk_no, text=row["text"],
         tokens=row["tokens"], message_metadata=row["message_metadata"] or [],
-        created_at=row["created_at"], ended_at=row["ended_at"], status=Status(row["status"]),
+        created_at=row["created_at"], ended_at=row["ended_at"], said_at=row["said_at"],
+        status=Status(row["status"]),
         scores=RecallScores(
             cosine=row["cosine"], vector_rank=row["vector_rank"], text_rank=row["text_rank"],
             text_score=row["text_score"], fused=row["fused"], recency=row["p_recency"],
             importance=row["p_importance"], confidence=row["p_confidence"], use=row["p_use"],
-            speaker=row["p_speaker"],
+            speaker=row["p_speaker"], time=row["p_time"], matched=sorted(row["lexemes"] or []),
             final=row["final"]))

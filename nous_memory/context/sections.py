@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from .. import blocks
 from ..tokens import count_line, count_recurring
@@ -31,12 +32,14 @@ class Assembled:
     dropped: list[DroppedItem]
 
 
-def item_line(ref: str, text: str) -> str:
-    """``[ref] text``: one item; inner lines indented; the store's own tags neutralised so
-    an item can never close the block early (episode close strips the whole block)."""
+def item_line(ref: str, text: str, said_at: datetime | None = None) -> str:
+    """``[ref] (date) text``: one item, with the day it was said when known; inner lines
+    indented; the store's own tags neutralised so an item can never close the block
+    early (episode close strips the whole block)."""
     body = text.replace(_TAG_CLOSE, "</nous_memory").replace(_TAG_OPEN, "<nous_memory")
     lines = [" ".join(line.split()) for line in body.strip().splitlines()]
-    return f"[{ref}] " + "\n  ".join(line for line in lines if line)
+    when = f"({said_at:%a %-d %b %Y}) " if said_at is not None else ""
+    return f"[{ref}] {when}" + "\n  ".join(line for line in lines if line)
 
 
 def section_header(section: Section) -> str:
@@ -97,7 +100,7 @@ def assemble(candidates: Sequence[Candidate], budgets: Mapping[Section, int],
         header_cost = count_line(section_header(section))
         started = False
         for cand in order_section(by_section[section]):
-            line = item_line(cand.ref, cand.text)
+            line = item_line(cand.ref, cand.text, cand.said_at)
             line_cost = count_line(line)
             cost = line_cost + (0 if started else header_cost)
             if cost > left or cost > remaining:

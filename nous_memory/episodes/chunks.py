@@ -62,9 +62,37 @@ class Chunk:
 
 
 def index_text(content: str, context: str) -> str:
-    """What a chunk is embedded (and full-text indexed) as: its context, then itself.
-    schema.sql's generated ``episode_chunks.search_tsv`` indexes the same two parts."""
+    """What a chunk is full-text indexed as: its context, then itself (schema.sql's
+    generated ``episode_chunks.search_tsv`` indexes the same two parts)."""
     return f"{context}\n{content}" if context else content
+
+
+# What a chunk is embedded as: at most this many characters (about 128 of the model's
+# tokens, the length all-MiniLM-L6-v2 was trained on), the turn's own words first and
+# the nearest context in the room left.  The model's cost grows with its input; a full
+# 256-token window per turn (context included) made ingestion model-bound at a few turns
+# a second, and the words past the cut stay in the full-text index.  Measured with
+# bench/longmemeval.py and bench/locomo_recall.py (bench/README.md).
+KEY_CHARS = 600
+
+
+def embedding_text(content: str, context: str, max_chars: int = KEY_CHARS) -> str:
+    """The chunk's embedding input: its content (cut at a word within ``max_chars``),
+    preceded by the end of its context when the content leaves room."""
+    if len(content) >= max_chars:
+        cut = content[:max_chars]
+        space = cut.rfind(" ")
+        return cut[:space] if space > max_chars // 2 else cut
+    room = max_chars - len(content) - 1
+    if not context or room < 40:
+        return content
+    tail = context[-room:]
+    if len(context) > room:
+        newline = tail.find("\n")
+        space = tail.find(" ")
+        start = newline + 1 if newline >= 0 else space + 1
+        tail = tail[start:]
+    return f"{tail}\n{content}" if tail else content
 
 
 def line(message: TranscriptMessage) -> str:

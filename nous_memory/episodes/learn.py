@@ -29,7 +29,7 @@ from ..facts.learning import FactLearner, LearnResult
 from ..memories.kinds import MAX_LIST_ITEMS, FactsExtractor, FactsState
 from ..memories.manager import MemoryManager, PreparedWrite
 from ..work.queue import TaskHandler, WorkContext
-from .chunks import index_text
+from .chunks import embedding_text
 from .close import INSTRUCTIONS, EpisodeExtraction, ExtractedFact
 from .decisions import DecisionMatcher, PreparedDecisions
 from .lifecycle import read_transcript
@@ -55,7 +55,7 @@ class EpisodeLearner:
         chunks = await self._db.fetch("chunks_unembedded", agent, ident)
         summary = await self._db.fetchval("memory_unembedded_summary", agent, ident)
         raw = await self._db.fetchval("episode_extraction_pending", agent, ident)
-        texts = [index_text(c["content"], c["context"]) for c in chunks] + (
+        texts = [embedding_text(c["content"], c["context"]) for c in chunks] + (
             [summary] if summary is not None else [])
         vectors = await self._memories.embed_texts(agent, texts)
         extraction = EpisodeExtraction.model_validate(raw) if raw is not None else None

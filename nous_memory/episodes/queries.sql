@@ -118,7 +118,7 @@ WHERE agent_id = $1 AND episode_id = $2 AND learned_at IS NULL
 RETURNING episode_id;
 
 -- name: chunks_unembedded
--- content and context: a chunk is embedded as chunks.index_text(content, context)
+-- content and context: a chunk is embedded as chunks.embedding_text(content, context)
 SELECT chunk_no, content, context FROM episode_chunks
 WHERE agent_id = $1 AND episode_id = $2 AND embedding IS NULL ORDER BY chunk_no;
 

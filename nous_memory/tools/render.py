@@ -62,11 +62,16 @@ def block(lines: Sequence[str], kind: str, limit: int = MAX_RESULT_TOKENS) -> st
     return blocks.wrap(cut, kind) + f"\n(cut at {limit} tokens: expand one ref at a time)"
 
 
+DATED = frozenset({"episode", "fact", "decision"})  # kinds whose date says something
+
+
 def search(result: RecallResult) -> str:
     if not result.items:
         return f"No memories match {result.query!r}."
     lines = [item_line(item.ref, f"({item.kind.value}, score {item.scores.final:.3f}) "
-                                 f"{item.text}") for item in result.items]
+                                 f"{item.text}",
+                       item.said_at if item.source == "chunk" or item.kind.value in DATED
+                       else None) for item in result.items]
     head = f"{len(result.items)} memories for {result.query!r}, best first:"
     return f"{head}\n{block(lines, 'recall')}\n{EXPAND_HINT}"
 

@@ -52,9 +52,9 @@ async def test_sections_refs_and_always_on_items(store: MemoryStore) -> None:
     censor = next(i for i in ctx.items if i.kind == "censor")
     assert "BLOCK: drop table" in ctx.text and censor.section is Section.CENSORS
     assert "send email" not in ctx.text  # a censor that does not match is not shown
-    # the profile fact is unrelated to the query but pinned
+    # a pinned preference unrelated to the query stays out (pins are bounded by relevance)
     pref = seeded["Ana"]
-    assert f"fact:{pref.id.hex[:8]}" in refs
+    assert f"fact:{pref.id.hex[:8]}" not in refs and "emoji" not in ctx.text
     assert "secret" not in ctx.text  # never another agent's memories
     assert ctx.text.index("## Rules (censors)") < ctx.text.index("## Decisions") \
         < ctx.text.index("## Facts")

@@ -1,0 +1,118 @@
+"""Recall's final ordering, after the ranking statement: three rules a fused score
+cannot keep by itself.
+
+1. A fact learned from a turn is that turn's: when both are ranked, the turn's chunk
+   takes the better of the two places and the fact goes (the chunk holds its words), so
+   the two never compete for places in the list.
+2. A higher cosine never loses to a lower one for lack of a keyword: an item the legs
+   put ahead of one closer in meaning stays ahead only when it has evidence the other
+   lacks (a query word the other does not contain, the speaker the query names, the time
+   the query names).  Length normalisation and rank ties alone decide nothing.
+3. A restatement comes first: when a later item says nearly the same as an earlier one
+   (raw cosine between the two at least ``restated_cosine``, the fact-dedup candidate
+   threshold calibrated on STS-B), the newer one is placed before the older, so a value
+   restated later (a new count, a new address) is read first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+
+Row = dict[str, Any]
+RESTATED_COSINE = 0.60  # facts.rules.Thresholds.candidate
+RESTATED_AFTER = timedelta(days=1)  # "later": said on another day
+SPEAKER, TIME = 1 << 62, 1 << 61  # evidence bits beside the query's lexemes
+
+
+def final_order(rows: Sequence[Mapping[str, Any]], k: int, *,
+                restated_cosine: float = RESTATED_COSINE) -> list[Row]:
+    """The statement's rows (in its order) reordered by the rules above, cut to ``k``."""
+    out = merge_fact_turns([dict(r) for r in rows])
+    out = by_evidence(out)
+    out = newest_first(out, restated_cosine)
+    return out[:k]
+
+
+def merge_fact_turns(rows: list[Row]) -> list[Row]:
+    chunk_at: dict[Any, list[int]] = {}
+    for index, row in enumerate(rows):
+        if row["source"] == "chunk":
+            chunk_at.setdefault(row["memory_id"], []).append(index)
+    place: dict[int, int] = {}  # chunk index -> the better place it takes
+    dropped: set[int] = set()
+    for index, row in enumerate(rows):
+        seq, episode = row.get("source_seq"), row.get("source_episode_id")
+        if row["source"] != "memory" or seq is None or episode not in chunk_at:
+            continue
+        for c in chunk_at[episode]:
+            chunk = rows[c]
+            if chunk["first_seq"] <= seq <= chunk["last_seq"]:
+                dropped.add(index)
+                place[c] = min(place.get(c, c), index)
+                break
+    if not dropped:
+        return rows
+    keyed = [(place.get(i, i), 0 if i in place else 1, i) for i in range(len(rows))
+             if i not in dropped]
+    return [rows[i] for _, _, i in sorted(keyed)]
+
+
+def _evidence(row: Row, bits: dict[str, int]) -> int:
+    mask = 0
+    for lexeme in row.get("lexemes") or ():
+        mask |= bits.setdefault(lexeme, 1 << min(len(bits), 60))
+    if row.get("p_speaker"):
+        mask |= SPEAKER
+    if row.get("p_time"):
+        mask |= TIME
+    return mask
+
+
+def by_evidence(rows: list[Row]) -> list[Row]:
+    """Insert each row before the first placed row it dominates (higher cosine, at least
+    the same evidence); dominance is transitive, so the result respects all of it."""
+    bits: dict[str, int] = {}
+    placed: list[tuple[float | None, int, Row]] = []
+    for row in rows:
+        cos, ev = row.get("cosine"), _evidence(row, bits)
+        at = len(placed)
+        if cos is not None:
+            for i, (other_cos, other_ev, _) in enumerate(placed):
+                if other_cos is not None and cos > other_cos and other_ev & ~ev == 0:
+                    at = i
+                    break
+        placed.insert(at, (cos, ev, row))
+    return [row for _, _, row in placed]
+
+
+def _array(value: Any) -> np.ndarray[Any, Any]:
+    """A vector as the driver returns it (pgvector's ``Vector``) or as a sequence."""
+    to_numpy = getattr(value, "to_numpy", None)
+    return np.asarray(to_numpy() if to_numpy else value, dtype=np.float32)
+
+
+def newest_first(rows: list[Row], restated_cosine: float) -> list[Row]:
+    """Move a restatement before the earliest older item it restates."""
+    with_vectors = [i for i, r in enumerate(rows)
+                    if r.get("embedding") is not None and r.get("said_at") is not None]
+    if len(with_vectors) < 2:
+        return rows
+    matrix = np.stack([_array(rows[i]["embedding"]) for i in with_vectors])
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    matrix /= np.where(norms == 0, 1, norms)
+    similar = matrix @ matrix.T >= restated_cosine
+    order = list(range(len(rows)))
+    position = {i: p for p, i in enumerate(with_vectors)}
+    for b in with_vectors:
+        said = rows[b]["said_at"]
+        for a in order[:order.index(b)]:
+            if (a in position and similar[position[a], position[b]]
+                    and said - rows[a]["said_at"] >= RESTATED_AFTER):
+                order.remove(b)
+                order.insert(order.index(a), b)
+                break
+    return [rows[i] for i in order]
