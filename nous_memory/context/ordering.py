@@ -2,8 +2,9 @@
 cannot keep by itself.
 
 1. A fact learned from a turn is that turn's: when both are ranked, the turn's chunk
-   takes the better of the two places and the fact goes (the chunk holds its words), so
-   the two never compete for places in the list.
+   takes the better of the two places, the closer cosine and both's query words, and
+   the fact goes (the chunk holds its words): a fact is one more key of its turn (the
+   LongMemEval paper's fact-augmented keys), never a competitor for places in the list.
 2. A higher cosine never loses to a lower one for lack of a keyword: an item the legs
    put ahead of one closer in meaning stays ahead only when it has evidence the other
    lacks (a query word the other does not contain, the speaker the query names, the time
@@ -11,7 +12,9 @@ cannot keep by itself.
 3. A restatement comes first: when a later item says nearly the same as an earlier one
    (raw cosine between the two at least ``restated_cosine``, the fact-dedup candidate
    threshold calibrated on STS-B), the newer one is placed before the older, so a value
-   restated later (a new count, a new address) is read first.
+   restated later (a new count, a new address) is read first, unless the older holds
+   evidence the newer lacks (a query word of its own, the speaker or the time the query
+   names: "how many tulips on day 3?" wants day 3's count, not the latest).
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ def merge_fact_turns(rows: list[Row]) -> list[Row]:
             if chunk["first_seq"] <= seq <= chunk["last_seq"]:
                 dropped.add(index)
                 place[c] = min(place.get(c, c), index)
+                _absorb(chunk, row)
                 break
     if not dropped:
         return rows
@@ -61,9 +65,23 @@ def merge_fact_turns(rows: list[Row]) -> list[Row]:
     return [rows[i] for _, _, i in sorted(keyed)]
 
 
-def _evidence(row: Row, bits: dict[str, int]) -> int:
+def _absorb(chunk: Row, fact: Row) -> None:
+    """The fact is one of its turn's keys: the chunk is as close to the query as the
+    closer of the two, and holds the query words of both."""
+    if fact.get("cosine") is not None and (chunk.get("cosine") is None
+                                           or fact["cosine"] > chunk["cosine"]):
+        chunk["cosine"] = fact["cosine"]
+    if fact.get("lexemes"):
+        chunk["lexemes"] = sorted(set(chunk.get("lexemes") or ()) | set(fact["lexemes"]))
+
+
+def _evidence(row: Row, bits: dict[str, int], *, own_words: bool = False) -> int:
+    """The row's evidence as bits: the query lexemes it holds (``own_words``: not those
+    only in a chunk's context), the speaker and the time priors."""
     mask = 0
     for lexeme in row.get("lexemes") or ():
+        if own_words and lexeme.startswith("~"):
+            continue
         mask |= bits.setdefault(lexeme, 1 << min(len(bits), 60))
     if row.get("p_speaker"):
         mask |= SPEAKER
@@ -107,11 +125,14 @@ def newest_first(rows: list[Row], restated_cosine: float) -> list[Row]:
     similar = matrix @ matrix.T >= restated_cosine
     order = list(range(len(rows)))
     position = {i: p for p, i in enumerate(with_vectors)}
+    bits: dict[str, int] = {}
+    evidence = [_evidence(r, bits, own_words=True) for r in rows]
     for b in with_vectors:
         said = rows[b]["said_at"]
         for a in order[:order.index(b)]:
             if (a in position and similar[position[a], position[b]]
-                    and said - rows[a]["said_at"] >= RESTATED_AFTER):
+                    and said - rows[a]["said_at"] >= RESTATED_AFTER
+                    and evidence[a] & ~evidence[b] == 0):
                 order.remove(b)
                 order.insert(order.index(a), b)
                 break

@@ -115,7 +115,9 @@ class RecallScores(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     cosine: float | None = Field(description="Raw cosine similarity to the query "
-                                             "(None when the row has no comparable embedding)")
+                                             "(None when the row has no comparable "
+                                             "embedding); a chunk that absorbed the facts "
+                                             "learned from its turn: the closest of them")
     vector_rank: int | None = Field(description="1-based rank in its vector leg, if found")
     text_rank: int | None = Field(description="1-based rank in its full-text leg, if found")
     text_score: float | None = Field(description="BM25 score of the full-text leg")

@@ -73,7 +73,8 @@ class EpisodeLearner:
                 found = found[-MAX_LIST_ITEMS:]
             facts = await self._prepare_facts(agent, ident, [
                 ExtractedFact(content=s.content, subject=s.subject, category=s.category,
-                              confidence=s.confidence) for s in found], RULE_CONFIDENCE)
+                              confidence=s.confidence) for s in found], RULE_CONFIDENCE,
+                seqs=[s.seq for s in found])
             await self._learn_rules(ctx, agent, ident, chunks, summary, vectors, facts)
             return
         async with ctx.commit() as conn:
@@ -137,13 +138,16 @@ class EpisodeLearner:
                                 PgVector(vectors[-1]), model, summary)
 
     async def _prepare_facts(self, agent: str, episode_id: UUID,
-                             extracted: list[ExtractedFact], default_confidence: float
-                             ) -> list[PreparedWrite]:
+                             extracted: list[ExtractedFact], default_confidence: float, *,
+                             seqs: list[int] | None = None) -> list[PreparedWrite]:
+        """``seqs``: the message each fact was said in (the rules know it), so recall
+        credits that turn and context shows the two once."""
         items = [{**{k: v for k, v in fact.model_dump().items() if v is not None},
                   "confidence": default_confidence if fact.confidence is None
                   else fact.confidence,
-                  "source_kind": "extracted", "source_episode_id": episode_id}
-                 for fact in extracted]
+                  "source_kind": "extracted", "source_episode_id": episode_id,
+                  **({"source_seq": seqs[i]} if seqs is not None else {})}
+                 for i, fact in enumerate(extracted)]
         prepared: list[PreparedWrite] = []
         for fact, ready in zip(extracted, await self._facts.prepare_many(
                 agent, items, instructions=INSTRUCTIONS), strict=True):

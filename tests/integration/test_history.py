@@ -1,0 +1,80 @@
+"""History import through the Python API: one closed episode per session, idempotent,
+all-or-nothing per call on bad input, processed by the worker like any close."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from nous_memory import MemoryStore
+from nous_memory.errors import InvalidInputError
+from nous_memory.history import HistorySession, HistoryTurn, IngestProgress
+
+T0 = datetime(2023, 3, 1, 9, 0, tzinfo=UTC)
+
+
+def sessions(n: int, *, keyed: bool = True) -> list[HistorySession]:
+    return [HistorySession(
+        key=f"s{i}" if keyed else None, started_at=T0 + timedelta(days=i),
+        turns=[HistoryTurn(role="user", content=f"Day {i}: I planted {i} tulips.",
+                           metadata={"turn": f"s{i}#0"}),
+               HistoryTurn(role="assistant", content="Lovely!")]) for i in range(n)]
+
+
+async def test_sessions_become_closed_episodes_once(store: MemoryStore) -> None:
+    seen: list[IngestProgress] = []
+    first = await store.ingest("h", sessions(5), progress=seen.append)
+    assert (first.sessions_imported, first.sessions_skipped, first.turns_imported) == (5, 0, 10)
+    assert seen[-1].sessions_done == 5 and seen[-1].turns_done == 10
+    again = await store.ingest("h", sessions(5))
+    assert (again.sessions_imported, again.sessions_skipped) == (0, 5)
+    await store.worker().drain()
+    episode = await store.get_episode("h", first.episode_ids[2])
+    detail: Any = episode.detail
+    assert detail.state == "closed" and detail.source_key == "s2"
+    assert detail.started_at == T0 + timedelta(days=2)
+    transcript = await store.transcript("h", episode.id)
+    assert [m.content for m in transcript] == ["Day 2: I planted 2 tulips.", "Lovely!"]
+    assert transcript[0].metadata == {"turn": "s2#0"}
+    found = await store.recall("h", "how many tulips did I plant on day 3?", k=3)
+    assert any("Day 3" in i.text for i in found.items), [i.text for i in found.items]
+
+
+async def test_a_rerun_finishes_an_interrupted_import(store: MemoryStore) -> None:
+    await store.ingest("h", sessions(6)[:2])  # stopped after two sessions
+    rest = await store.ingest("h", sessions(6))
+    assert (rest.sessions_imported, rest.sessions_skipped) == (4, 2)
+    assert len((await store.list("h", kind="episode")).items) == 6
+
+
+async def test_sessions_without_keys_are_keyed_by_their_content(store: MemoryStore) -> None:
+    await store.ingest("h", sessions(3, keyed=False))
+    again = await store.ingest("h", sessions(3, keyed=False))
+    assert again.sessions_skipped == 3
+
+
+async def test_concurrent_imports_write_each_session_once(store: MemoryStore) -> None:
+    results = await asyncio.gather(*(store.ingest("h", sessions(8)) for _ in range(3)))
+    assert sum(r.sessions_imported for r in results) == 8
+    assert sum(r.sessions_skipped for r in results) == 16
+
+
+async def test_a_bad_session_rejects_the_call_naming_it(store: MemoryStore) -> None:
+    bad: list[Any] = [
+        {"started_at": T0.isoformat(), "turns": [{"role": "user", "content": "fine"}]},
+        {"started_at": "last tuesday", "turns": [{"role": "user", "content": "x"}]},
+        {"started_at": T0.isoformat(), "turns": []},
+        {"started_at": T0.isoformat(), "turns": [{"role": "robot", "content": "x"}]},
+    ]
+    with pytest.raises(InvalidInputError) as caught:
+        await store.ingest("h", bad)
+    fields = {p.field for p in caught.value.problems}
+    assert {"sessions[1].started_at", "sessions[2].turns", "sessions[3].turns[0].role"
+            } <= fields
+    assert not (await store.list("h", kind="episode")).items  # nothing was written
+    with pytest.raises(InvalidInputError) as twice:
+        await store.ingest("h", [sessions(1)[0], sessions(1)[0]])
+    assert twice.value.problems[0].field == "sessions[1].key"

@@ -1,0 +1,74 @@
+"""Recall's final order: facts merge into their turn, cosine with equal evidence decides,
+restatements come first."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID, uuid4
+
+import numpy as np
+
+from nous_memory.context.ordering import by_evidence, final_order, merge_fact_turns, newest_first
+
+EPISODE = uuid4()
+T0 = datetime(2023, 1, 1, tzinfo=UTC)
+
+
+def row(name: str, *, cosine: float | None = 0.5, lexemes: tuple[str, ...] = (),
+        source: str = "memory", memory_id: UUID | None = None, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "source": source, "memory_id": memory_id or uuid4(),
+            "cosine": cosine, "lexemes": list(lexemes), "p_speaker": 0.0, "p_time": 0.0,
+            **extra}
+
+
+def names(rows: list[dict[str, Any]]) -> list[str]:
+    return [r["name"] for r in rows]
+
+
+def test_higher_cosine_wins_when_the_evidence_is_the_same() -> None:
+    rows = [row("vegetarian", cosine=0.58, lexemes=("ana",)),
+            row("lisbon", cosine=0.72, lexemes=("ana",))]
+    assert names(by_evidence(rows)) == ["lisbon", "vegetarian"]
+
+
+def test_a_keyword_the_other_lacks_keeps_its_place() -> None:
+    rows = [row("locker", cosine=0.40, lexemes=("locker", "code")),
+            row("weather", cosine=0.55, lexemes=("~locker", "~code"))]
+    assert names(by_evidence(rows)) == ["locker", "weather"]
+    spoken = [row("by-ana", cosine=0.4, lexemes=("trip",), p_speaker=0.2),
+              row("by-bo", cosine=0.6, lexemes=("trip",))]
+    assert names(by_evidence(spoken)) == ["by-ana", "by-bo"]
+
+
+def test_dominance_is_respected_through_a_chain() -> None:
+    rows = [row("c", cosine=0.3, lexemes=("x",)), row("b", cosine=0.5, lexemes=("x",)),
+            row("a", cosine=0.7, lexemes=("x", "y")), row("n", cosine=None, lexemes=())]
+    assert names(by_evidence(rows)) == ["a", "b", "c", "n"]
+
+
+def test_a_fact_merges_into_its_turn_which_takes_the_better_place() -> None:
+    rows = [row("other"),
+            row("fact", source_episode_id=EPISODE, source_seq=4),
+            row("unlinked-fact"),
+            row("chunk", source="chunk", memory_id=EPISODE, first_seq=4, last_seq=4),
+            row("fact-of-unranked-turn", source_episode_id=EPISODE, source_seq=9)]
+    assert names(merge_fact_turns(rows)) == ["other", "chunk", "unlinked-fact",
+                                             "fact-of-unranked-turn"]
+
+
+def test_a_restatement_comes_before_what_it_restates() -> None:
+    rng = np.random.default_rng(3)
+    base = rng.normal(size=384)
+    near = base + rng.normal(scale=0.3, size=384)  # cosine ~0.95 with base
+    other = rng.normal(size=384)
+    rows = [row("old", embedding=base, said_at=T0),
+            row("unrelated", embedding=other, said_at=T0 + timedelta(days=30)),
+            row("new", embedding=near, said_at=T0 + timedelta(days=60)),
+            row("same-day", embedding=near, said_at=T0 + timedelta(hours=2))]
+    assert names(newest_first(rows, 0.6)) == ["new", "old", "unrelated", "same-day"]
+
+
+def test_final_order_cuts_to_k() -> None:
+    rows = [row(str(i), cosine=1 - i / 10, lexemes=("x",)) for i in range(8)]
+    assert names(final_order(rows, 3)) == ["0", "1", "2"]
