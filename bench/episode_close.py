@@ -170,8 +170,9 @@ def instrument(store: MemoryStore, worker: Any, db: Any) -> None:
     closer.write = timed_async("write", closer.write)  # type: ignore[method-assign]
     learner._prepare_facts = timed_async(  # type: ignore[method-assign]
         "facts_prepare", learner._prepare_facts)
-    learner._prepare_decisions = timed_async(  # type: ignore[method-assign]
-        "decisions_prepare", learner._prepare_decisions)
+    decisions = learner._decisions
+    decisions.prepare = timed_async(  # type: ignore[method-assign]
+        "decisions_prepare", decisions.prepare)
     memories = store.memories
     memories.embed_texts = timed_async(  # type: ignore[method-assign]
         "chunk_summary_embed", memories.embed_texts)
