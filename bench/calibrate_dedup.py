@@ -20,10 +20,11 @@ from pathlib import Path
 
 import numpy as np
 from backends import LocalEmbedder, add_backend_option, local_embedder
+from shared_data import shared_data
 
 from nous_memory.facts.rules import relation
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "stsb"
+DATA = shared_data("stsb")
 MIN_PRECISION = 0.93
 CONFIRM = 0.90  # Settings.fact_confirm_threshold
 

@@ -22,11 +22,12 @@ from pathlib import Path
 
 import numpy as np
 from backends import add_backend_option, local_embedder
+from shared_data import shared_data
 
 from nous_memory import MemoryStore
 from nous_memory.facts.learning import LearnAction
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "stsb" / "dev.csv"
+DATA = shared_data("stsb/dev.csv")
 MERGED = {LearnAction.CONFIRMED, LearnAction.MERGED}
 
 

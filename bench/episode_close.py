@@ -40,12 +40,12 @@ from typing import Any
 import asyncpg
 import numpy as np
 from backends import add_backend_option, local_embedder
+from shared_data import shared_data
 
 from nous_memory import MemoryStore
 from nous_memory.testing import JSONReply, ScriptedLLMServer, ScriptStep
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
+DEFAULT_DATA = shared_data("locomo/locomo-dev.json")
 TARGET_CALLS_PER_EPISODE = 1.0
 TARGET_OVERHEAD_MS = 50.0
 SUMMARY_WORDS = 120
