@@ -51,7 +51,9 @@ ORDER BY 1"""
 async def write_path_bytes(n: int) -> dict[str, float]:
     """Bytes per memory of memory_events and embedding_cache after n real writes."""
     with tempfile.TemporaryDirectory() as tmp:
-        async with MemoryStore.open(data_dir=Path(tmp), database_url=None) as store:
+        # Settings built here, not from the environment: NOUS_MEMORY_DATABASE_URL names
+        # the database being measured, which these writes must not touch
+        async with MemoryStore.open(settings=Settings(data_dir=Path(tmp))) as store:
             for start in range(0, n, 500):
                 await store.remember_many("capacity-agent", [
                     {"kind": "fact", "content": f"Fact number {i}: the {i % 7}th shelf holds "
@@ -105,7 +107,7 @@ async def measure(url: str, p95_ms: float | None, node_gb: float, memory_share: 
     print(f"index_bytes_per_agent: {total_index / agents:.0f}")
     print(f"total_bytes_per_agent: {per_agent:.0f}")
     if p95_ms is not None:
-        print(f"context_ms_p95_measured: {p95_ms}")
+        print(f"# context p95 measured on this build (--p95-ms, given): {p95_ms} ms")
     budget = node_gb * 2**30 * memory_share
     print(f"# a node of {node_gb:g} GiB giving {memory_share:.0%} of it to PostgreSQL's cache "
           f"(shared_buffers + page cache) holds {budget / 2**30:.1f} GiB")

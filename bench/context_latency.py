@@ -1,6 +1,8 @@
 """Context latency: what assemble_context costs next to the floor of any vector read path.
 
     python bench/context_latency.py [--memories 100000] [--queries 200] [--seed 11]
+                                    [--per-agent 1000] [--chunks-per-agent 200]
+                                    [--real-agents 5] [--centroids 2000] [--warmup 20]
 
 Builds a fresh database (an embedded PostgreSQL in a temporary directory, or
 NOUS_MEMORY_DATABASE_URL when set) holding many agents of --per-agent memories each

@@ -1,11 +1,13 @@
 """Fact dedup quality on STS-B through the real learn_fact path, without an LLM.
 
     python bench/dedup_eval.py [--data ../shared/data/stsb/dev.csv] [--learn-n 2000]
+                               [--limit N]
 
 Pairs scored >= 4.0 are duplicates, <= 2.0 different, others skipped.  For each pair a
 fresh agent learns sentence 1 then sentence 2; the second action decides: confirmed or
 merged = merged, anything else = kept apart.  Also: the raw-cosine ROC-AUC of the pairs
 with the bundled model, and learn_fact throughput on distinct facts for one agent.
+``--limit N`` takes only the first N pairs (quick runs).
 Prints ``name: value`` lines, the headline (dedup_f1) last.
 """
 
@@ -22,18 +24,20 @@ from pathlib import Path
 
 import numpy as np
 from backends import add_backend_option, local_embedder
+from shared_data import shared_data
 
 from nous_memory import MemoryStore
 from nous_memory.facts.learning import LearnAction
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "stsb" / "dev.csv"
+DATA = shared_data("stsb/dev.csv")
 MERGED = {LearnAction.CONFIRMED, LearnAction.MERGED}
 
 
-def load_pairs(path: Path) -> list[tuple[str, str, bool]]:
+def load_pairs(path: Path, limit: int | None) -> list[tuple[str, str, bool]]:
     with path.open(newline="") as handle:
         rows = [r for r in csv.reader(handle) if len(r) == 3]
-    return [(a, b, float(s) >= 4.0) for a, b, s in rows if float(s) >= 4.0 or float(s) <= 2.0]
+    return [(a, b, float(s) >= 4.0) for a, b, s in rows
+            if float(s) >= 4.0 or float(s) <= 2.0][:limit]
 
 
 def roc_auc(scores: np.ndarray, truth: np.ndarray) -> float:
@@ -59,7 +63,7 @@ def distinct_facts(n: int) -> list[str]:
 
 
 async def run(args: argparse.Namespace) -> None:
-    pairs = load_pairs(args.data)
+    pairs = load_pairs(args.data, args.limit)
     truth = np.array([t for _, _, t in pairs])
     embedder = local_embedder(args.backend)
     left = np.stack(embedder.encode([a for a, _, _ in pairs]))
@@ -103,8 +107,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--learn-n", type=int, default=2000)
+    parser.add_argument("--limit", type=int, default=None,
+                        help="only the first N pairs (quick runs)")
     add_backend_option(parser)
     args = parser.parse_args()
+    if args.limit is not None and args.limit < 1:
+        parser.error("--limit must be >= 1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     asyncio.run(run(args))
 

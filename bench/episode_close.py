@@ -40,12 +40,12 @@ from typing import Any
 import asyncpg
 import numpy as np
 from backends import add_backend_option, local_embedder
+from shared_data import shared_data
 
 from nous_memory import MemoryStore
 from nous_memory.testing import JSONReply, ScriptedLLMServer, ScriptStep
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
+DEFAULT_DATA = shared_data("locomo/locomo-dev.json")
 TARGET_CALLS_PER_EPISODE = 1.0
 TARGET_OVERHEAD_MS = 50.0
 SUMMARY_WORDS = 120
@@ -170,8 +170,9 @@ def instrument(store: MemoryStore, worker: Any, db: Any) -> None:
     closer.write = timed_async("write", closer.write)  # type: ignore[method-assign]
     learner._prepare_facts = timed_async(  # type: ignore[method-assign]
         "facts_prepare", learner._prepare_facts)
-    learner._prepare_decisions = timed_async(  # type: ignore[method-assign]
-        "decisions_prepare", learner._prepare_decisions)
+    decisions = learner._decisions
+    decisions.prepare = timed_async(  # type: ignore[method-assign]
+        "decisions_prepare", decisions.prepare)
     memories = store.memories
     memories.embed_texts = timed_async(  # type: ignore[method-assign]
         "chunk_summary_embed", memories.embed_texts)

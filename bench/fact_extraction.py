@@ -37,11 +37,12 @@ from pathlib import Path
 
 import numpy as np
 from backends import LocalEmbedder, add_backend_option, local_embedder
+from shared_data import shared_data
 
 from nous_memory.episodes.chunks import TranscriptMessage
 from nous_memory.episodes.statements import extract_statements
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
+DATA = shared_data("locomo/locomo-dev.json")
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,9 @@ is measured idle, then while agent ``bulk`` runs a ``remember_many`` of ``--bulk
 facts and, beside it, the worker closes an episode of ``--transcript`` messages (its
 chunks are embedded in bulk).  The same is done twice in one run: with the store's
 query-first scheduling, and with a first-come-first-served model queue (whole requests
-in arrival order, as before scheduling) as the baseline.
+in arrival order, as before scheduling) as the baseline; each run has agents of its own
+(``quiet-scheduled``, ``bulk-fifo``, ...), so on NOUS_MEMORY_DATABASE_URL, one database
+for both, the baseline starts from the same data.
 
 Prints ``name: value`` lines; the headline (``fairness_p95_ratio``: the quiet agent's
 recall p95 under load over idle, with scheduling; goal <= 3) last.
@@ -42,7 +44,7 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q * 100)) if values else float("nan")
 
 
-async def recall_times(store: MemoryStore, rng: random.Random, count: int,
+async def recall_times(store: MemoryStore, rng: random.Random, count: int, quiet: str,
                        until: asyncio.Task[Any] | None = None) -> list[float]:
     times: list[float] = []
     for i in range(count):
@@ -50,7 +52,7 @@ async def recall_times(store: MemoryStore, rng: random.Random, count: int,
             break
         query = f"what about the {sentence(rng, 4)} {rng.random():.6f} ({i})?"
         started = time.perf_counter()
-        await store.recall("quiet", query, k=5)
+        await store.recall(quiet, query, k=5)
         times.append((time.perf_counter() - started) * 1000)
     return times
 
@@ -59,29 +61,34 @@ async def bulk_load(store: MemoryStore, rng: random.Random, args: argparse.Names
                     tag: str) -> None:
     facts = [{"kind": "fact", "content": f"{sentence(rng, 12)} ({tag} {i})"}
              for i in range(args.bulk)]
-    episode = await store.start_episode("bulk", title=f"long chat {tag}")
+    bulk = f"bulk-{tag}"
+    episode = await store.start_episode(bulk, title=f"long chat {tag}")
     messages = [{"role": "user" if i % 2 == 0 else "assistant",
                  "content": sentence(rng, 40)} for i in range(args.transcript)]
     for start in range(0, len(messages), 500):
-        await store.append("bulk", episode.id, messages[start:start + 500])
-    await store.close_episode("bulk", episode.id)
+        await store.append(bulk, episode.id, messages[start:start + 500])
+    await store.close_episode(bulk, episode.id)
     worker = store.worker(worker_id=f"fairness-{tag}")
 
     async def drain() -> None:
         while await worker.run_once():
             pass
 
-    await asyncio.gather(store.remember_many("bulk", facts), drain())
+    await asyncio.gather(store.remember_many(bulk, facts), drain())
 
 
 async def phase(store: MemoryStore, rng: random.Random, args: argparse.Namespace,
                 tag: str) -> dict[str, float]:
-    idle = await recall_times(store, rng, args.queries)
+    quiet = f"quiet-{tag}"
+    idle = await recall_times(store, rng, args.queries, quiet)
     load = asyncio.create_task(bulk_load(store, rng, args, tag))
     await asyncio.sleep(0.5)  # the bulk work is on the model
-    loaded = await recall_times(store, rng, args.queries, until=load)
+    loaded = await recall_times(store, rng, args.queries, quiet, until=load)
+    if not loaded:
+        raise SystemExit("the bulk work ended before a recall ran beside it: "
+                         "raise --bulk or --transcript")
     started = time.perf_counter()
-    learned = await store.learn_fact("quiet", f"The quiet agent likes {sentence(rng, 3)}")
+    learned = await store.learn_fact(quiet, f"The quiet agent likes {sentence(rng, 3)}")
     learn_ms = (time.perf_counter() - started) * 1000
     load_started = time.perf_counter()
     await load
@@ -115,10 +122,10 @@ async def run(args: argparse.Namespace) -> None:
         for tag, embedder in (("scheduled", scheduled), ("fifo", baseline)):
             async with MemoryStore.open(database_url=url, data_dir=tmp, embedder=embedder,
                                         database_name=f"fair_{tag}") as store:
-                await store.remember_many("quiet", [
+                await store.remember_many(f"quiet-{tag}", [
                     {"kind": "fact", "content": f"{sentence(rng, 10)} (quiet {i})"}
                     for i in range(300)])
-                await recall_times(store, rng, 5)  # warm-up, not counted
+                await recall_times(store, rng, 5, f"quiet-{tag}")  # warm-up, not counted
                 results[tag] = await phase(store, rng, args, tag)
     print(f"# machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; "
           f"bulk: remember_many of {args.bulk} facts + closing an episode of "

@@ -2,6 +2,7 @@
 5,000-message transcript, as a browser gets them from a served instance.
 
     python bench/inspector.py [--memories 100000] [--messages 5000] [--requests 200]
+                              [--warmup 20]
 
 Builds a fresh database (an embedded PostgreSQL in a temporary directory, or
 NOUS_MEMORY_DATABASE_URL when set): one agent with --memories facts bulk-loaded in SQL

@@ -3,7 +3,8 @@
     python bench/portability.py [--memories 100000]
 
 Builds a fresh database (an embedded PostgreSQL in a temporary directory, deleted
-afterwards) and generates in SQL two agents of ``--memories`` facts each, every one with
+afterwards, or NOUS_MEMORY_DATABASE_URL when set, which must then be an empty database)
+and generates in SQL two agents of ``--memories`` facts each, every one with
 a 384-dimensional unit vector, a sentence of text and a ``created`` event (no model
 runs: export and import never embed).  Then, for the first agent, through the store:
 the export to a file, the import of that file into a new agent id, the same import again
@@ -65,13 +66,17 @@ async def main(memories: int) -> None:
     print(f"# machine: {os.cpu_count()} CPUs, load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     data_dir = Path(tempfile.mkdtemp(prefix="nous-bench-portability-"))
-    server = await asyncio.to_thread(EmbeddedServer.acquire, data_dir)
+    url = os.environ.get("NOUS_MEMORY_DATABASE_URL")
+    server = None if url else await asyncio.to_thread(EmbeddedServer.acquire, data_dir)
     work = Path(tempfile.mkdtemp(prefix="nous-bench-portability-files-"))
     try:
-        dsn = server.dsn("nous_memory")
-        admin = await asyncpg.connect(server.dsn("postgres"))
-        await admin.execute("CREATE DATABASE nous_memory")
-        await admin.close()
+        if server is None:
+            dsn = str(url)
+        else:
+            dsn = server.dsn("nous_memory")
+            admin = await asyncpg.connect(server.dsn("postgres"))
+            await admin.execute("CREATE DATABASE nous_memory")
+            await admin.close()
         embedder = FakeEmbedder(dimension=384)
         async with MemoryStore.open(database_url=dsn, embedder=embedder,
                                     data_dir=data_dir) as store:
@@ -136,7 +141,8 @@ async def main(memories: int) -> None:
         print(f"baseline_copy_rows_per_s: {summary.rows / copy_s:.0f}")
         print(f"export_rows_per_s: {summary.rows / export_s:.0f}")
     finally:
-        await asyncio.to_thread(server.release)
+        if server is not None:
+            await asyncio.to_thread(server.release)
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(data_dir, ignore_errors=True)
 

@@ -114,7 +114,11 @@ async def serve_http(env: dict[str, str], port: int) -> asyncio.subprocess.Proce
 
 
 async def run(args: argparse.Namespace) -> None:
-    data_dir = Path(tempfile.mkdtemp(prefix="nous-bench-tools-"))
+    with tempfile.TemporaryDirectory(prefix="nous-bench-tools-") as data_dir:
+        await serve_and_measure(args, Path(data_dir))
+
+
+async def serve_and_measure(args: argparse.Namespace, data_dir: Path) -> None:
     async with MemoryStore.open(data_dir=data_dir) as store:
         await store.warm_up()
         refs = await seed(store, args.memories)
@@ -193,8 +197,9 @@ def report(timings: dict[tuple[str, str], list[float]]) -> None:
     per_face = {face: statistics.median(values) for face, values in overhead.items()}
     for face, value in per_face.items():
         print(f"mcp_overhead_ms_p50_{face}: {value:.2f}")
-    print(f"mcp_overhead_goal_ms: {GOAL_MS}")
-    print(f"mcp_overhead_ms_p50: {max(per_face.values()):.2f}")
+    headline = max(per_face.values())
+    print(f"# goal mcp_overhead_ms_p50 <= {GOAL_MS}: {'met' if headline <= GOAL_MS else 'NOT met'}")
+    print(f"mcp_overhead_ms_p50: {headline:.2f}")
 
 
 def main() -> None:

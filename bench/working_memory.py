@@ -48,13 +48,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from shared_data import shared_data
 
 from nous_memory import MemoryStore
 from nous_memory.conversation.facets import entities_in
 from nous_memory.conversation.prompt import prompt_tokens
 from nous_memory.testing import FakeEmbedder, JSONReply, ScriptedLLMServer
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
+DATA = shared_data("locomo/locomo-dev.json")
 SYSTEM = "You are a friendly assistant who remembers what both speakers said."
 
 
