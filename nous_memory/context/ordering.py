@@ -9,7 +9,9 @@ cannot keep by itself.
    put ahead of one closer in meaning stays ahead only when it has evidence the other
    lacks (a query word the other does not contain, the speaker the query names, the time
    the query names).  Length normalisation and rank ties alone decide nothing.
-3. A restatement comes first: when a later item says nearly the same as an earlier one
+3. A restatement comes first.  Where the facts say so (a fact learned from a later turn
+   superseded one learned from an earlier turn), the later turn goes before the earlier.
+   Otherwise, when a later item says nearly the same as an earlier one
    (raw cosine between the two at least ``restated_cosine``, the fact-dedup candidate
    threshold calibrated on STS-B), the newer one is placed before the older, so a value
    restated later (a new count, a new address) is read first, unless the older holds
@@ -36,8 +38,23 @@ def final_order(rows: Sequence[Mapping[str, Any]], k: int, *,
     """The statement's rows (in its order) reordered by the rules above, cut to ``k``."""
     out = merge_fact_turns([dict(r) for r in rows])
     out = by_evidence(out)
+    out = superseding_first(out)
     out = newest_first(out, restated_cosine)
     return out[:k]
+
+
+def superseding_first(rows: list[Row]) -> list[Row]:
+    """A turn whose fact superseded one learned from an earlier turn goes before it."""
+    order = list(range(len(rows)))
+    for a in range(len(rows)):
+        for episode, seq in rows[a].get("superseded_by") or ():
+            b = next((i for i in order if rows[i]["source"] == "chunk"
+                      and str(rows[i]["memory_id"]) == str(episode)
+                      and rows[i]["first_seq"] <= seq <= rows[i]["last_seq"]), None)
+            if b is not None and order.index(b) > order.index(a):
+                order.remove(b)
+                order.insert(order.index(a), b)
+    return [rows[i] for i in order]
 
 
 def merge_fact_turns(rows: list[Row]) -> list[Row]:

@@ -383,6 +383,15 @@ found AS (
                       AND fa.source_seq BETWEEN k.first_seq AND k.last_seq LIMIT 1)
            END AS message_metadata,
            c.first_seq, c.last_seq, fa.source_episode_id, fa.source_seq,
+           -- a chunk whose fact a later fact superseded: where the newer one was said
+           CASE WHEN f.source = 'chunk' THEN (
+               SELECT jsonb_agg(jsonb_build_array(nf.source_episode_id, nf.source_seq))
+               FROM facts sf JOIN facts nf ON nf.agent_id = $1
+                                          AND nf.memory_id = sf.superseded_by_id
+               WHERE sf.agent_id = $1 AND sf.source_episode_id = f.memory_id
+                 AND sf.source_seq BETWEEN c.first_seq AND c.last_seq
+                 AND nf.source_seq IS NOT NULL)
+           END AS superseded_by,
            CASE WHEN f.source = 'chunk' THEN c.embedding ELSE m.embedding END AS embedding,
            -- the query lexemes it holds; a chunk's context words marked '~' (weaker)
            CASE WHEN f.source = 'chunk' THEN ARRAY(
@@ -444,7 +453,7 @@ priced AS (
 SELECT source, memory_id, chunk_no, kind, status, text, tokens, message_metadata,
        created_at, ended_at, said_at, cosine, vector_rank::integer, text_rank::integer,
        text_score, fused, p_recency, p_importance, p_confidence, p_use, p_speaker, p_time,
-       first_seq, last_seq, source_episode_id, source_seq, embedding, lexemes,
+       first_seq, last_seq, source_episode_id, source_seq, superseded_by, embedding, lexemes,
        fused * (1 + p_recency + p_importance + p_confidence + p_use + p_speaker + p_time)
            AS final
 FROM priced

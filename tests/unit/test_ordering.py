@@ -9,7 +9,13 @@ from uuid import UUID, uuid4
 
 import numpy as np
 
-from nous_memory.context.ordering import by_evidence, final_order, merge_fact_turns, newest_first
+from nous_memory.context.ordering import (
+    by_evidence,
+    final_order,
+    merge_fact_turns,
+    newest_first,
+    superseding_first,
+)
 
 EPISODE = uuid4()
 T0 = datetime(2023, 1, 1, tzinfo=UTC)
@@ -72,3 +78,14 @@ def test_a_restatement_comes_before_what_it_restates() -> None:
 def test_final_order_cuts_to_k() -> None:
     rows = [row(str(i), cosine=1 - i / 10, lexemes=("x",)) for i in range(8)]
     assert names(final_order(rows, 3)) == ["0", "1", "2"]
+
+
+def test_a_superseding_turn_goes_before_the_turn_it_superseded() -> None:
+    old_ep, new_ep = uuid4(), uuid4()
+    rows = [row("old-turn", source="chunk", memory_id=old_ep, first_seq=2, last_seq=2,
+                superseded_by=[[str(new_ep), 5]]),
+            row("between"),
+            row("new-turn", source="chunk", memory_id=new_ep, first_seq=5, last_seq=5)]
+    assert names(superseding_first(rows)) == ["new-turn", "old-turn", "between"]
+    unranked = [rows[0], rows[1]]  # the newer turn is not among the rows: nothing moves
+    assert names(superseding_first(unranked)) == ["old-turn", "between"]
