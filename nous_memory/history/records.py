@@ -74,7 +74,8 @@ def _aware(value: datetime) -> datetime:
 def parse_sessions(sessions: Sequence[HistorySession | Mapping[str, Any]]
                    ) -> list[CheckedSession]:
     """Validate every session first (each problem named ``sessions[i].field``): a bad
-    session rejects the call and nothing is written."""
+    session rejects the call and nothing is written.  A session given twice with the same
+    turns is imported once; the same key with other turns is an error."""
     if isinstance(sessions, str | bytes) or not isinstance(sessions, Sequence):
         raise InvalidInputError.single("sessions", "must be a list of sessions")
     if len(sessions) > MAX_SESSIONS_PER_CALL:
@@ -82,7 +83,7 @@ def parse_sessions(sessions: Sequence[HistorySession | Mapping[str, Any]]
             "sessions", f"{len(sessions)} sessions; at most {MAX_SESSIONS_PER_CALL} per call")
     problems: list[FieldProblem] = []
     out: list[CheckedSession] = []
-    keys: set[str] = set()
+    keys: dict[str, str] = {}  # key -> a digest of the session's turns
     for index, raw in enumerate(sessions):
         prefix = f"sessions[{index}]"
         try:
@@ -103,9 +104,12 @@ def parse_sessions(sessions: Sequence[HistorySession | Mapping[str, Any]]
                                          f"{MAX_KEY_CHARS} characters"))
             continue
         if key in keys:
-            problems.append(FieldProblem(f"{prefix}.key", "appears twice in this import"))
+            if keys[key] == _content(session):
+                continue  # the same session twice (histories repeat them): imported once
+            problems.append(FieldProblem(f"{prefix}.key", "appears twice in this import "
+                                                          "with other turns"))
             continue
-        keys.add(key)
+        keys[key] = _content(session)
         try:
             messages = parse_messages([t.message() for t in session.turns])
         except InvalidInputError as exc:
@@ -119,6 +123,14 @@ def parse_sessions(sessions: Sequence[HistorySession | Mapping[str, Any]]
     if problems:
         raise InvalidInputError(problems)
     return out
+
+
+def _content(session: HistorySession) -> str:
+    digest = hashlib.sha256()
+    for turn in session.turns:
+        digest.update(json.dumps([turn.role, turn.name, turn.content], ensure_ascii=False
+                                 ).encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
 
 
 def session_from(raw: Mapping[str, Any]) -> HistorySession:

@@ -3,6 +3,8 @@ transcript cannot break out of its delimiters or hide itself from extraction."""
 
 from __future__ import annotations
 
+from pgvector import Vector as PgVector
+
 from nous_memory import MemoryStore, blocks
 from nous_memory.context.assembly import CENSOR_LIMIT, PINNED_FACT_LIMIT, PROFILE_CATEGORIES
 from nous_memory.episodes.chunks import TranscriptMessage
@@ -20,8 +22,10 @@ async def test_an_extracted_rule_is_never_pinned_until_the_owner_confirms_it(
 
     async def always_on() -> set[object]:
         """The items every context call considers, whatever the ranking says."""
+        (query,) = await store.memories.embed_texts(A, ["what should I keep in mind?"])
         rows = await store._db.fetch("context_always_on", A, list(PROFILE_CATEGORIES),
-                                     CENSOR_LIMIT, PINNED_FACT_LIMIT)
+                                     CENSOR_LIMIT, PINNED_FACT_LIMIT, PgVector(query),
+                                     store.memories.model_name)
         return {row["id"] for row in rows}
 
     assert await always_on() == {stated.id}

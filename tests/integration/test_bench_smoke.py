@@ -69,6 +69,8 @@ SMOKES: dict[str, Smoke] = {
                                 "--warmup", "1"), headline="inspector_list_ms_p95"),
     "jobs_scale.py": Smoke(argv=("--episodes", "300", "--agents", "3", "--batch", "40"),
                            headline="rows_per_s"),
+    "longmemeval.py": Smoke(argv=("--questions", "2", "--sessions", "3"),
+                            headline="lme_turn_recall_any@10"),
     "locomo_recall.py": Smoke(argv=("--conversations", "1", "--sessions", "2", "--trim-all",
                                     "--archive-all"), headline="locomo_recall@10_cat1-4"),
     "portability.py": Smoke(argv=("--memories", "50"), headline="export_rows_per_s"),

@@ -75,6 +75,10 @@ async def test_a_bad_session_rejects_the_call_naming_it(store: MemoryStore) -> N
     assert {"sessions[1].started_at", "sessions[2].turns", "sessions[3].turns[0].role"
             } <= fields
     assert not (await store.list("h", kind="episode")).items  # nothing was written
+    once = await store.ingest("h", [sessions(1)[0], sessions(1)[0]])  # a repeated session
+    assert (once.sessions_imported, once.sessions_skipped) == (1, 0)
+    other = HistorySession(key="s0", started_at=T0, turns=[HistoryTurn(role="user",
+                                                                       content="else")])
     with pytest.raises(InvalidInputError) as twice:
-        await store.ingest("h", [sessions(1)[0], sessions(1)[0]])
-    assert twice.value.problems[0].field == "sessions[1].key"
+        await store.ingest("h", [sessions(2)[1], sessions(1)[0], other])
+    assert twice.value.problems[0].field == "sessions[2].key"

@@ -39,7 +39,7 @@ async def test_rest_recall_answers_with_typed_scores(client: httpx.AsyncClient,
     assert item["text"] == NOTE and item["status"] == "active"
     assert set(item["scores"]) == {"cosine", "vector_rank", "text_rank", "text_score",
                                    "fused", "recency", "importance", "confidence", "use",
-                                   "speaker", "final"}
+                                   "speaker", "time", "matched", "final"}
     assert 0 < item["scores"]["cosine"] <= 1
 
     spec = (await client.get("/openapi.json")).json()
@@ -47,7 +47,7 @@ async def test_rest_recall_answers_with_typed_scores(client: httpx.AsyncClient,
     assert body_schema["content"]["application/json"]["schema"]["$ref"].endswith(
         "/RecallRequest")
     assert set(spec["components"]["schemas"]["RecallRequest"]["properties"]) == {
-        "query", "kinds", "k", "include_superseded"}
+        "query", "kinds", "k", "include_superseded", "as_of"}
 
 
 @pytest.mark.parametrize(("body", "field"), [
