@@ -41,7 +41,13 @@ from .errors import DatabaseError
 from .facts.conflicts import ConflictResolver
 from .facts.learning import FactHistory, FactLearner, LearnResult
 from .facts.rules import Thresholds
-from .history import HistoryImporter, HistorySession, IngestProgress, IngestResult
+from .history import (
+    HistoryImporter,
+    HistorySession,
+    IngestProgress,
+    IngestResult,
+    IngestStatus,
+)
 from .llm import LLMClient, PostgresCallRecorder, UsageRow, usage_by_agent
 from .maintenance import JobResult, Maintenance, MaintenancePolicy, RestoreResult
 from .maintenance.runs import JobRuns
@@ -249,6 +255,10 @@ class MemoryStore(OwnerView):
         key); the worker then processes them like any close."""
         return await self.importer.ingest(agent_id, sessions, progress=progress)
 
+    async def ingest_status(self, agent_id: str, /) -> IngestStatus:
+        """How far the agent's imports are: sessions imported, episodes still closing."""
+        return await self.importer.status(agent_id)
+
     async def get_episode(self, agent_id: str, episode_id: UUID | str, /) -> Memory:
         return await self.episodes.get(agent_id, episode_id)
 
@@ -336,7 +346,7 @@ class MemoryStore(OwnerView):
                      kinds: Sequence[Kind | str] | None = None, k: int = 10,
                      include_superseded: bool = False,
                      query_embedding: Sequence[float] | None = None,
-                     as_of: datetime | None = None) -> RecallResult:
+                     as_of: datetime | str | None = None) -> RecallResult:
         """Ranked memories and verbatim episode chunks for ``query`` (hybrid, one SQL
         statement); ``query_embedding`` skips embedding the query.  ``as_of``: the moment
         the query is asked (default now): relative dates in it ("last Saturday", "two
@@ -361,7 +371,7 @@ class MemoryStore(OwnerView):
                                sections: Mapping[str, int] | Sequence[str] | None = None,
                                extraction: Extraction | str = Extraction.CACHED,
                                query_embedding: Sequence[float] | np.ndarray[Any, Any] | None
-                               = None, as_of: datetime | None = None) -> Context:
+                               = None, as_of: datetime | str | None = None) -> Context:
         """The memories relevant to ``query`` as text of at most ``budget_tokens`` tokens,
         in sections, every item tagged with its ref (see README, "Context")."""
         return await self.contexts.assemble(agent_id, query, budget_tokens=budget_tokens,

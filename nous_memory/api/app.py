@@ -29,6 +29,8 @@ from .episodes import episode_request_schemas
 from .episodes import router as episodes_router
 from .facts import fact_request_schemas
 from .facts import router as facts_router
+from .history import history_request_schemas
+from .history import router as history_router
 from .inspector import install as install_inspector
 from .inspector.portability import UI_IMPORT_PATH
 from .maintenance import router as maintenance_router
@@ -70,6 +72,8 @@ TAGS = [
                                       "excerpts, with typed scores."},
     {"name": "context", "description": "Assemble a budgeted context for a query; expand a "
                                        "memory to its full record."},
+    {"name": "history import", "description": "Past conversations brought in as closed "
+                                             "episodes; how far their processing is."},
     {"name": "export and erasure", "description": "A whole agent: export it as JSON "
                                                   "Lines, import a file, forget it."},
     {"name": "health", "description": "Liveness of the database and embedding model."},
@@ -86,7 +90,8 @@ class NousMemoryAPI(FastAPI):
             for name, body in {**request_schemas(), **fact_request_schemas(),
                                **episode_request_schemas(),
                                **recall_request_schemas(),
-                               **context_request_schemas()}.items():
+                               **context_request_schemas(),
+                               **history_request_schemas()}.items():
                 components.setdefault(name, body)
         assert self.openapi_schema is not None
         return self.openapi_schema
@@ -143,6 +148,7 @@ def create_app(store: MemoryStore | None = None, *,
     app.include_router(maintenance_router, dependencies=guard)
     app.include_router(recall_router, dependencies=guard)
     app.include_router(context_router, dependencies=guard)
+    app.include_router(history_router, dependencies=guard)
     mcp = McpEndpoint(app, ring, proxied=settings.insecure_no_auth_on_network)
     app.router.routes.append(Route(MCP_PATH, mcp.route, methods=["POST"],
                                    include_in_schema=False))

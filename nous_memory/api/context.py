@@ -9,6 +9,7 @@ memory is a 404, exactly like an unknown one.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request
@@ -31,7 +32,7 @@ from .routes import AgentId, Store
 from .schemas import REF, request_body
 
 REQUEST = "ContextRequest"
-FIELDS = ("query", "budget_tokens", "sections", "extraction", "query_embedding")
+FIELDS = ("query", "budget_tokens", "sections", "extraction", "query_embedding", "as_of")
 
 Target = Annotated[str, Path(
     description="A memory id (UUID) or a ref from a context, e.g. fact:1a2b3c4d or "
@@ -55,6 +56,9 @@ class ContextBody(BaseModel):
     extraction: Extraction = Field(Extraction.CACHED, description="Tier-2 mode on a cache miss")
     query_embedding: list[float] | None = Field(
         None, description="The query's embedding, when the caller already has it")
+    as_of: datetime | None = Field(
+        None, description="When the query is asked (default: now): relative dates in it "
+        "resolve against it, and items show their dates relative to it")
 
 
 def context_request_schemas() -> dict[str, dict[str, Any]]:

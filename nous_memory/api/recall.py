@@ -8,6 +8,7 @@ the field.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -23,7 +24,7 @@ from .routes import AgentId, Store
 from .schemas import REF, request_body
 
 RECALL = "RecallRequest"
-RECALL_FIELDS = ("query", "kinds", "k", "include_superseded")
+RECALL_FIELDS = ("query", "kinds", "k", "include_superseded", "as_of")
 
 router = APIRouter(prefix="/agents/{agent_id}", tags=["recall"])
 
@@ -40,6 +41,10 @@ class RecallRequest(BaseModel):
     k: int = Field(default=10, ge=MIN_K, le=MAX_K, description="How many items")
     include_superseded: bool = Field(default=False,
                                      description="Also superseded versions of facts")
+    as_of: datetime | None = Field(
+        default=None, description="When the question is asked (default: now); relative "
+        "dates in the query (\"last Saturday\", \"two weeks ago\", \"in March\") resolve "
+        "against it and favour what was said then")
 
 
 def recall_request_schemas() -> dict[str, dict[str, Any]]:
@@ -51,6 +56,8 @@ def recall_request_schemas() -> dict[str, dict[str, Any]]:
 EXAMPLES: dict[str, Any] = {
     "everything": {"query": "Where does Tim live?"},
     "facts only": {"query": "deadline of the billing migration", "kinds": ["fact"], "k": 5},
+    "as of a date": {"query": "what did I buy last Saturday?",
+                     "as_of": "2024-05-20T09:00:00Z"},
 }
 
 

@@ -22,7 +22,7 @@ from ..context.model import (
 )
 from ..errors import InvalidInputError
 from ..store import MemoryStore
-from .output import Output, event_text, shorten
+from .output import Output, event_text, parse_time, shorten
 
 FIELD_CHARS = 400
 
@@ -47,6 +47,9 @@ def add_context_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     context.add_argument("--extraction", default=Extraction.CACHED.value,
                          metavar="|".join(e.value for e in Extraction),
                          help="tier-2 mode on a cache miss (default cached)")
+    context.add_argument("--as-of", metavar="TIME",
+                         help="when the query is asked (ISO 8601; default now): relative "
+                              "dates in it resolve against this time")
     context.set_defaults(handler=_context)
 
     expand = commands.add_parser("expand", parents=[agent],
@@ -78,7 +81,8 @@ def parse_sections(values: list[str] | None) -> list[str] | dict[str, int] | Non
 async def _context(store: MemoryStore, args: argparse.Namespace) -> Output:
     result = await store.assemble_context(args.agent, args.query, budget_tokens=args.budget,
                                           sections=parse_sections(args.section),
-                                          extraction=args.extraction)
+                                          extraction=args.extraction,
+                                          as_of=parse_time(args.as_of, "as_of"))
     return Output(result.model_dump(mode="json"), context_text(result))
 
 

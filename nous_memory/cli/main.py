@@ -23,6 +23,7 @@ from ..store import MemoryStore
 from .context import add_context_commands
 from .episodes import add_episode_commands
 from .facts import add_fact_commands
+from .history import add_history_command
 from .jobs import add_job_commands
 from .mcp import add_mcp_command, serve_mcp
 from .memories import add_memory_commands
@@ -64,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_episode_commands(commands, agent, json_flag)
     add_job_commands(commands, agent, json_flag)
     add_recall_command(commands, agent)
+    add_history_command(commands, agent)
     add_context_commands(commands, agent)
     add_mcp_command(commands)
     add_portability_commands(commands, agent, json_flag)

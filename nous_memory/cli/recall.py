@@ -11,7 +11,7 @@ import argparse
 
 from ..context.recall import MAX_K, MIN_K, RecallItem, RecallResult
 from ..store import MemoryStore
-from .output import Output, shorten
+from .output import Output, parse_time, shorten
 
 TEXT_CHARS = 110
 
@@ -36,12 +36,16 @@ def add_recall_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
                         help=f"how many items, {MIN_K} to {MAX_K} (default 10)")
     recall.add_argument("--include-superseded", action="store_true",
                         help="also superseded versions of facts")
+    recall.add_argument("--as-of", metavar="TIME",
+                        help="when the query is asked (ISO 8601; default now): relative "
+                             "dates in it ('last Saturday') resolve against this time")
     recall.set_defaults(handler=_recall)
 
 
 async def _recall(store: MemoryStore, args: argparse.Namespace) -> Output:
     result = await store.recall(args.agent, args.query, kinds=args.kinds, k=args.k,
-                                include_superseded=args.include_superseded)
+                                include_superseded=args.include_superseded,
+                                as_of=parse_time(args.as_of, "as_of"))
     return Output(result.model_dump(mode="json"), recall_text(result))
 
 

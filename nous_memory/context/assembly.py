@@ -150,7 +150,7 @@ class ContextAssembler:
                        sections: Mapping[str, int] | Sequence[str] | None = None,
                        extraction: Extraction | str = Extraction.CACHED,
                        query_embedding: Sequence[float] | np.ndarray[Any, Any] | None = None,
-                       as_of: datetime | None = None) -> Context:
+                       as_of: datetime | str | None = None) -> Context:
         started = time.perf_counter()
         agent = parse_agent_id(agent_id)
         req = parse_request(agent, query, budget_tokens, sections, extraction)

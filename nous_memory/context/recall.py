@@ -11,6 +11,7 @@ an episode's transcript is archived, so closed and archived episodes stay reacha
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -212,6 +213,20 @@ class RecallRequest:
     window: Window | None = None
 
 
+def parse_moment(value: object, problems: list[FieldProblem]) -> datetime | None:
+    """``as_of`` as a datetime or ISO 8601 text (REST, tools and the CLI send text); a
+    time without an offset is taken as UTC."""
+    moment = value
+    if isinstance(value, str) and len(value) <= 64:
+        with contextlib.suppress(ValueError):
+            moment = datetime.fromisoformat(value)
+    if not isinstance(moment, datetime):
+        problems.append(FieldProblem("as_of", "must be an ISO 8601 date and time, e.g. "
+                                              "2024-05-01T12:00:00Z"))
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
 def parse_request(agent_id: object, query: object, kinds: object, k: object,
                   include_superseded: object, as_of: object = None) -> RecallRequest:
     """Validate everything first, naming each bad field."""
@@ -219,10 +234,7 @@ def parse_request(agent_id: object, query: object, kinds: object, k: object,
     problems: list[FieldProblem] = []
     moment: datetime | None = None
     if as_of is not None:
-        if not isinstance(as_of, datetime):
-            problems.append(FieldProblem("as_of", "must be a date and time"))
-        else:
-            moment = as_of if as_of.tzinfo is not None else as_of.replace(tzinfo=UTC)
+        moment = parse_moment(as_of, problems)
     text = ""
     if not isinstance(query, str):
         problems.append(FieldProblem("query", "must be a string"))
@@ -283,7 +295,7 @@ class Recaller:
     async def recall(self, agent_id: str, query: str, *, kinds: Sequence[Kind | str] | None = None,
                      k: int = 10, include_superseded: bool = False,
                      query_embedding: Sequence[float] | np.ndarray[Any, Any] | None = None,
-                     as_of: datetime | None = None) -> RecallResult:
+                     as_of: datetime | str | None = None) -> RecallResult:
         started = time.perf_counter()
         req = parse_request(agent_id, query, kinds, k, include_superseded, as_of)
         if query_embedding is None:

@@ -8,8 +8,9 @@
 """
 
 from .files import HistoryFile, read_history
-from .importer import HistoryImporter, IngestProgress, IngestResult
+from .importer import HistoryImporter, IngestProgress, IngestResult, IngestStatus
 from .records import MAX_SESSION_TURNS, HistorySession, HistoryTurn, parse_sessions
 
 __all__ = ["MAX_SESSION_TURNS", "HistoryFile", "HistoryImporter", "HistorySession",
-           "HistoryTurn", "IngestProgress", "IngestResult", "parse_sessions", "read_history"]
+           "HistoryTurn", "IngestProgress", "IngestResult", "IngestStatus", "parse_sessions",
+           "read_history"]

@@ -40,8 +40,13 @@ def read_history(path: Path, fmt: str = "auto") -> list[HistoryFile]:
     if fmt not in FORMATS:
         raise InvalidInputError.single("format", f"must be one of {', '.join(FORMATS)}")
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as handle:
-        text: str = handle.read()
+    try:
+        with opener(path, "rt", encoding="utf-8") as handle:
+            text: str = handle.read()
+    except FileNotFoundError:
+        raise InvalidInputError.single("file", f"no such file: {path}") from None
+    except (OSError, UnicodeDecodeError, EOFError) as exc:  # a directory, bad gzip, ...
+        raise InvalidInputError.single("file", f"cannot read {path}: {exc}") from None
     if fmt == "auto":
         fmt = "jsonl" if not text.lstrip().startswith("[") else _guess(text)
     if fmt == "jsonl":

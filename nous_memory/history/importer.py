@@ -41,6 +41,19 @@ class IngestResult(BaseModel):
     episode_ids: list[UUID]
 
 
+class IngestStatus(BaseModel):
+    """Where an agent's imports stand: sessions imported so far, episodes whose close
+    work (chunks, embeddings, facts) is still queued or running, and close work that
+    failed for good (the owner's work-queue view says why)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    agent_id: str
+    sessions: int
+    closing: int
+    failed: int
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class IngestProgress:
     """Reported after every session: how far the import is."""
@@ -90,6 +103,13 @@ class HistoryImporter:
         return IngestResult(agent_id=agent, sessions_imported=len(imported),
                             sessions_skipped=skipped, turns_imported=turns,
                             episode_ids=imported)
+
+    async def status(self, agent_id: str) -> IngestStatus:
+        agent = parse_agent_id(agent_id)
+        row = await self._db.fetchrow("history_status", agent)
+        assert row is not None
+        return IngestStatus(agent_id=agent, sessions=row["sessions"],
+                            closing=row["closing"], failed=row["failed"])
 
     async def _write(self, agent: str, session: CheckedSession) -> UUID | None:
         """One session in one transaction; None when its key was taken meanwhile."""

@@ -79,7 +79,8 @@ async def _search(store: MemoryStore, agent: str, args: Mapping[str, Any],
                   policy: ToolPolicy) -> ToolResult:
     result = await store.recall(agent, args["query"], kinds=args.get("kinds"),
                                 k=args.get("k", 10),
-                                include_superseded=args.get("include_superseded", False))
+                                include_superseded=args.get("include_superseded", False),
+                                as_of=args.get("as_of"))
     items = [{"ref": i.ref, "kind": i.kind.value, "memory_id": str(i.memory_id),
               "chunk_no": i.chunk_no, "text": i.text, "score": i.scores.final,
               "cosine": i.scores.cosine} for i in result.items]
@@ -89,7 +90,8 @@ async def _search(store: MemoryStore, agent: str, args: Mapping[str, Any],
 async def _context(store: MemoryStore, agent: str, args: Mapping[str, Any],
                    policy: ToolPolicy) -> ToolResult:
     result = await store.assemble_context(agent, args["query"],
-                                          budget_tokens=args.get("budget_tokens", 1_500))
+                                          budget_tokens=args.get("budget_tokens", 1_500),
+                                          as_of=args.get("as_of"))
     items = [{"ref": i.ref, "kind": i.kind, "section": i.section.value, "tier": i.tier.value,
               "memory_id": str(i.id)} for i in result.items]
     return ToolResult(text=render.context(result), data={
@@ -176,6 +178,10 @@ def _memory_data(memory: Memory) -> dict[str, Any]:
 
 
 _KINDS = [k.value for k in Kind]
+_AS_OF_SCHEMA = {"type": "string", "format": "date-time", "maxLength": 64,
+                 "description": "Today's date and time (ISO 8601), when it is not now: "
+                                "'last Saturday' or 'two weeks ago' in the query resolve "
+                                "against it."}
 
 TOOLS: tuple[Tool, ...] = (
     Tool(name="memory_search", title="Search memory", read_only=True, call=_search,
@@ -195,7 +201,8 @@ TOOLS: tuple[Tool, ...] = (
              "k": {"type": "integer", "minimum": 1, "maximum": MAX_TOOL_K, "default": 10,
                    "description": "How many results (default 10)."},
              "include_superseded": {"type": "boolean", "default": False,
-                                    "description": "Also return old versions of facts."}},
+                                    "description": "Also return old versions of facts."},
+             "as_of": _AS_OF_SCHEMA},
          required=("query",)),
     Tool(name="memory_context", title="Context for a question", read_only=True,
          call=_context,
@@ -209,7 +216,8 @@ TOOLS: tuple[Tool, ...] = (
              "budget_tokens": {"type": "integer", "minimum": MIN_BUDGET_TOKENS,
                                "maximum": MAX_TOOL_BUDGET, "default": 1_500,
                                "description": "Most tokens the text may take "
-                                              "(default 1500)."}},
+                                              "(default 1500)."},
+             "as_of": _AS_OF_SCHEMA},
          required=("query",)),
     Tool(name="memory_expand", title="Expand a ref", read_only=True, idempotent=True,
          call=_expand,
