@@ -57,7 +57,8 @@ _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _CLAUSE_BREAK = re.compile(
     r"\s*(?:[,;:]\s*(?:(?:and|but|so|though|although|because|since)\s+)?"
     r"|\s(?:and|but|so|though|although)\s+|\s[-\u2013\u2014]\s+"
-    r"|\s(?P<sub>because|since|when|after|before|until|that|as|while|cause)\s+)"
+    r"|\s(?P<sub>because|since|when|after|before|until|that|as|while|cause"
+    r"|realized|realised|noticed|remembered|discovered|learned|found out|figured out)\s+)"
     r"(?=(?:i|i'm|i've|i'll|i'd|my)\b)", re.I)
 _CONDITIONAL = re.compile(r"^(?:\W*(?:and|but|so|well|oh)\b\W*)*(?:if|unless|whether|suppose"
                           r"|imagine|even if|what if|in case)\b", re.I)
@@ -71,6 +72,18 @@ _SUBJECTS = ("i", "i'm", "i've", "i'll", "my")
 # a trailing invitation to the listener: "I've done one too, take a look!"
 _INVITATION = re.compile(r"[,;]?\s*(?:take a look|have a look|check (?:it|this|them) out"
                          r"|see for yourself|look)\s*[.!]*\s*$", re.I)
+# a statement and then a question in one sentence ("I've had my Fitbit for 6 months now,
+# any tips for lazy Sundays?"): the question starts at a break, with an asking word
+_QUESTION_PART = re.compile(
+    r"(?:[,;:]|\s[-\u2013\u2014])\s+(?:(?:and|but|so|also|then|now|well|oh|btw|by the way"
+    r"|speaking of which|in that case|anyway)[, ]+)*(?:do|does|did|can|could|would|will"
+    r"|should|shall|is|are|was|were|have|has|any|what|what's|how|why|where|when|which|who"
+    r"|whom|whose|got|know|mind|ideas|thoughts|suggestions|recommendations|tips)\b", re.I)
+_ASKING = re.compile(r"^\W*(?:do|does|did|can|could|would|will|should|shall|is|are|was"
+                     r"|were|have|has|any|what|how|why|where|when|which|who)\b", re.I)
+# an aside after a dash that is not the speaker's own clause ("... for 9 months now - it's
+# crazy how time flies") is commentary, not part of the fact
+_ASIDE = re.compile(r"\s[-\u2013\u2014]\s+")
 # a clause that ends on a bare pronoun points at something the fact cannot carry
 _DANGLING = frozenset("it them that this those these him her one".split())
 
@@ -108,12 +121,15 @@ def clauses(text: str) -> Iterable[str]:
     text = _QUOTED.sub(" ", text).replace("\u2019", "'")
     for sentence in _SENTENCE.findall(text):
         sentence = sentence.strip()
-        if not sentence or sentence.endswith("?") or _CONDITIONAL.match(sentence):
+        if sentence.endswith("?"):
+            sentence = declarative_head(sentence)
+        if not sentence or _CONDITIONAL.match(sentence):
             continue
         start, doubtful, subordinate, carry = 0, False, False, ""
         for match in [*_CLAUSE_BREAK.finditer(sentence), None]:
             end = match.start() if match is not None else len(sentence)
-            clause = _INVITATION.sub("", sentence[start:end]).strip(" ,;:-.!").strip()
+            clause = _ASIDE.split(sentence[start:end], maxsplit=1)[0]
+            clause = _INVITATION.sub("", clause).strip(" ,;:-.!").strip()
             clause = f"{carry} {clause}".strip()
             carry = clause if _TIME_PHRASE.fullmatch(clause.lower()) else ""
             doubtful = (subordinate and doubtful) or _unasserted(
@@ -122,6 +138,16 @@ def clauses(text: str) -> Iterable[str]:
                 yield clause
             if match is not None:
                 start, subordinate = match.end(), match.group("sub") is not None
+
+
+def declarative_head(sentence: str) -> str:
+    """What a question sentence stated before it asked ("" when it only asks): the part
+    before the first break that starts the question, unless that part asks too."""
+    match = _QUESTION_PART.search(sentence)
+    if match is None:
+        return ""
+    head = sentence[:match.start()].strip()
+    return "" if _ASKING.match(head) else head
 
 
 def rewrite(clause: str, speaker: str, seq: int) -> Statement | None:
@@ -250,7 +276,8 @@ def _base(verb: str) -> str:
 
 def _own_words(words: Sequence[str], speaker: str) -> list[str]:
     """The speaker's own pronouns made third person: my -> Ana's, me -> Ana."""
-    own = {"my": f"{speaker}'s", "mine": f"{speaker}'s", "me": speaker,
+    inside = "the user" if speaker == "The user" else speaker  # not capitalised mid-text
+    own = {"my": f"{inside}'s", "mine": f"{inside}'s", "me": inside,
            "myself": "themselves"}
     return [own.get(w.lower(), w) for w in words]
 

@@ -159,16 +159,15 @@ async def test_cli_ingest_of_a_benchmark_file_picks_its_samples(
     assert code == 2 and "sample" in err and "q1" in err
     code, _, err = await run_main(capsys, *base, "--agent", "x", "--sample", "q9")
     assert code == 2 and "not in the file" in err
-    code, out, err = await run_main(capsys, *base, "--agent", "one", "--sample", "q2")
+    code, _, err = await run_main(capsys, *base, "--agent", "one", "--sample", "q2")
     assert code == 0, err
     transcript = await store.transcript("one", (await store.list(
         "one", kind="episode")).items[0].id)
     assert transcript[0].content.startswith("q2")
-    code, out, err = await run_main(capsys, *base, "--agent", "all", "--all-samples")
+    code, _, err = await run_main(capsys, *base, "--agent", "all", "--all-samples")
     assert code == 0, err
     assert len((await store.list("all-q1", kind="episode")).items) == 2
     assert len((await store.list("all-q2", kind="episode")).items) == 2
-    code, _, err = await run_main(capsys, *base[:-1], "--agent", "x")  # --quiet dropped
     code, _, err = await run_main(capsys, "--database-url", database_url, "ingest",
                                   str(tmp_path / "missing.jsonl"), "--agent", "x")
     assert code == 2 and "no such file" in err

@@ -58,10 +58,12 @@ async def test_readme_python_examples_run(database_url: str) -> None:
         outputs.append(await _run(WRAPPER.format(body=body), database_url))
     assert outputs[0][0].startswith("superseded [UUID(")
     assert ["archived", "archived 4199"] in outputs  # Maintenance jobs: archive, restore
+    assert ["1 0", "0"] in outputs  # History import: imported, then nothing left closing
     # context and expand
     context_out = next(o for f, o in zip(fragments, outputs, strict=True)
                        if "assemble_context" in f)
-    assert context_out == ["True ['fact', 'fact']", "['created']"]
+    # the preference has nothing to do with the migration: it is not pinned in
+    assert context_out == ["True ['fact']", "['created']"]
 
 
 def scripted_assistant(request: dict[str, Any]) -> ScriptStep:

@@ -86,6 +86,27 @@ def test_a_fact_must_carry_its_object() -> None:
 
 def test_without_a_name_the_subject_is_the_user() -> None:
     assert _facts("I moved to Lisbon.", name=None) == ["The user moved to Lisbon."]
+    assert _facts("By the way, I just got my highest score in Ticket to Ride, 132 points!",
+                  name=None) == [
+        "The user just got the user's highest score in Ticket to Ride, 132 points."]
+
+
+def test_a_statement_before_a_question_in_one_sentence_is_kept() -> None:
+    assert _facts("By the way, I've been using my Fitbit for 6 months now, and it's "
+                  "helping me - speaking of which, do you have any tips for lazy days?") == [
+        "Ana has been using Ana's Fitbit for 6 months now, and it's helping Ana."]
+    assert _facts("I'm planning a trip to Paris next month, can you recommend hotels?") == [
+        "Ana is planning a trip to Paris next month."]
+    # the part before the break asks too: nothing is stated
+    assert _facts("Do you think I should move to Lisbon, or stay in Porto?") == []
+    assert _facts("Is it true that I am allergic to nuts, or not?") == []
+    assert _facts("If I move to Berlin, should I learn German?") == []
+
+
+def test_what_the_speaker_realised_is_a_fact_and_a_dash_aside_is_not() -> None:
+    assert _facts("I just realized I've been using my Fitbit Charge 3 for 9 months now - "
+                  "it's crazy how time flies!") == [
+        "Ana has been using Ana's Fitbit Charge 3 for 9 months now."]
 
 
 @pytest.mark.parametrize("said", [
