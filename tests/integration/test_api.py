@@ -465,6 +465,7 @@ async def test_openapi_documents_paths_and_bodies(client: httpx.AsyncClient) -> 
                           "/agents/{agent_id}/recall",
                           "/agents/{agent_id}/context",
                           "/agents/{agent_id}/memories/{memory_id}/expand",
+                          "/agents/{agent_id}/imports",
                           # a whole agent
                           "/agents/{agent_id}/export", "/agents/{agent_id}/import",
                           "/agents/{agent_id}"}

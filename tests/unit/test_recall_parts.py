@@ -48,8 +48,10 @@ def test_weights_out_of_bounds_are_refused() -> None:
 
 
 def test_spread_is_the_largest_over_the_smallest_prior_factor() -> None:
-    # defaults: factors within [1 - 0.05 - 0.05, 1 + 0.05 + 0.05 + 0.05 + 0.05 + 0.2]
-    assert Priors().spread == pytest.approx(1.4 / 0.9)
-    assert Priors(recency=0, importance=0, confidence=0, use=0, speaker=0).spread == 1.0
-    widest = Priors(recency=0.5, importance=0.5, confidence=0.5, use=0.5, speaker=0.5)
-    assert widest.spread == pytest.approx(3.0 / 0.5)
+    # defaults: factors within [1 - 0.05 - 0.05, 1 + 0.05 + 0.05 + 0.05 + 0.05 + 0.2 + 0.3]
+    assert Priors().spread == pytest.approx(1.7 / 0.9)
+    assert Priors(recency=0, importance=0, confidence=0, use=0, speaker=0,
+                  time=0).spread == 1.0
+    widest = Priors(recency=0.5, importance=0.5, confidence=0.5, use=0.5, speaker=0.5,
+                    time=0.5)
+    assert widest.spread == pytest.approx(3.5 / 0.5)
