@@ -1,6 +1,7 @@
 """LongMemEval-S retrieval through the real write and read paths (no LLM anywhere).
 
-    python bench/longmemeval.py [--data PATH] [--questions N] [--k 5,10]
+    python bench/longmemeval.py [--data PATH] [--questions N] [--sessions N] [--k 5,10]
+                                [--key-context on|off]
 
 Each question is its own user (one agent): its haystack of ~48 sessions goes in through
 ``MemoryStore.ingest`` (the history import: one episode per session, started at the
@@ -31,6 +32,10 @@ tokens) holds an evidence turn's words (the whole turn, as spoken).  Knowledge u
 ``knowledge-update`` questions whose evidence turns span sessions of different dates,
 whether the newest evidence turn ranks before every older one (``lme_ku_newest_first``).
 
+``--key-context off`` is an ablation, not the product: each turn is embedded as its own
+words only, without the end of the turns before it (see ``episodes/chunks.py``,
+``embedding_text``), to measure what that context buys in recall and costs in rate.
+
 Runs on a fresh embedded PostgreSQL in a temporary directory (or
 NOUS_MEMORY_DATABASE_URL, under new agent ids).  Prints ``name: value`` lines, the
 headline ``lme_turn_recall_any@10`` last.
@@ -60,6 +65,7 @@ from backends import add_backend_option, local_embedder
 
 from nous_memory import MemoryStore
 from nous_memory.embeddings import Embedder, Vector
+from nous_memory.episodes.chunks import KEY_CHARS, embedding_text
 from nous_memory.history import HistorySession, HistoryTurn
 from nous_memory.history.files import longmemeval_time
 from nous_memory.tokens import count_tokens
@@ -348,6 +354,13 @@ def report(answers: Sequence[Answer], rates: Rates, ks: Sequence[int]) -> None:
 
 async def run(args: argparse.Namespace) -> None:
     questions = load(args.data, args.questions, args.sessions)
+    if args.key_context == "off":
+        import nous_memory.episodes.learn as learn
+
+        def turn_only(content: str, context: str, max_chars: int = KEY_CHARS) -> str:
+            return embedding_text(content, "", max_chars)
+
+        setattr(learn, "embedding_text", turn_only)  # noqa: B010 (an ablation's patch)
     run_id = uuid.uuid4().hex[:8]
     bare = local_embedder(args.backend)
     recorder = RecordingEmbedder(bare)
@@ -391,6 +404,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sessions", type=int, default=0,
                         help="only the answer sessions and the first N others of each "
                              "haystack (quick runs)")
+    parser.add_argument("--key-context", choices=("on", "off"), default="on",
+                        help="ablation: 'off' embeds each turn without the turns before "
+                             "it (default: on, as the product)")
     parser.add_argument("--k", type=parse_ks, default=[5, 10],
                         help="comma-separated cut-offs (default: 5,10)")
     parser.add_argument("--verbose", action="store_true", help="progress on stderr")

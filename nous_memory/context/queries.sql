@@ -159,7 +159,7 @@ SELECT GREATEST(
 -- (time) ranks the chunks said within that time by vector distance, so what happened
 -- then is a candidate even when the query's words and meaning point elsewhere.
 -- Each row also carries what recall's final ordering needs (context/ordering.py): the
--- query lexemes it matched, when it was said, its vector, a chunk's turns and a fact's
+-- query lexemes it matched, when it was said, a chunk's turns and a fact's
 -- source turn.
 -- Two legs, each over memories and episode chunks together (one corpus, so neither table
 -- gets top ranks for free): vector (per table, merged by distance) and BM25 full text.
@@ -392,7 +392,6 @@ found AS (
                  AND sf.source_seq BETWEEN c.first_seq AND c.last_seq
                  AND nf.source_seq IS NOT NULL)
            END AS superseded_by,
-           CASE WHEN f.source = 'chunk' THEN c.embedding ELSE m.embedding END AS embedding,
            -- the query lexemes it holds; a chunk's context words marked '~' (weaker)
            CASE WHEN f.source = 'chunk' THEN ARRAY(
                     SELECT u.lexeme FROM sel, unnest(ts_filter(setweight(
@@ -453,7 +452,7 @@ priced AS (
 SELECT source, memory_id, chunk_no, kind, status, text, tokens, message_metadata,
        created_at, ended_at, said_at, cosine, vector_rank::integer, text_rank::integer,
        text_score, fused, p_recency, p_importance, p_confidence, p_use, p_speaker, p_time,
-       first_seq, last_seq, source_episode_id, source_seq, superseded_by, embedding, lexemes,
+       first_seq, last_seq, source_episode_id, source_seq, superseded_by, lexemes,
        fused * (1 + p_recency + p_importance + p_confidence + p_use + p_speaker + p_time)
            AS final
 FROM priced

@@ -157,7 +157,12 @@ def rewrite(clause: str, speaker: str, seq: int) -> Statement | None:
         words = words[1:]
     words, when = _leading_time(words)
     low = [w.lower() for w in words]
-    if not MIN_WORDS <= len(low) <= MAX_WORDS or _unasserted(low) or low[-1] in _DANGLING:
+    if low and low[-1] in _DANGLING:
+        # "I bought a bike and love it": the part before the last "and" stands alone
+        cut = max((i for i, w in enumerate(low) if w in ("and", "but")), default=0)
+        words, low = words[:cut], low[:cut]
+    if not MIN_WORDS <= len(low) <= MAX_WORDS or _unasserted(low) or (
+            not low or low[-1] in _DANGLING):
         return None
     if low[0] == "my":
         return _about_my(words, low, speaker, seq)

@@ -3,17 +3,14 @@ restatements come first."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID, uuid4
-
-import numpy as np
 
 from nous_memory.context.ordering import (
     by_evidence,
     final_order,
     merge_fact_turns,
-    newest_first,
     superseding_first,
 )
 
@@ -61,18 +58,6 @@ def test_a_fact_merges_into_its_turn_which_takes_the_better_place() -> None:
             row("fact-of-unranked-turn", source_episode_id=EPISODE, source_seq=9)]
     assert names(merge_fact_turns(rows)) == ["other", "chunk", "unlinked-fact",
                                              "fact-of-unranked-turn"]
-
-
-def test_a_restatement_comes_before_what_it_restates() -> None:
-    rng = np.random.default_rng(3)
-    base = rng.normal(size=384)
-    near = base + rng.normal(scale=0.3, size=384)  # cosine ~0.95 with base
-    other = rng.normal(size=384)
-    rows = [row("old", embedding=base, said_at=T0),
-            row("unrelated", embedding=other, said_at=T0 + timedelta(days=30)),
-            row("new", embedding=near, said_at=T0 + timedelta(days=60)),
-            row("same-day", embedding=near, said_at=T0 + timedelta(hours=2))]
-    assert names(newest_first(rows, 0.6)) == ["new", "old", "unrelated", "same-day"]
 
 
 def test_final_order_cuts_to_k() -> None:

@@ -103,6 +103,12 @@ def test_a_statement_before_a_question_in_one_sentence_is_kept() -> None:
     assert _facts("If I move to Berlin, should I learn German?") == []
 
 
+def test_a_closing_reaction_to_the_fact_is_cut_not_the_fact() -> None:
+    assert _facts("I've been using my Fitbit Charge 3 for 6 months now and love it.") == [
+        "Ana has been using Ana's Fitbit Charge 3 for 6 months now."]
+    assert _facts("I love it.") == [] and _facts("I saw it and liked it") == []
+
+
 def test_what_the_speaker_realised_is_a_fact_and_a_dash_aside_is_not() -> None:
     assert _facts("I just realized I've been using my Fitbit Charge 3 for 9 months now - "
                   "it's crazy how time flies!") == [
