@@ -133,7 +133,7 @@ def create_app(store: MemoryStore | None = None, *,
     errors.install(app)
     app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES,
                        streamed=re.compile(f"{IMPORT_PATH.pattern}|{UI_IMPORT_PATH.pattern}"),
-                       streamed_max_bytes=settings.api_import_max_bytes)
+                       streamed_max_bytes=settings.api_import_max_bytes, rpc_path=MCP_PATH)
     app.include_router(health_router)
     guard = [Depends(require_key(ring))] if ring else []
     app.include_router(router, dependencies=guard)

@@ -2,13 +2,16 @@
 
 The session acts for the one agent named on the command line; the tools take no agent
 argument, so the model cannot name another.  Standard output carries only the protocol
-(the SDK points file descriptor 1 at stderr while serving, and the store is opened
-inside that), so nothing the database or the model runtime prints can corrupt it.
+(file descriptor 1 points at stderr while serving, and the store is opened inside
+that), so nothing the database or the model runtime prints can corrupt it.  The
+transport is ``tools.mcp_stdio``, not the SDK's reader: every line a client sends is
+answered, a line that is not a message with a JSON-RPC error and a log line on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 
 from ..config import Settings
 from ..memories.kinds import parse_agent_id
@@ -33,14 +36,15 @@ def add_mcp_command(commands: argparse._SubParsersAction[argparse.ArgumentParser
 
 
 async def serve_mcp(args: argparse.Namespace, settings: Settings) -> None:
-    from mcp.server.stdio import stdio_server
-
     from ..tools import ToolBox
     from ..tools.mcp_server import build_server
+    from ..tools.mcp_stdio import stdio_lines
 
     agent = parse_agent_id(args.agent)  # a bad id fails before the client connects
+    logging.basicConfig(format="nous-memory mcp: %(levelname)s %(message)s",
+                        level=logging.WARNING)  # stderr: what was refused, and why
     try:
-        async with stdio_server() as (read, write), \
+        async with stdio_lines() as (read, write), \
                 MemoryStore.open(settings=settings) as store:
             await store.warm_up()
             box = ToolBox(store, agent_id=agent, allow_purge=args.allow_purge, actor="mcp")

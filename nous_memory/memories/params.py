@@ -14,7 +14,7 @@ from uuid import UUID
 from pydantic import TypeAdapter, ValidationError
 
 from ..errors import InvalidInputError
-from .kinds import Status, Tag, Timestamp
+from .kinds import Status, Tag, Timestamp, is_utf8
 
 VISIBLE_STATUSES = (Status.ACTIVE, Status.SUPERSEDED, Status.ARCHIVED)
 
@@ -25,7 +25,7 @@ def parse_memory_id(value: object, field: str = "memory_id") -> UUID:
     try:
         return UUID(str(value))
     except ValueError:
-        raise InvalidInputError.single(field, f"not a memory id (UUID): {value!r}") from None
+        raise InvalidInputError.single(field, "not a memory id (UUID)") from None
 
 
 def parse_enum(enum: Any, value: object, field: str) -> Any:
@@ -69,3 +69,28 @@ def parse_tag(value: object, field: str = "tag") -> str:
     except ValidationError as exc:
         reason = exc.errors(include_url=False)[0]["msg"]
         raise InvalidInputError.single(field, reason) from None
+
+
+def lone_surrogate_at(value: Any) -> str | None:
+    """The path of a key or string holding a lone surrogate (JSON allows "\\ud800"; no
+    UTF-8 text, so no database, can hold it), or None.  Checked once for a whole request
+    body, so no route or tool meets such a string halfway through its work."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, str):
+            if not is_utf8(item):
+                return where or "body"
+        elif isinstance(item, dict):
+            for key, inner in item.items():
+                here = f"{where}.{_printable(key)}" if where else _printable(key)
+                if not is_utf8(key):
+                    return here
+                stack.append((here, inner))
+        elif isinstance(item, list):
+            stack.extend((f"{where}[{i}]", inner) for i, inner in enumerate(item))
+    return None
+
+
+def _printable(key: str) -> str:
+    return key.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -86,7 +86,7 @@ class ToolBox:
             tool = self._tools.get(name)
             if tool is None:
                 raise InvalidInputError.single(
-                    "name", f"no tool {name!r}; the tools are {', '.join(self._tools)}")
+                    "name", f"no such tool; the tools are {', '.join(self._tools)}")
             args = parse_arguments(arguments)
             self._checkers[name].check(args)
             agent = self._agent(args)
