@@ -19,8 +19,9 @@ from ..store import MemoryStore
 
 DESCRIPTION = """\
 Serve the agent tools (memory_search, memory_context, memory_expand, memory_remember,
-memory_learn_fact, memory_forget, memory_history) over MCP on stdin/stdout, bound to
-one agent.  Add it to an MCP client's configuration as a command, for example:
+memory_learn_fact, memory_forget, memory_history, and memory_restore with
+--allow-restore) over MCP on stdin/stdout, bound to one agent.  Add it to an MCP
+client's configuration as a command, for example:
   {"command": "nous-memory", "args": ["mcp", "--agent", "alice"]}"""
 
 
@@ -33,6 +34,9 @@ def add_mcp_command(commands: argparse._SubParsersAction[argparse.ArgumentParser
     mcp.add_argument("--allow-purge", action="store_true", default=None,
                      help="let the model erase memories for good (default: "
                           "$NOUS_MEMORY_TOOLS_ALLOW_PURGE, false: forget only soft-deletes)")
+    mcp.add_argument("--allow-restore", action="store_true", default=None,
+                     help="offer memory_restore, so the model can undo a forget (default: "
+                          "$NOUS_MEMORY_TOOLS_ALLOW_RESTORE, false: only the owner restores)")
 
 
 async def serve_mcp(args: argparse.Namespace, settings: Settings) -> None:
@@ -47,7 +51,8 @@ async def serve_mcp(args: argparse.Namespace, settings: Settings) -> None:
         async with stdio_lines() as (read, write), \
                 MemoryStore.open(settings=settings) as store:
             await store.warm_up()
-            box = ToolBox(store, agent_id=agent, allow_purge=args.allow_purge, actor="mcp")
+            box = ToolBox(store, agent_id=agent, allow_purge=args.allow_purge,
+                          allow_restore=args.allow_restore, actor="mcp")
             server = build_server(lambda ctx: box)
             await server.run(read, write, server.create_initialization_options())
     except BaseExceptionGroup as group:  # the transport's task group wraps what failed

@@ -19,6 +19,7 @@ from ..context.model import Context
 from ..context.recall import RecallResult
 from ..context.sections import item_line
 from ..facts.learning import LearnResult
+from ..facts.undelete import Undeleted
 from ..memories.records import Memory, MemoryEvent
 from ..tokens import count_tokens, head_tokens
 
@@ -178,6 +179,20 @@ def learned(result: LearnResult) -> str:
                  if result.action.value == "created" else f" (related: {others})")
     return text + ":\n" + block([item_line(ref(result.fact), result.fact.summary), *reason],
                                  "saved")
+
+
+_PLACED = {"restored": "", "confirmed": "; a current fact says the same: it is confirmed "
+                                        "and this one kept as its older version",
+           "superseded": "; a newer version is current: this one is kept as its history",
+           "replaced": "; it is newer than the current version, which it now supersedes",
+           "flagged": "; flagged as a possible conflict for the owner to settle"}
+
+
+def restored(back: Undeleted) -> str:
+    memory = back.memory
+    related = "".join(f" [{ref_of('fact', r)}]" for r in back.related)
+    return (f"Restored [{ref(memory)}] as {memory.status.value}{_PLACED[back.action.value]}"
+            f"{related}:\n" + block([item_line(ref(memory), memory.summary)], "saved"))
 
 
 def structured(value: Any) -> Any:
