@@ -211,6 +211,16 @@ async def test_forget_and_purge_say_what_they_erase(open_ui: httpx.AsyncClient,
     listing = await open_ui.get("/ui/agents/agent-a/memories")
     assert "555-0100" not in listing.text
 
+    page = await open_ui.get(url)  # the undo of a forget sits beside Purge
+    assert f'action="{url}/restore"' in page.text and ">Restore</button>" in page.text
+    back = await open_ui.post(f"{url}/restore", data={"csrf": csrf_of(page.text)})
+    assert back.status_code == 303 and "undeleted-restored" in back.headers["location"]
+    shown = await open_ui.get(back.headers["location"])
+    assert "Restored: back in recall" in shown.text and ">Restore</button>" not in shown.text
+    assert (await store.get(A, fact.id)).status.value == "active"
+    assert (await store.history(A, fact.id))[-1].actor == "inspector"
+    assert "555-0100" in (await open_ui.get("/ui/agents/agent-a/memories")).text
+
     purge = await open_ui.get(f"{url}/forget?purge=true")
     assert "erases for good" in purge.text and "history keeps only" in purge.text
     done = await open_ui.post(f"{url}/forget", data={"csrf": csrf_of(purge.text),
