@@ -97,7 +97,9 @@ def reason_of(error: Mapping[str, Any]) -> str:
               "greater_than": ("greater than", "gt")}
     if kind in bounds:
         words, key = bounds[kind]
-        return f"must be {words} {ctx.get(key)}"
+        bound = ctx.get(key)
+        return f"must be {words} {bound:g}" if isinstance(bound, float) else \
+            f"must be {words} {bound}"
     if kind == "string_too_short":
         return "must not be empty" if ctx.get("min_length") == 1 else \
             f"shorter than {ctx['min_length']} characters"

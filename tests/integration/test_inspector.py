@@ -187,8 +187,8 @@ async def test_a_bad_edit_shows_the_stores_error_next_to_the_field(
                                         "description": "   ", "importance": "lots"})
     assert bad.status_code == 422
     html = bad.text
-    for field, reason in (("confidence", "less than or equal to 1"),
-                          ("description", "at least 1 character"),
+    for field, reason in (("confidence", "must be at most 1"),
+                          ("description", "must not be empty"),
                           ("importance", "valid number")):
         block = re.search(rf'<div class="field invalid">\s*<label for="f-{field}">.*?</div>',
                           html, re.S)
