@@ -141,9 +141,13 @@ def peek_id(text: str) -> RequestId | None:
 
 
 def _id_at(text: str, index: int) -> RequestId | None:
+    """The id value at ``index``, only when something follows it: a number cut short
+    ("id": 12 cut to "id": 1) would name another request."""
     try:
-        value, _ = json.JSONDecoder().raw_decode(text, index)
+        value, end = json.JSONDecoder().raw_decode(text, index)
     except ValueError:
+        return None
+    if _skip_space(text, end) >= len(text) or text[_skip_space(text, end)] not in ",}":
         return None
     if isinstance(value, bool) or not isinstance(value, int | str):
         return None
