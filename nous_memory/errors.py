@@ -77,6 +77,11 @@ def out_of_range(low: object, high: object) -> str:
     return f"must be between {low} and {high}"
 
 
+def a_or_an(word: str) -> str:
+    """``word`` after its article: an episode, a fact, an integer, an array."""
+    return ("an " if word[:1].lower() in "aeiou" else "a ") + word
+
+
 def is_size_reason(reason: str) -> bool:
     """Whether a reason says a value is over its size limit (-> PayloadTooLargeError)."""
     return reason.startswith(("longer than ", "more than "))

@@ -26,6 +26,7 @@ from ..errors import (
     FieldProblem,
     InvalidInputError,
     PayloadTooLargeError,
+    a_or_an,
     is_size_reason,
     longer_than,
     reason_of,
@@ -366,7 +367,8 @@ def parse_new(kind: object, fields: Mapping[str, Any], prefix: str = "", *,
     if common is not None and common.summary is not None and parsed_kind is not Kind.EPISODE:
         problems.append(FieldProblem(
             f"{prefix}summary",
-            f"a {parsed_kind.value} summary is computed from its fields; only episodes take one"))
+            f"{a_or_an(parsed_kind.value)} summary is computed from its fields; only episodes "
+            "take one"))
     if (parsed_kind is Kind.EPISODE and isinstance(detail, EpisodeDetail) and common is not None
             and not allow_untitled and not (detail.title or detail.detail or common.summary)):
         problems.append(FieldProblem(f"{prefix}detail",

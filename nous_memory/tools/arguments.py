@@ -14,7 +14,14 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from ..errors import FieldProblem, InvalidInputError, longer_than, more_than, out_of_range
+from ..errors import (
+    FieldProblem,
+    InvalidInputError,
+    a_or_an,
+    longer_than,
+    more_than,
+    out_of_range,
+)
 from ..memories.kinds import DETAIL_MODELS, CommonFields, Kind
 
 MAX_ARGUMENT_BYTES = 64_000  # one tool call's JSON; larger is refused before parsing
@@ -119,9 +126,9 @@ def remember_problems(arguments: Mapping[str, Any]) -> list[FieldProblem]:
     except ValueError:
         return []  # the schema's enum already reports it
     allowed = set(REMEMBER_FIELDS[kind]) | set(COMMON) | {"kind", "agent_id"}
-    problems = [FieldProblem(name, f"not a field of a {kind.value}")
+    problems = [FieldProblem(name, f"not a field of {a_or_an(kind.value)}")
                 for name in arguments if name not in allowed]
-    problems += [FieldProblem(name, f"required for a {kind.value}")
+    problems += [FieldProblem(name, f"required for {a_or_an(kind.value)}")
                  for name in REQUIRED_FIELDS[kind] if name not in arguments]
     return problems
 
@@ -193,8 +200,7 @@ def _reason(error: ValidationError) -> str:
         expected = error.validator_value
         names = expected if isinstance(expected, Sequence) and not isinstance(
             expected, str) else [expected]
-        return "must be " + " or ".join(f"a {n}" if n != "integer" else "an integer"
-                                        for n in names)
+        return "must be " + " or ".join(a_or_an(str(n)) for n in names)
     value = error.instance
     limit: Any = schema.get(str(error.validator))
     if error.validator == "maxLength" and isinstance(value, str):

@@ -277,6 +277,8 @@ async def test_conflict_queue_resolves_through_the_page(open_ui: httpx.AsyncClie
     page = await open_ui.get("/ui/agents/agent-a/conflicts")
     assert "Tim&#39;s manager is Priya" in page.text and "Daniel" in page.text
     assert flagged.fact is not None
+    cards = (await open_ui.get("/ui/agents/agent-a/memories?kind=fact")).text
+    assert cards.count('class="chip conflict"') == 2  # both list cards say so
     done = await open_ui.post("/ui/agents/agent-a/conflicts/resolve", data={
         "csrf": csrf_of(page.text), "keep": str(flagged.fact.id),
         "other": str(flagged.related[0]), "resolution": "keep_one"})
@@ -284,6 +286,8 @@ async def test_conflict_queue_resolves_through_the_page(open_ui: httpx.AsyncClie
     assert (await store.get(A, flagged.related[0])).status.value == "superseded"
     after = await open_ui.get(done.headers["location"])
     assert "Kept one fact" in after.text and "Nothing to review" in after.text
+    cards = (await open_ui.get("/ui/agents/agent-a/memories?kind=fact")).text
+    assert 'class="chip conflict"' not in cards
 
 
 async def test_episode_and_operations_pages(open_ui: httpx.AsyncClient,
@@ -306,9 +310,19 @@ async def test_episode_and_operations_pages(open_ui: httpx.AsyncClient,
     assert "Message number 129" in later.text and "Message number 99<" not in later.text
     listing = await open_ui.get("/ui/agents/agent-a/episodes")
     assert "Trip planning" in listing.text
+    chat = await store.start_episode(A, title="Lunch")
+    await store.append(A, chat.id, [{"role": "user", "name": "Ana",
+                                     "content": "I moved to Lisbon last year."}])
+    await store.close_episode(A, chat.id)
     ops = await open_ui.get("/ui/agents/agent-a/operations")
     assert ops.status_code == 200 and "Work queue" in ops.text
     assert "Maintenance job runs" in ops.text
+    counts = ops.text.split('<table class="queue-counts">', 1)[1].split("</table>", 1)[0]
+    assert "<td>episode_close</td><td>pending</td>" in counts  # a table, not a chip of JSON
+    await store.worker().drain()  # no LLM: the rule extractor learns what Ana said
+    closed = await open_ui.get(f"/ui/agents/agent-a/episodes/{chat.id}")
+    assert "facts by rules (no LLM)" in closed.text and "not_extracted" not in closed.text
+    assert "Ana moved to Lisbon" in closed.text.split("Learned from it", 1)[1]
 
 
 async def test_export_import_and_forget_an_agent_from_the_page(

@@ -144,6 +144,25 @@ async def test_restore_is_the_owners_unless_the_server_allows_the_model(
     assert (await store.get("bob", bob.id, include_deleted=True)).status == "deleted"
 
 
+async def test_results_read_plainly(store: MemoryStore) -> None:
+    box = ToolBox(store, agent_id="alice")
+    old = await box.call("memory_learn_fact", {"content": "The project deadline is March 3"})
+    new = await box.call("memory_learn_fact", {"content": "The project deadline is March 10"})
+    assert new.data["action"] == "superseded", new.text
+    assert new.text.startswith(f"New fact [{new.data['ref']}]; it supersedes the old value "
+                               f"[{old.data['ref']}]")
+    again = await box.call("memory_learn_fact", {"content": "The project deadline is March 10"})
+    assert again.text.startswith(f"Already known: [{new.data['ref']}] is confirmed")
+    history = await box.call("memory_history", {"ref": new.data["ref"]})
+    assert "None" not in history.text and "{'" not in history.text, history.text
+    assert "confirmed_by: (none) -> source: assistant tool call, content: " in history.text
+    wrong = await box.call("memory_search", {"query": "x", "kinds": "fact"})
+    assert problems(wrong)["kinds"] == "must be an array"
+    extra = await box.call("memory_remember", {"kind": "decision", "description": "x",
+                                               "content": "y"})
+    assert problems(extra)["content"] == "not a field of a decision"
+
+
 @pytest.mark.parametrize(("name", "arguments", "reason"), [
     ("memory_search", {"query": "a" * 4_001}, "query: longer than 4000 characters (got 4001)"),
     ("memory_remember", {"kind": "fact", "content": "a" * 10_001},
