@@ -13,7 +13,7 @@ from uuid import UUID
 
 from pydantic import TypeAdapter, ValidationError
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, reason_of
 from .kinds import Status, Tag, Timestamp, is_utf8
 
 VISIBLE_STATUSES = (Status.ACTIVE, Status.SUPERSEDED, Status.ARCHIVED)
@@ -33,8 +33,7 @@ def parse_enum(enum: Any, value: object, field: str) -> Any:
         return enum(str(value))
     except ValueError:
         allowed = ", ".join(e.value for e in enum)
-        raise InvalidInputError.single(field, f"unknown value {value!r}; expected one of {allowed}"
-                                       ) from None
+        raise InvalidInputError.single(field, f"must be one of {allowed}") from None
 
 
 _TIME = TypeAdapter(Timestamp)
@@ -47,7 +46,8 @@ def parse_time(value: object, field: str) -> datetime | None:
     try:
         parsed: datetime = _TIME.validate_python(value)
     except ValidationError:
-        raise InvalidInputError.single(field, f"not a timestamp: {value!r}") from None
+        raise InvalidInputError.single(field, "not a timestamp (ISO 8601, e.g. "
+                                              "2026-01-31T09:30:00Z)") from None
     return parsed
 
 
@@ -67,8 +67,8 @@ def parse_tag(value: object, field: str = "tag") -> str:
     try:
         return _TAG.validate_python(value)
     except ValidationError as exc:
-        reason = exc.errors(include_url=False)[0]["msg"]
-        raise InvalidInputError.single(field, reason) from None
+        raise InvalidInputError.single(field, reason_of(exc.errors(include_url=False)[0])
+                                       ) from None
 
 
 def lone_surrogate_at(value: Any) -> str | None:
