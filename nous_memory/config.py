@@ -122,6 +122,10 @@ class Settings:
     # let the assistant's model purge (erase for good) through the agent tools; without it
     # memory_forget only soft-deletes, which the owner can undo
     tools_allow_purge: bool = False
+    # let the assistant's model restore what was forgotten (memory_restore); without it
+    # only the owner restores (Python, REST, CLI, inspector): a forget the user asked for
+    # is not undone by the model, nor by text it was shown
+    tools_allow_restore: bool = False
     # the largest import body (POST /agents/{agent_id}/import), read as it arrives
     api_import_max_bytes: int = 4 * 1024 * 1024 * 1024
     # signs the inspector's session cookies; unset: a random secret made once and kept

@@ -6,7 +6,9 @@ trouble (database unavailable, schema mismatch) so callers can react to each.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sized
 from dataclasses import dataclass
+from typing import Any
 
 
 class NousMemoryError(Exception):
@@ -55,6 +57,60 @@ class InvalidInputError(ClientError, ValueError):
 
 class PayloadTooLargeError(InvalidInputError):
     """A single value is larger than the documented limit for its field."""
+
+
+# --- the one wording of a limit ----------------------------------------------
+# Python, REST, the CLI and the tools all say a limit the same way: the field, the limit
+# and the size given, never the value itself (a model corrects itself from the numbers,
+# and a megabyte echoed back helps nobody).
+
+
+def longer_than(limit: int, got: int, unit: str = "characters") -> str:
+    return f"longer than {limit} {unit} (got {got})"
+
+
+def more_than(limit: int, got: int | None, unit: str = "items") -> str:
+    return f"more than {limit} {unit}" + (f" (got {got})" if got is not None else "")
+
+
+def out_of_range(low: object, high: object) -> str:
+    return f"must be between {low} and {high}"
+
+
+def a_or_an(word: str) -> str:
+    """``word`` after its article: an episode, a fact, an integer, an array."""
+    return ("an " if word[:1].lower() in "aeiou" else "a ") + word
+
+
+def is_size_reason(reason: str) -> bool:
+    """Whether a reason says a value is over its size limit (-> PayloadTooLargeError)."""
+    return reason.startswith(("longer than ", "more than "))
+
+
+def reason_of(error: Mapping[str, Any]) -> str:
+    """A pydantic error (one of ``ValidationError.errors()``) as a reason in the wording
+    above; messages pydantic words without the value pass through."""
+    kind = error.get("type")
+    ctx = error.get("ctx") or {}
+    value = error.get("input")
+    if kind == "string_too_long" and isinstance(value, str | bytes):
+        return longer_than(ctx["max_length"], len(value))
+    if kind == "too_long" and isinstance(value, Sized):
+        return more_than(ctx["max_length"], len(value))
+    bounds = {"less_than_equal": ("at most", "le"), "less_than": ("less than", "lt"),
+              "greater_than_equal": ("at least", "ge"),
+              "greater_than": ("greater than", "gt")}
+    if kind in bounds:
+        words, key = bounds[kind]
+        bound = ctx.get(key)
+        return f"must be {words} {bound:g}" if isinstance(bound, float) else \
+            f"must be {words} {bound}"
+    if kind == "string_too_short":
+        return "must not be empty" if ctx.get("min_length") == 1 else \
+            f"shorter than {ctx['min_length']} characters"
+    if kind == "too_short":
+        return f"fewer than {ctx.get('min_length')} items"
+    return str(error.get("msg", "invalid")).removeprefix("Value error, ")
 
 
 class NotFoundError(ClientError, LookupError):

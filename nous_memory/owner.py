@@ -1,6 +1,7 @@
-"""The owner's operations on the facade: export, import and erasure of an agent, and
-what the inspector page reads and resolves.  A mixin of ``MemoryStore`` (same public
-methods, one module per concern), over the attributes the store sets up."""
+"""The owner's operations on the facade: export, import and erasure of an agent, the
+undo of a delete, and what the inspector page reads and resolves.  A mixin of
+``MemoryStore`` (same public methods, one module per concern), over the attributes the
+store sets up."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from .db.meta import shared_secret
 from .embeddings import Embedder
 from .episodes.provenance import learned_from
 from .facts.conflicts import ConflictPair, ConflictResolver, Resolution
+from .facts.undelete import Undeleted, Undeleter
 from .llm.usage import DailyUsage, usage_by_day
 from .maintenance.runs import JobRun, JobRuns
 from .memories.agents import AgentOverview, agent_overview, known_agents
@@ -43,6 +45,7 @@ class OwnerView:
     embedder: Embedder
     memories: MemoryManager
     conflicts: ConflictResolver
+    undeleter: Undeleter
     job_runs: JobRuns
 
     # ------------------------------------------------------------------ export, import, erasure
@@ -111,6 +114,13 @@ class OwnerView:
         ``fact_id`` with ``content``."""
         return await self.conflicts.resolve(agent_id, fact_id, other_id, resolution,
                                             content=content, actor=actor)
+
+    async def restore_deleted(self, agent_id: str, memory_id: UUID | str, /, *,
+                              actor: str | None = None) -> Undeleted:
+        """Undo a soft delete: the memory comes back with the status it had, audited as
+        ``restored``; a current fact goes through the value rule (``facts.undelete``).
+        ``ConflictError`` when the memory is not deleted; purged ones are gone."""
+        return await self.undeleter.restore(agent_id, memory_id, actor=actor)
 
     async def learned_from_episode(self, agent_id: str, episode_id: UUID | str, /
                                    ) -> builtins.list[Memory]:

@@ -41,6 +41,7 @@ from .errors import DatabaseError
 from .facts.conflicts import ConflictResolver
 from .facts.learning import FactHistory, FactLearner, LearnResult
 from .facts.rules import Thresholds
+from .facts.undelete import Undeleter
 from .history import (
     HistoryImporter,
     HistorySession,
@@ -71,9 +72,11 @@ class MemoryStore(OwnerView):
         self._server = server
         self.memories = MemoryManager(db, embedder)
         self.llm = llm_from_settings(settings, db)
-        self.facts = FactLearner(db, self.memories, Thresholds(
+        thresholds = Thresholds(
             confirm=settings.fact_confirm_threshold, rule=settings.fact_rule_threshold,
-            candidate=settings.fact_candidate_threshold), self.llm)
+            candidate=settings.fact_candidate_threshold)
+        self.facts = FactLearner(db, self.memories, thresholds, self.llm)
+        self.undeleter = Undeleter(db, self.memories, self.facts, thresholds)
         self.conflicts = ConflictResolver(db, self.memories)
         self.episodes = EpisodeManager(db, self.memories)
         self.learner = EpisodeLearner(db, self.memories, self.facts)
@@ -382,10 +385,11 @@ class MemoryStore(OwnerView):
         """Everything about one memory (an id or a ref such as ``fact:1a2b3c4d``)."""
         return await self.expander.expand(agent_id, memory_id)
 
-    async def resolve(self, agent_id: str, target: UUID | str, /) -> UUID:
+    async def resolve(self, agent_id: str, target: UUID | str, /, *,
+                      deleted: bool = False) -> UUID:
         """The memory id behind an id or a ref (``fact:1a2b3c4d``); a chunk ref
-        (``episode:1a2b3c4d#c3``) names its episode."""
-        return (await self.expander.resolve(agent_id, target))[0]
+        (``episode:1a2b3c4d#c3``) names its episode; ``deleted``: a soft-deleted one's."""
+        return (await self.expander.resolve(agent_id, target, deleted=deleted))[0]
 
     # ------------------------------------------------------------------ facts
 

@@ -25,6 +25,7 @@ from .body import MAX_BODY_BYTES, BodySizeLimit
 from .context import context_request_schemas
 from .context import router as context_router
 from .conversation import router as conversation_router
+from .docs import install_docs
 from .episodes import episode_request_schemas
 from .episodes import router as episodes_router
 from .facts import fact_request_schemas
@@ -131,14 +132,15 @@ def create_app(store: MemoryStore | None = None, *,
                 app.state.store = None
 
     app = NousMemoryAPI(title="nous-memory", version=__version__, description=DESCRIPTION,
-                        openapi_tags=TAGS, lifespan=lifespan)
+                        openapi_tags=TAGS, lifespan=lifespan, docs_url=None, redoc_url=None)
+    install_docs(app)  # from the package's own files: nothing from a CDN
     app.state.store = store
     app.state.settings = settings
     app.state.key_ring = ring
     errors.install(app)
     app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES,
                        streamed=re.compile(f"{IMPORT_PATH.pattern}|{UI_IMPORT_PATH.pattern}"),
-                       streamed_max_bytes=settings.api_import_max_bytes)
+                       streamed_max_bytes=settings.api_import_max_bytes, rpc_path=MCP_PATH)
     app.include_router(health_router)
     guard = [Depends(require_key(ring))] if ring else []
     app.include_router(router, dependencies=guard)

@@ -11,21 +11,28 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
+from mcp_types import INVALID_REQUEST
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import FieldProblem, InvalidInputError, PayloadTooLargeError
-from ..memories.kinds import is_utf8
+from ..errors import FieldProblem, InvalidInputError, PayloadTooLargeError, longer_than
+from ..memories.params import lone_surrogate_at
+from ..tools.mcp_lines import HEAD_BYTES, Refusal, peek_id
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
 """Largest accepted request body (8 MiB); larger ones get 413 before they are parsed."""
 
 
-def too_large_payload(max_bytes: int) -> dict[str, Any]:
+def too_large_reason(max_bytes: int, got: int | None) -> str:
+    """The body's size in the one wording of a limit (the size, when it is known)."""
+    return longer_than(max_bytes, got, "bytes") if got is not None else \
+        f"longer than {max_bytes} bytes"
+
+
+def too_large_payload(max_bytes: int, got: int | None = None) -> dict[str, Any]:
     """The 413 body, in the same shape as the 422 one."""
-    return {"detail": [{"field": "body",
-                        "reason": f"request body is larger than {max_bytes} bytes"}]}
+    return {"detail": [{"field": "body", "reason": too_large_reason(max_bytes, got)}]}
 
 
 class BodySizeLimit:
@@ -35,16 +42,19 @@ class BodySizeLimit:
     before the app sees it, so an oversize body is never parsed or buffered in full.
     Paths matching ``streamed`` (an upload read as it arrives, such as an import) are
     passed through unbuffered under their own, larger limit: the route counts what it
-    reads (``bounded_stream``) and this checks only a declared length.
+    reads (``bounded_stream``) and this checks only a declared length.  On ``rpc_path``
+    (MCP) the 413 is a JSON-RPC error carrying the request's id when its head shows it.
     """
 
     def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES, *,
                  streamed: re.Pattern[str] | None = None,
-                 streamed_max_bytes: int = MAX_BODY_BYTES) -> None:
+                 streamed_max_bytes: int = MAX_BODY_BYTES,
+                 rpc_path: str | None = None) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.streamed = streamed
         self.streamed_max_bytes = streamed_max_bytes
+        self.rpc_path = rpc_path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -54,7 +64,11 @@ class BodySizeLimit:
         limit = self.streamed_max_bytes if streamed else self.max_bytes
         declared = Headers(scope=scope).get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            await _reject(send, limit)
+            head = b""
+            if scope["path"] == self.rpc_path:  # its first piece shows the id to answer
+                first = await receive()
+                head = first.get("body", b"")[:HEAD_BYTES]
+            await self._reject(scope, send, limit, int(declared), head)
             return
         if streamed:
             await self.app(scope, receive, send)
@@ -68,17 +82,26 @@ class BodySizeLimit:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_bytes:
-                await _reject(send, self.max_bytes)
+                head = b"".join(chunks)[:HEAD_BYTES] if chunks else chunk[:HEAD_BYTES]
+                await self._reject(scope, send, self.max_bytes, None, head)
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
-        await self.app(scope, _replay(b"".join(chunks), receive), send)
+        await self.app(scope, replay(b"".join(chunks), receive), send)
+
+    async def _reject(self, scope: Scope, send: Send, max_bytes: int, got: int | None,
+                      head: bytes) -> None:
+        if scope["path"] == self.rpc_path:
+            refusal = Refusal(peek_id(head.decode("utf-8", "replace")), INVALID_REQUEST,
+                              "Invalid request: the body is " + too_large_reason(max_bytes,
+                                                                                 got))
+            await _send(send, refusal.encoded())
+            return
+        await _send(send, json.dumps(too_large_payload(max_bytes, got)).encode())
 
 
-
-async def _reject(send: Send, max_bytes: int) -> None:
-    payload = json.dumps(too_large_payload(max_bytes)).encode()
+async def _send(send: Send, payload: bytes) -> None:
     await send({"type": "http.response.start", "status": 413,
                 "headers": [(b"content-type", b"application/json"),
                             (b"content-length", str(len(payload)).encode()),
@@ -90,7 +113,7 @@ class BodyTooLargeError(PayloadTooLargeError):
     """A streamed body went past its limit while it was read (HTTP 413)."""
 
     def __init__(self, max_bytes: int) -> None:
-        super().__init__(FieldProblem("body", too_large_payload(max_bytes)["detail"][0]["reason"]))
+        super().__init__(FieldProblem("body", too_large_reason(max_bytes, None)))
 
 
 async def bounded_stream(request: Request, max_bytes: int) -> AsyncIterator[bytes]:
@@ -103,7 +126,7 @@ async def bounded_stream(request: Request, max_bytes: int) -> AsyncIterator[byte
         yield chunk
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
+def replay(body: bytes, receive: Receive) -> Receive:
     """A receive callable that hands over the buffered body once, then defers to the client."""
     sent = False
 
@@ -134,37 +157,12 @@ async def json_object(request: Request) -> dict[str, Any]:
         raise InvalidInputError.single("body", "JSON nested too deeply") from None
     if not isinstance(value, dict):
         raise InvalidInputError.single("body", f"expected a JSON object, got {_json_type(value)}")
-    where = _lone_surrogate_at(value)
+    where = lone_surrogate_at(value)
     if where is not None:
         raise InvalidInputError.single(
             where, "contains a lone UTF-16 surrogate (such as \\ud800), which is not valid "
                    "Unicode text")
     return value
-
-
-def _lone_surrogate_at(value: Any) -> str | None:
-    """The path of a key or string holding a lone surrogate (JSON allows "\\ud800"; no
-    UTF-8 text, so no database, can hold it), or None.  Checked once for the whole body
-    here, so no route meets such a string halfway through its work."""
-    stack: list[tuple[str, Any]] = [("", value)]
-    while stack:
-        where, item = stack.pop()
-        if isinstance(item, str):
-            if not is_utf8(item):
-                return where or "body"
-        elif isinstance(item, dict):
-            for key, inner in item.items():
-                here = f"{where}.{_printable(key)}" if where else _printable(key)
-                if not is_utf8(key):
-                    return here
-                stack.append((here, inner))
-        elif isinstance(item, list):
-            stack.extend((f"{where}[{i}]", inner) for i, inner in enumerate(item))
-    return None
-
-
-def _printable(key: str) -> str:
-    return key.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 async def optional_json_object(request: Request) -> dict[str, Any]:

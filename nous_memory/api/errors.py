@@ -24,6 +24,7 @@ from ..errors import (
     InvalidInputError,
     NotFoundError,
     NousMemoryError,
+    reason_of,
 )
 from .body import BodyTooLargeError
 
@@ -89,7 +90,7 @@ def _problems(items: list[dict[str, str]], status: int = 422) -> JSONResponse:
 async def request_validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     return _problems([
-        {"field": _field(err.get("loc", ())), "reason": str(err.get("msg", "invalid"))}
+        {"field": _field(err.get("loc", ())), "reason": reason_of(err)}
         for err in exc.errors()
     ])
 

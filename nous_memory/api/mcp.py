@@ -7,12 +7,15 @@ With API keys configured each request needs one, and the key's agents are the on
 ones its tool calls may name; without keys the service is loopback-only (as the REST
 API) and the endpoint also checks the Host and Origin headers, so a web page cannot
 reach it by DNS rebinding (unless the operator said another layer authenticates: then
-the Host is that proxy's).
+the Host is that proxy's).  Each body is checked as the stdio transport checks a line
+(``tools.mcp_lines``) before the SDK reads it, so both transports answer bad input alike:
+a JSON-RPC error with the request's id when the body shows it, and a log line.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -21,13 +24,18 @@ from fastapi import FastAPI
 from mcp.server import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types import METHOD_NOT_FOUND, PARSE_ERROR
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from ..errors import DatabaseUnavailableError
 from ..tools import ToolBox
+from ..tools.mcp_lines import Refusal, check_line
 from ..tools.mcp_server import build_server
 from .auth import API_KEY_HEADER, ApiKey, KeyRing, presented_key
+from .body import replay
+
+log = logging.getLogger("nous_memory.mcp")
 
 PATH = "/mcp"
 _KEY_STATE = "nous_memory_api_key"
@@ -37,10 +45,47 @@ _LOOPBACK = TransportSecuritySettings(
     allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"])
 
 
+class LineGuard:
+    """Answers a POST whose body is not one JSON-RPC message the server can take (bad
+    JSON or UTF-8, a batch, a lone surrogate, an overlong method) with the error, and
+    passes the rest on unchanged.  The body is whole here (``BodySizeLimit`` read it)."""
+
+    def __init__(self, app: StreamableHTTPASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self._app(scope, receive, send)
+            return
+        chunks = []
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        verdict = check_line(body)
+        if verdict is None:
+            verdict = Refusal(None, PARSE_ERROR, "Parse error: the body is empty")
+        if isinstance(verdict, Refusal):
+            log.warning("mcp: refused a request body of %d bytes: %s", len(body),
+                        verdict.message)
+            payload = verdict.encoded()
+            status = 200 if verdict.code == METHOD_NOT_FOUND else 400  # as the SDK answers
+            await send({"type": "http.response.start", "status": status, "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode())]})
+            await send({"type": "http.response.body", "body": payload})
+            return
+        await self._app(scope, replay(body, receive), send)
+
+
 class KeyGuard:
     """401 without a configured key; the key found rides along in the request state."""
 
-    def __init__(self, app: StreamableHTTPASGIApp, ring: KeyRing | None) -> None:
+    def __init__(self, app: LineGuard, ring: KeyRing | None) -> None:
         self._app = app
         self._ring = ring
 
@@ -78,7 +123,7 @@ class McpEndpoint:
         self.manager = StreamableHTTPSessionManager(
             app=server, json_response=True, stateless=True,
             security_settings=_LOOPBACK if ring is None and not proxied else None)
-        self.route = KeyGuard(StreamableHTTPASGIApp(self.manager), ring)
+        self.route = KeyGuard(LineGuard(StreamableHTTPASGIApp(self.manager)), ring)
 
     def _toolbox_for(self, ctx: ServerRequestContext[Any]) -> ToolBox:
         store = self._app.state.store

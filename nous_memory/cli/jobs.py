@@ -1,5 +1,5 @@
 """``nous-memory scheduler``, ``nous-memory jobs list|run|history`` and
-``nous-memory memories restore``: the maintenance jobs on the command line.
+``nous-memory memories restore``: the maintenance jobs and restores on the command line.
 
 ``nous_memory.cli.build_parser`` adds these commands; the handlers follow its
 convention (``(store, args) -> Output``).
@@ -18,6 +18,7 @@ from jobs.scheduler import JobScheduler, cron_trigger
 
 from ..errors import JobFailedError
 from ..maintenance.runs import JobRun
+from ..memories.kinds import Status
 from ..store import MemoryStore
 from .output import Output, stamp, stop_on_signals
 
@@ -53,13 +54,17 @@ def add_job_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     history.add_argument("--limit", type=int, default=20, metavar="N")
     history.set_defaults(handler=_history)
 
-    memories = commands.add_parser("memories", help="cold storage of memories")
+    memories = commands.add_parser("memories", help="restore deleted or archived memories")
     memory_actions = memories.add_subparsers(dest="memories_command", required=True,
                                              metavar="ACTION")
     restore = memory_actions.add_parser(
-        "restore", parents=[agent], help="bring an episode's archived detail back",
-        description="Bring a trimmed or archived episode's detail and transcript back from "
-                    "cold storage, verified byte for byte; the jobs leave it hot after.")
+        "restore", parents=[agent], help="bring a deleted memory, or an episode's archived "
+                                         "detail, back",
+        description="Bring a soft-deleted memory back with the status it had (a fact goes "
+                    "through the value rule: a newer version of it stays current).  For a "
+                    "memory that is not deleted: bring a trimmed or archived episode's detail "
+                    "and transcript back from cold storage, verified byte for byte; the jobs "
+                    "leave it hot after.")
     restore.add_argument("id", metavar="ID")
     restore.add_argument("--actor", help="who restored it (recorded in the history)")
     restore.set_defaults(handler=_restore)
@@ -120,6 +125,20 @@ async def _history(store: MemoryStore, args: argparse.Namespace) -> Output:
 
 
 async def _restore(store: MemoryStore, args: argparse.Namespace) -> Output:
+    memory = await store.get(args.agent, args.id, include_deleted=True)
+    if memory.status is Status.DELETED:
+        back = await store.restore_deleted(args.agent, args.id, actor=args.actor)
+        related = ", ".join(str(r) for r in back.related)
+        how = {"restored": "", "confirmed": f"; it confirms {related}, kept as its older version",
+               "superseded": f"; kept as an older version of {related}",
+               "replaced": f"; it is newer, so it supersedes {related}",
+               "flagged": f"; flagged as a possible conflict with {related}"}
+        return Output({"id": str(back.memory.id), "restored_from": "deleted",
+                       "status": back.memory.status.value, "action": back.action.value,
+                       "previous_status": back.previous_status.value,
+                       "related": [str(r) for r in back.related]},
+                      f"restored {back.memory.id} from deletion: "
+                      f"{back.memory.status.value}{how[back.action.value]}")
     result = await store.restore(args.agent, args.id, actor=args.actor)
     data = {"id": str(result.id), "previous_storage": result.previous_storage,
             "detail_chars": result.detail_chars, "messages": result.messages}

@@ -2,13 +2,16 @@
 
 The session acts for the one agent named on the command line; the tools take no agent
 argument, so the model cannot name another.  Standard output carries only the protocol
-(the SDK points file descriptor 1 at stderr while serving, and the store is opened
-inside that), so nothing the database or the model runtime prints can corrupt it.
+(file descriptor 1 points at stderr while serving, and the store is opened inside
+that), so nothing the database or the model runtime prints can corrupt it.  The
+transport is ``tools.mcp_stdio``, not the SDK's reader: every line a client sends is
+answered, a line that is not a message with a JSON-RPC error and a log line on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 
 from ..config import Settings
 from ..memories.kinds import parse_agent_id
@@ -16,8 +19,9 @@ from ..store import MemoryStore
 
 DESCRIPTION = """\
 Serve the agent tools (memory_search, memory_context, memory_expand, memory_remember,
-memory_learn_fact, memory_forget, memory_history) over MCP on stdin/stdout, bound to
-one agent.  Add it to an MCP client's configuration as a command, for example:
+memory_learn_fact, memory_forget, memory_history, and memory_restore with
+--allow-restore) over MCP on stdin/stdout, bound to one agent.  Add it to an MCP
+client's configuration as a command, for example:
   {"command": "nous-memory", "args": ["mcp", "--agent", "alice"]}"""
 
 
@@ -30,20 +34,25 @@ def add_mcp_command(commands: argparse._SubParsersAction[argparse.ArgumentParser
     mcp.add_argument("--allow-purge", action="store_true", default=None,
                      help="let the model erase memories for good (default: "
                           "$NOUS_MEMORY_TOOLS_ALLOW_PURGE, false: forget only soft-deletes)")
+    mcp.add_argument("--allow-restore", action="store_true", default=None,
+                     help="offer memory_restore, so the model can undo a forget (default: "
+                          "$NOUS_MEMORY_TOOLS_ALLOW_RESTORE, false: only the owner restores)")
 
 
 async def serve_mcp(args: argparse.Namespace, settings: Settings) -> None:
-    from mcp.server.stdio import stdio_server
-
     from ..tools import ToolBox
     from ..tools.mcp_server import build_server
+    from ..tools.mcp_stdio import stdio_lines
 
     agent = parse_agent_id(args.agent)  # a bad id fails before the client connects
+    logging.basicConfig(format="nous-memory mcp: %(levelname)s %(message)s",
+                        level=logging.WARNING)  # stderr: what was refused, and why
     try:
-        async with stdio_server() as (read, write), \
+        async with stdio_lines() as (read, write), \
                 MemoryStore.open(settings=settings) as store:
             await store.warm_up()
-            box = ToolBox(store, agent_id=agent, allow_purge=args.allow_purge, actor="mcp")
+            box = ToolBox(store, agent_id=agent, allow_purge=args.allow_purge,
+                          allow_restore=args.allow_restore, actor="mcp")
             server = build_server(lambda ctx: box)
             await server.run(read, write, server.create_initialization_options())
     except BaseExceptionGroup as group:  # the transport's task group wraps what failed

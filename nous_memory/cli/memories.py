@@ -11,6 +11,7 @@ import argparse
 from typing import Any
 
 from ..db.distribution import COORDINATOR_LOCAL, DISTRIBUTED, citus_script
+from ..errors import a_or_an
 from ..memories.kinds import Kind, Status
 from ..store import MemoryStore
 from .fields import add_field_options, collect_fields, options_for_kind, options_for_update
@@ -44,7 +45,8 @@ def add_memory_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     kinds = remember.add_subparsers(dest="kind", required=True)
     for kind in Kind:
         options = options_for_kind(kind)
-        sub = kinds.add_parser(kind.value, parents=[agent], help=f"remember a {kind.value}")
+        sub = kinds.add_parser(kind.value, parents=[agent],
+                               help=f"remember {a_or_an(kind.value)}")
         add_field_options(sub, options)
         sub.set_defaults(handler=_remember, field_options=options)
 

@@ -90,7 +90,8 @@ def parse_target(value: object) -> tuple[UUID | None, str | None, int | None]:
         Kind(match["kind"])
     except ValueError:
         raise InvalidInputError.single(
-            "memory_id", f"unknown kind {match['kind']!r} in ref {text!r}") from None
+            "memory_id", "unknown kind in the ref; a ref is kind:hex, e.g. fact:1a2b3c4d"
+        ) from None
     chunk = match["chunk"]
     return None, f"{match['kind']}:{match['hex']}", None if chunk is None else int(chunk)
 
@@ -134,25 +135,28 @@ class Expander:
             detail_restored=restored, events=events, chain=chain, source_episode=source,
             transcript=transcript, archived=[_part(r) for r in archive])
 
-    async def resolve(self, agent_id: str, target: UUID | str) -> tuple[UUID, int | None]:
-        """The memory id behind an id or a ref, and the chunk number a chunk ref names."""
+    async def resolve(self, agent_id: str, target: UUID | str, *, deleted: bool = False
+                      ) -> tuple[UUID, int | None]:
+        """The memory id behind an id or a ref, and the chunk number a chunk ref names;
+        ``deleted``: a ref names a soft-deleted memory (for a restore)."""
         agent = parse_agent_id(agent_id)
         ident, ref, chunk_no = parse_target(target)
         if ident is None:
             assert ref is not None
-            ident = await self._resolve(agent, ref)
+            ident = await self._resolve(agent, ref, deleted)
         return ident, chunk_no
 
-    async def _resolve(self, agent: str, ref: str) -> UUID:
+    async def _resolve(self, agent: str, ref: str, deleted: bool) -> UUID:
         kind, hexdigits = ref.split(":")
         low = UUID(hexdigits.ljust(32, "0"))
         high = UUID(hexdigits.ljust(32, "f"))
-        rows = await self._db.fetch("memory_by_ref", agent, low, high, kind)
+        query = "deleted_memory_by_ref" if deleted else "memory_by_ref"
+        rows = await self._db.fetch(query, agent, low, high, kind)
         if not rows:
             raise NotFoundError("memory", ref)
         if len(rows) > 1:
             raise InvalidInputError.single(
-                "memory_id", f"ref {ref!r} matches several memories; use the full id")
+                "memory_id", f"ref {ref} matches several memories; use the full id")
         ident: UUID = rows[0]["id"]
         return ident
 

@@ -15,7 +15,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import FieldProblem, InvalidInputError
+from ..errors import FieldProblem, InvalidInputError, longer_than
 from ..memories.kinds import no_nul
 
 
@@ -160,7 +160,7 @@ def parse_request(agent_id: str, query: object, budget_tokens: object,
     if not isinstance(query, str) or not query.strip():
         problems.append(FieldProblem("query", "must be a non-empty string"))
     elif len(query) > MAX_QUERY_CHARS:
-        problems.append(FieldProblem("query", f"longer than {MAX_QUERY_CHARS} characters"))
+        problems.append(FieldProblem("query", longer_than(MAX_QUERY_CHARS, len(query))))
     else:
         try:
             text = no_nul(query.strip())

@@ -458,3 +458,10 @@ SELECT source, memory_id, chunk_no, kind, status, text, tokens, message_metadata
 FROM priced
 ORDER BY final DESC, memory_id, chunk_no NULLS FIRST
 LIMIT $9;
+
+-- name: deleted_memory_by_ref
+-- A short ref of a soft-deleted memory: only a restore reaches what every read hides.
+SELECT id FROM memories
+WHERE agent_id = $1 AND id BETWEEN $2::uuid AND $3::uuid AND ($4::text IS NULL OR kind = $4)
+  AND status = 'deleted'
+ORDER BY id LIMIT 2;

@@ -25,7 +25,7 @@ from pgvector import Vector as PgVector
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..db import Database
-from ..errors import FieldProblem, InvalidInputError
+from ..errors import FieldProblem, InvalidInputError, longer_than
 from ..memories.kinds import Kind, Status, is_utf8, parse_agent_id, parse_kind
 from ..memories.manager import MemoryManager
 from .ordering import final_order
@@ -241,7 +241,7 @@ def parse_request(agent_id: object, query: object, kinds: object, k: object,
     elif not query.strip():
         problems.append(FieldProblem("query", "must not be empty"))
     elif len(query) > MAX_QUERY_CHARS:
-        problems.append(FieldProblem("query", f"longer than {MAX_QUERY_CHARS} characters"))
+        problems.append(FieldProblem("query", longer_than(MAX_QUERY_CHARS, len(query))))
     elif "\x00" in query:
         problems.append(FieldProblem("query", "contains a NUL character"))
     elif not is_utf8(query):

@@ -14,7 +14,7 @@ from typing import Any
 from uuid import UUID
 
 from ..db import Database
-from ..errors import ConflictError, InvalidInputError, NotFoundError
+from ..errors import ConflictError, InvalidInputError, NotFoundError, longer_than
 from ..memories.kinds import MAX_MESSAGE_CHARS, is_utf8
 from ..tokens import count_tokens
 from .storage import invalidate_in
@@ -45,7 +45,7 @@ def _check_content(content: object) -> str:
     if not isinstance(content, str):
         raise InvalidInputError.single("content", "must be a string")
     if len(content) > MAX_MESSAGE_CHARS:
-        raise InvalidInputError.single("content", f"at most {MAX_MESSAGE_CHARS} characters")
+        raise InvalidInputError.single("content", longer_than(MAX_MESSAGE_CHARS, len(content)))
     if "\x00" in content:
         raise InvalidInputError.single("content", "contains a NUL character")
     if not is_utf8(content):

@@ -30,6 +30,9 @@ from ..errors import (
     InvalidInputError,
     NotFoundError,
     PayloadTooLargeError,
+    is_size_reason,
+    longer_than,
+    more_than,
 )
 from ..memories.kinds import (
     MAX_MESSAGE_CHARS,
@@ -205,7 +208,7 @@ def parse_messages(messages: Sequence[Mapping[str, Any] | MessageIn]) -> list[Me
         raise InvalidInputError.single("messages", "at least one message is needed")
     if len(messages) > MAX_MESSAGES_PER_APPEND:
         raise OversizeMessageError(FieldProblem(
-            "messages", f"{len(messages)} messages; at most {MAX_MESSAGES_PER_APPEND} per call"))
+            "messages", more_than(MAX_MESSAGES_PER_APPEND, len(messages), "messages")))
     parsed: list[MessageIn] = []
     problems: list[FieldProblem] = []
     too_large = False
@@ -215,7 +218,7 @@ def parse_messages(messages: Sequence[Mapping[str, Any] | MessageIn]) -> list[Me
                 dict(message))
         except ValidationError as exc:
             found = problems_from(exc, f"messages[{index}].")
-            too_large |= any("at most" in p.reason for p in found)
+            too_large |= any(is_size_reason(p.reason) for p in found)
             problems.extend(found)
             continue
         except (ValueError, TypeError) as exc:
@@ -234,9 +237,8 @@ def parse_messages(messages: Sequence[Mapping[str, Any] | MessageIn]) -> list[Me
             continue
         if size > MAX_METADATA_CHARS:
             too_large = True
-            problems.append(FieldProblem(f"messages[{index}].metadata",
-                                         f"{size} characters as JSON; at most "
-                                         f"{MAX_METADATA_CHARS}"))
+            problems.append(FieldProblem(f"messages[{index}].metadata", longer_than(
+                MAX_METADATA_CHARS, size, "characters as JSON")))
             continue
         parsed.append(item)
     if problems:

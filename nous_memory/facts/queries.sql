@@ -155,3 +155,20 @@ WHERE agent_id = $1 AND memory_id = $2;
 
 -- name: memory_records_by_ids
 SELECT * FROM memory_records WHERE agent_id = $1 AND id = ANY($2::uuid[]);
+
+-- name: fact_link_successor
+-- A restored fact kept as an older version of $3 (the version current now).
+UPDATE facts SET superseded_by_id = $3 WHERE agent_id = $1 AND memory_id = $2;
+
+-- name: fact_link_predecessor
+-- $2 now supersedes $3, when $2 names no predecessor yet (one link per fact: an older
+-- one it already names stays, and the chain still reaches $3 through $3's own link).
+UPDATE facts SET supersedes_id = $3
+WHERE agent_id = $1 AND memory_id = $2 AND supersedes_id IS NULL;
+
+-- name: fact_stated
+-- What a fact says and when it was last stated (created or confirmed), for a restore
+-- that must tell the newer of two versions.
+SELECT f.content, f.confidence, greatest(m.created_at, f.last_confirmed_at) AS stated_at
+FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
+WHERE f.agent_id = $1 AND f.memory_id = $2;

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..episodes.lifecycle import MAX_MESSAGES_PER_APPEND, MessageIn, parse_messages
-from ..errors import FieldProblem, InvalidInputError
+from ..errors import FieldProblem, InvalidInputError, more_than
 
 MAX_SESSION_TURNS = MAX_MESSAGES_PER_APPEND  # a session is written in one transaction
 MAX_KEY_CHARS = 200
@@ -80,7 +80,7 @@ def parse_sessions(sessions: Sequence[HistorySession | Mapping[str, Any]]
         raise InvalidInputError.single("sessions", "must be a list of sessions")
     if len(sessions) > MAX_SESSIONS_PER_CALL:
         raise InvalidInputError.single(
-            "sessions", f"{len(sessions)} sessions; at most {MAX_SESSIONS_PER_CALL} per call")
+            "sessions", more_than(MAX_SESSIONS_PER_CALL, len(sessions), "sessions"))
     problems: list[FieldProblem] = []
     out: list[CheckedSession] = []
     keys: dict[str, str] = {}  # key -> a digest of the session's turns
@@ -95,8 +95,8 @@ def parse_sessions(sessions: Sequence[HistorySession | Mapping[str, Any]]
             problems.append(FieldProblem(f"{prefix}.turns", "at least one turn is needed"))
             continue
         if len(session.turns) > MAX_SESSION_TURNS:
-            problems.append(FieldProblem(f"{prefix}.turns", f"{len(session.turns)} turns; at "
-                                         f"most {MAX_SESSION_TURNS} per session"))
+            problems.append(FieldProblem(f"{prefix}.turns", more_than(
+                MAX_SESSION_TURNS, len(session.turns), "turns")))
             continue
         key = session.import_key()
         if not key.strip() or len(key) > MAX_KEY_CHARS or not key.isprintable():

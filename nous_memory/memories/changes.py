@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ConflictError, InvalidInputError, PayloadTooLargeError
+from ..errors import ConflictError, InvalidInputError, PayloadTooLargeError, a_or_an
 from ..tokens import count_tokens
 from .kinds import (
     COMMON_FIELDS,
@@ -37,7 +37,7 @@ def apply_changes(current: Memory, changes: Mapping[str, Any]) -> Memory:
     common_changes = {k: v for k, v in changes.items() if k in COMMON_FIELDS}
     if "summary" in common_changes and current.kind is not Kind.EPISODE:
         raise InvalidInputError.single(
-            "summary", f"a {current.kind.value} summary is computed from its fields")
+            "summary", f"{a_or_an(current.kind.value)} summary is computed from its fields")
     failures: list[InvalidInputError] = []
     try:  # every bad field is reported at once, the kind's and the common ones
         detail = validate_detail(current.kind, current.detail.model_dump() | detail_changes)

@@ -22,7 +22,15 @@ from pydantic import (
     model_validator,
 )
 
-from ..errors import FieldProblem, InvalidInputError, PayloadTooLargeError
+from ..errors import (
+    FieldProblem,
+    InvalidInputError,
+    PayloadTooLargeError,
+    a_or_an,
+    is_size_reason,
+    longer_than,
+    reason_of,
+)
 from .triggers import valid_trigger
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -330,7 +338,7 @@ def parse_agent_id(agent_id: object) -> str:
         raise InvalidInputError.single("agent_id", "must not be empty")
     if len(agent_id) > MAX_AGENT_ID_CHARS:
         raise InvalidInputError.single(
-            "agent_id", f"longer than {MAX_AGENT_ID_CHARS} characters")
+            "agent_id", longer_than(MAX_AGENT_ID_CHARS, len(agent_id)))
     if not agent_id.isprintable():
         raise InvalidInputError.single("agent_id", "contains control characters")
     return agent_id
@@ -342,7 +350,7 @@ def parse_kind(kind: object, field: str = "kind") -> Kind:
     except ValueError:
         allowed = ", ".join(k.value for k in Kind)
         raise InvalidInputError.single(
-            field, f"unknown kind {kind!r}; expected one of {allowed}") from None
+            field, f"unknown kind; expected one of {allowed}") from None
 
 
 def parse_new(kind: object, fields: Mapping[str, Any], prefix: str = "", *,
@@ -359,7 +367,8 @@ def parse_new(kind: object, fields: Mapping[str, Any], prefix: str = "", *,
     if common is not None and common.summary is not None and parsed_kind is not Kind.EPISODE:
         problems.append(FieldProblem(
             f"{prefix}summary",
-            f"a {parsed_kind.value} summary is computed from its fields; only episodes take one"))
+            f"{a_or_an(parsed_kind.value)} summary is computed from its fields; only episodes "
+            "take one"))
     if (parsed_kind is Kind.EPISODE and isinstance(detail, EpisodeDetail) and common is not None
             and not allow_untitled and not (detail.title or detail.detail or common.summary)):
         problems.append(FieldProblem(f"{prefix}detail",
@@ -384,13 +393,11 @@ def problems_from(exc: ValidationError, prefix: str = "") -> list[FieldProblem]:
     found = []
     for err in exc.errors(include_url=False):
         loc = ".".join(str(part) for part in err["loc"] if part != "kind" or len(err["loc"]) == 1)
-        reason = err["msg"].removeprefix("Value error, ")
+        reason = reason_of(err)
         if not loc and reason.split(" ", 1)[0].isidentifier():
             loc = reason.split(" ", 1)[0]  # a whole-record check names its first field
         if err["type"] == "extra_forbidden":
             reason = "unknown field"
-        elif err["type"] == "string_too_long":
-            reason = f"{reason} (the documented limit for this field)"
         found.append(FieldProblem(f"{prefix}{loc or 'value'}", reason))
     return found
 
@@ -398,7 +405,7 @@ def problems_from(exc: ValidationError, prefix: str = "") -> list[FieldProblem]:
 def _raise(problems: list[FieldProblem]) -> None:
     if not problems:
         return
-    if any("at most" in p.reason and "limit" in p.reason for p in problems):
+    if any(is_size_reason(p.reason) for p in problems):
         raise PayloadTooLargeError(problems)
     raise InvalidInputError(problems)
 

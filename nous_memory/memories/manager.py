@@ -23,6 +23,8 @@ from ..errors import (
     FieldProblem,
     InvalidInputError,
     NotFoundError,
+    more_than,
+    out_of_range,
 )
 from ..tokens import count_tokens
 from .changes import apply_changes, audit_values, refuse_cold_detail_edit
@@ -110,7 +112,7 @@ class MemoryManager:
         agent = parse_agent_id(agent_id)
         if len(items) > MAX_BATCH_ITEMS:
             raise InvalidInputError.single(
-                "items", f"{len(items)} items; at most {MAX_BATCH_ITEMS} per call")
+                "items", more_than(MAX_BATCH_ITEMS, len(items)))
         parsed: list[NewMemory] = []
         problems: list[FieldProblem] = []
         for index, item in enumerate(items):
@@ -397,7 +399,7 @@ class MemoryManager:
         statuses = parse_statuses(status)
         if isinstance(limit, bool) or not isinstance(limit, int) or not (
                 1 <= limit <= MAX_PAGE_SIZE):
-            raise InvalidInputError.single("limit", f"must be between 1 and {MAX_PAGE_SIZE}")
+            raise InvalidInputError.single("limit", out_of_range(1, MAX_PAGE_SIZE))
         after = parse_time(created_after, "created_after")
         before = parse_time(created_before, "created_before")
         after_at, after_id = decode_cursor(cursor) if cursor else (None, None)

@@ -203,3 +203,16 @@ SELECT
         WHERE k.agent_id = $1))::bigint AS transcripts,
     (SELECT coalesce(sum(pg_column_size(a.*)), 0) FROM memory_archive a
      WHERE a.agent_id = $1)::bigint AS cold_storage;
+
+-- name: status_before_delete
+-- The status a soft-deleted memory had: its newest 'deleted' event says it.
+SELECT old_values->>'status' FROM memory_events
+WHERE agent_id = $1 AND memory_id = $2 AND event = 'deleted'
+ORDER BY id DESC
+LIMIT 1;
+
+-- name: undelete_memory
+-- Back from a soft delete with status $3; nothing when it is no longer deleted.
+UPDATE memories SET status = $3, deleted_at = NULL, updated_at = now(), version = version + 1
+WHERE agent_id = $1 AND id = $2 AND status = 'deleted'
+RETURNING id;

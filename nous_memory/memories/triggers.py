@@ -17,6 +17,7 @@ from typing import Any
 
 import re2
 
+from ..errors import longer_than
 from .fact_key import normalize_fact
 
 log = logging.getLogger(__name__)
@@ -51,7 +52,7 @@ def compile_trigger(pattern: str) -> Trigger:
         return Trigger(phrase=normalize_fact(stripped), regex=None)
     body = stripped[1:-1]
     if len(body) > MAX_REGEX_CHARS:
-        raise ValueError(f"a /regex/ trigger is at most {MAX_REGEX_CHARS} characters")
+        raise ValueError(f"a /regex/ trigger is {longer_than(MAX_REGEX_CHARS, len(body))}")
     options = re2.Options()
     options.case_sensitive = False
     options.max_mem = REGEX_MAX_MEM

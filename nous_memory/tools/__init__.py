@@ -4,7 +4,8 @@
 OpenAI function-calling format; ``tools.mcp_server`` serves the same tools over MCP.
 """
 
-from .definitions import TOOL_NAMES, TOOLS, Tool, ToolPolicy, ToolResult
+from .definitions import DEFAULT_TOOL_NAMES, TOOL_NAMES, TOOLS, Tool, ToolPolicy, ToolResult
 from .toolbox import ToolBox
 
-__all__ = ["TOOLS", "TOOL_NAMES", "Tool", "ToolBox", "ToolPolicy", "ToolResult"]
+__all__ = ["DEFAULT_TOOL_NAMES", "TOOLS", "TOOL_NAMES", "Tool", "ToolBox", "ToolPolicy",
+           "ToolResult"]

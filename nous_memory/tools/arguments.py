@@ -14,7 +14,14 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from ..errors import FieldProblem, InvalidInputError
+from ..errors import (
+    FieldProblem,
+    InvalidInputError,
+    a_or_an,
+    longer_than,
+    more_than,
+    out_of_range,
+)
 from ..memories.kinds import DETAIL_MODELS, CommonFields, Kind
 
 MAX_ARGUMENT_BYTES = 64_000  # one tool call's JSON; larger is refused before parsing
@@ -119,9 +126,9 @@ def remember_problems(arguments: Mapping[str, Any]) -> list[FieldProblem]:
     except ValueError:
         return []  # the schema's enum already reports it
     allowed = set(REMEMBER_FIELDS[kind]) | set(COMMON) | {"kind", "agent_id"}
-    problems = [FieldProblem(name, f"not a field of a {kind.value}")
+    problems = [FieldProblem(name, f"not a field of {a_or_an(kind.value)}")
                 for name in arguments if name not in allowed]
-    problems += [FieldProblem(name, f"required for a {kind.value}")
+    problems += [FieldProblem(name, f"required for {a_or_an(kind.value)}")
                  for name in REQUIRED_FIELDS[kind] if name not in arguments]
     return problems
 
@@ -135,8 +142,10 @@ def parse_arguments(raw: object) -> dict[str, Any]:
         return dict(raw)
     if not isinstance(raw, str):
         raise InvalidInputError.single("arguments", "must be a JSON object or its text")
-    if len(raw.encode("utf-8", "surrogatepass")) > MAX_ARGUMENT_BYTES:
-        raise InvalidInputError.single("arguments", f"larger than {MAX_ARGUMENT_BYTES} bytes")
+    size = len(raw.encode("utf-8", "surrogatepass"))
+    if size > MAX_ARGUMENT_BYTES:
+        raise InvalidInputError.single("arguments", longer_than(MAX_ARGUMENT_BYTES, size,
+                                                                "bytes"))
     if not raw.strip():
         return {}
     try:
@@ -191,7 +200,23 @@ def _reason(error: ValidationError) -> str:
         expected = error.validator_value
         names = expected if isinstance(expected, Sequence) and not isinstance(
             expected, str) else [expected]
-        return "must be " + " or ".join(f"a {n}" if n != "integer" else "an integer"
-                                        for n in names)
-    message = str(error.message)
-    return message if len(message) <= 200 else message[:200] + "..."
+        return "must be " + " or ".join(a_or_an(str(n)) for n in names)
+    value = error.instance
+    limit: Any = schema.get(str(error.validator))
+    if error.validator == "maxLength" and isinstance(value, str):
+        return longer_than(int(limit), len(value))
+    if error.validator == "minLength" and isinstance(value, str):
+        return "must not be empty" if limit == 1 else \
+            f"shorter than {limit} characters (got {len(value)})"
+    if error.validator == "maxItems" and isinstance(value, list):
+        return more_than(int(limit), len(value))
+    if error.validator in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        low = schema.get("minimum", schema.get("exclusiveMinimum"))
+        high = schema.get("maximum", schema.get("exclusiveMaximum"))
+        if low is not None and high is not None:
+            return out_of_range(low, high)
+        return f"must be at least {low}" if low is not None else f"must be at most {high}"
+    if error.validator == "uniqueItems":
+        return "has an item more than once"
+    # jsonschema's own messages quote the value; say which rule failed instead
+    return f"does not match the schema ({error.validator})"

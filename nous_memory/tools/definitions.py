@@ -43,6 +43,7 @@ class ToolPolicy:
     """What the server lets the model do beyond reading and soft changes."""
 
     allow_purge: bool = False
+    allow_restore: bool = False
     actor: str = "tools"
 
 
@@ -59,6 +60,7 @@ class Tool:
     read_only: bool = False
     destructive: bool = False
     idempotent: bool = False
+    gated: bool = False  # offered only where the server allows it (ToolPolicy.allow_restore)
     call: Call
 
     def input_schema(self, agent_property: Mapping[str, Any] | None = None,
@@ -149,10 +151,28 @@ async def _forget(store: MemoryStore, agent: str, args: Mapping[str, Any],
             "ref", "an absolute censor cannot be forgotten by the assistant; only its owner "
                    "can remove it")
     await store.delete(agent, ident, purge=purge, actor=policy.actor)
-    done = "erased for good" if purge else "forgotten (the owner can restore it)"
+    done = "erased for good" if purge else (
+        "forgotten (memory_restore with this ref brings it back)" if policy.allow_restore
+        else "forgotten (hidden from now on; its owner can restore it)")
     return ToolResult(text=f"[{render.ref(memory)}] {done}.",
                       data={"ref": render.ref(memory), "memory_id": str(ident),
                             "purged": purge})
+
+
+async def _restore(store: MemoryStore, agent: str, args: Mapping[str, Any],
+                   policy: ToolPolicy) -> ToolResult:
+    if not policy.allow_restore:  # the tool is not offered then; a direct call is refused
+        raise InvalidInputError.single("name", "this server does not let the assistant "
+                                               "restore memories; its owner can")
+    if "#" in str(args["ref"]):
+        raise InvalidInputError.single("ref", "a transcript excerpt is restored with its "
+                                              "episode (the ref before '#')")
+    ident = await store.resolve(agent, args["ref"], deleted=True)
+    back = await store.restore_deleted(agent, ident, actor=policy.actor)
+    return ToolResult(
+        text=render.restored(back),
+        data={**_memory_data(back.memory), "action": back.action.value,
+              "related": [ref_of("fact", r) for r in back.related]})
 
 
 async def _history(store: MemoryStore, agent: str, args: Mapping[str, Any],
@@ -269,6 +289,14 @@ TOOLS: tuple[Tool, ...] = (
                                "description": "Erase for good (refused unless the server "
                                               "allows purging)."}},
          required=("ref",)),
+    Tool(name="memory_restore", title="Restore a forgotten memory", gated=True,
+         idempotent=False, call=_restore,
+         description=(
+             "Bring back a memory that memory_forget soft-deleted, by the ref or id it had, "
+             "when the user asks you to undo a forget. A fact comes back through the same "
+             "deduplication as memory_learn_fact: if a newer version was learned meanwhile, "
+             "that one stays current and the restored one becomes its history."),
+         properties={"ref": _REF_SCHEMA}, required=("ref",)),
     Tool(name="memory_history", title="History of a memory", read_only=True,
          idempotent=True, call=_history,
          description=(
@@ -279,3 +307,5 @@ TOOLS: tuple[Tool, ...] = (
 )
 
 TOOL_NAMES = tuple(tool.name for tool in TOOLS)
+DEFAULT_TOOL_NAMES = tuple(tool.name for tool in TOOLS if not tool.gated)
+"""The tools a session gets unless the server allows more (memory_restore)."""

@@ -122,7 +122,7 @@ def _resource_call(uri: str) -> tuple[str, dict[str, Any]]:
         raise MCPError(types.INVALID_PARAMS, f"not a resource URI ({exc})") from None
     path = parts.path.split("/")
     if parts.scheme != SCHEME or not parts.netloc or len(path) < 2:
-        raise MCPError(types.INVALID_PARAMS, f"unknown resource {uri!r}; see the templates")
+        raise MCPError(types.INVALID_PARAMS, "unknown resource; see the resource templates")
     agent = unquote(parts.netloc)
     if path[1] == "memory" and len(path) == 3 and path[2]:
         ref = unquote(path[2]) + (f"#{parts.fragment}" if parts.fragment else "")
@@ -136,4 +136,4 @@ def _resource_call(uri: str) -> tuple[str, dict[str, Any]]:
                 raise MCPError(types.INVALID_PARAMS, "budget_tokens: must be an integer")
             arguments["budget_tokens"] = int(budget)
         return "memory_context", arguments
-    raise MCPError(types.INVALID_PARAMS, f"unknown resource {uri!r}; see the templates")
+    raise MCPError(types.INVALID_PARAMS, "unknown resource; see the resource templates")

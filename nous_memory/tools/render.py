@@ -19,6 +19,7 @@ from ..context.model import Context
 from ..context.recall import RecallResult
 from ..context.sections import item_line
 from ..facts.learning import LearnResult
+from ..facts.undelete import Undeleted
 from ..memories.records import Memory, MemoryEvent
 from ..tokens import count_tokens, head_tokens
 
@@ -39,8 +40,14 @@ def _day(moment: datetime | None) -> str:
 
 
 def _value(value: object, limit: int = MAX_VALUE_CHARS) -> str:
-    if isinstance(value, list):
-        text = "; ".join(str(v) for v in value)
+    """A value as a model reads it: no Python reprs (None, dicts, quotes)."""
+    if value is None or value == "":
+        text = "(none)"
+    elif isinstance(value, Mapping):
+        text = ", ".join(f"{k}: {_value(v, limit)}" for k, v in value.items()
+                         if v not in (None, "", [], {})) or "(none)"
+    elif isinstance(value, list):
+        text = "; ".join(_value(v, limit) for v in value) or "(none)"
     elif isinstance(value, datetime):
         text = _day(value)
     else:
@@ -171,13 +178,35 @@ def learned(result: LearnResult) -> str:
     if result.fact is None:
         return f"Not learned ({result.action.value}):\n" + block(
             reason or ["no reason given"], "learn")
-    text = f"Fact {result.action.value} as [{ref(result.fact)}]"
-    if result.related:
-        others = ", ".join(f"[{ref_of('fact', r)}]" for r in result.related)
-        text += (f" beside {others}, flagged as a possible conflict for the owner to settle"
-                 if result.action.value == "created" else f" (related: {others})")
+    mine = f"[{ref(result.fact)}]"
+    others = ", ".join(f"[{ref_of('fact', r)}]" for r in result.related)
+    text = {  # the new fact's ref and the old one's never trade places in the wording
+        "created": f"New fact {mine}" + (
+            f", kept beside {others} and flagged as a possible conflict for the owner to "
+            "settle" if others else ""),
+        "confirmed": f"Already known: {mine} is confirmed",
+        "merged": f"Already known: {mine} now holds the more specific wording",
+        "superseded": f"New fact {mine}; it supersedes the old value {others}, which stays "
+                      "in its history",
+        "reactivated": f"Known before: {mine} is current again" + (
+            f"; it supersedes {others}" if others else ""),
+    }.get(result.action.value, f"Fact {result.action.value}: {mine}")
     return text + ":\n" + block([item_line(ref(result.fact), result.fact.summary), *reason],
                                  "saved")
+
+
+_PLACED = {"restored": "", "confirmed": "; a current fact says the same: it is confirmed "
+                                        "and this one kept as its older version",
+           "superseded": "; a newer version is current: this one is kept as its history",
+           "replaced": "; it is newer than the current version, which it now supersedes",
+           "flagged": "; flagged as a possible conflict for the owner to settle"}
+
+
+def restored(back: Undeleted) -> str:
+    memory = back.memory
+    related = "".join(f" [{ref_of('fact', r)}]" for r in back.related)
+    return (f"Restored [{ref(memory)}] as {memory.status.value}{_PLACED[back.action.value]}"
+            f"{related}:\n" + block([item_line(ref(memory), memory.summary)], "saved"))
 
 
 def structured(value: Any) -> Any:

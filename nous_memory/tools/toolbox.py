@@ -40,19 +40,23 @@ class ToolBox:
 
     def __init__(self, store: MemoryStore, *, agent_id: str | None = None,
                  allowed_agents: frozenset[str] | None = None,
-                 allow_purge: bool | None = None, actor: str = "tools") -> None:
+                 allow_purge: bool | None = None, allow_restore: bool | None = None,
+                 actor: str = "tools") -> None:
         self.store = store
         self.agent_id = parse_agent_id(agent_id) if agent_id is not None else None
         self.allowed_agents = allowed_agents
         purge = store.settings.tools_allow_purge if allow_purge is None else allow_purge
-        self.policy = ToolPolicy(allow_purge=purge, actor=actor)
-        self._tools = {tool.name: tool for tool in TOOLS}
+        restore = store.settings.tools_allow_restore if allow_restore is None else allow_restore
+        self.policy = ToolPolicy(allow_purge=purge, allow_restore=restore, actor=actor)
+        self._offered = tuple(tool for tool in TOOLS if restore or not tool.gated)
+        self._tools = {tool.name: tool for tool in self._offered}
         self._checkers = {tool.name: ArgumentChecker(self.input_schema(tool))
-                          for tool in TOOLS}
+                          for tool in self._offered}
 
     @property
     def tools(self) -> tuple[Tool, ...]:
-        return TOOLS
+        """The tools this box offers (memory_restore only where restores are allowed)."""
+        return self._offered
 
     def _default_agent(self) -> str | None:
         if self.agent_id is not None:
@@ -76,7 +80,7 @@ class ToolBox:
         """The tools in the OpenAI function-calling format (``tools=`` of a chat call)."""
         return [{"type": "function", "function": {
             "name": tool.name, "description": tool.description,
-            "parameters": self.input_schema(tool)}} for tool in TOOLS]
+            "parameters": self.input_schema(tool)}} for tool in self._offered]
 
     async def call(self, name: str, arguments: str | Mapping[str, Any] | None = None
                    ) -> ToolResult:
@@ -86,7 +90,7 @@ class ToolBox:
             tool = self._tools.get(name)
             if tool is None:
                 raise InvalidInputError.single(
-                    "name", f"no tool {name!r}; the tools are {', '.join(self._tools)}")
+                    "name", f"no such tool; the tools are {', '.join(self._tools)}")
             args = parse_arguments(arguments)
             self._checkers[name].check(args)
             agent = self._agent(args)

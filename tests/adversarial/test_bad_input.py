@@ -93,7 +93,7 @@ async def test_catastrophic_regex_cannot_stall_the_server(client: httpx.AsyncCli
 
 @pytest.mark.parametrize(("pattern", "reason"), [
     ("/(a)\\1/", "RE2"), ("/(?<=a)b/", "RE2"), ("/[/", "RE2"),
-    ("/" + "a" * 501 + "/", "at most 500 characters")])
+    ("/" + "a" * 501 + "/", "longer than 500 characters (got 501)")])
 async def test_unusable_regex_triggers_are_refused_when_written(
         client: httpx.AsyncClient, store: MemoryStore, pattern: str, reason: str) -> None:
     response = await post(client, f"/agents/{A}/memories",

@@ -203,7 +203,7 @@ def test_a_bad_edit_shows_its_error_next_to_the_field(browser: WebDriver, site: 
     submit(browser, "form.edit button[type=submit]")
     field = browser.find_element(By.CSS_SELECTOR, "div.field.invalid")
     assert field.find_element(By.TAG_NAME, "label").text == "confidence"
-    assert "less than or equal to 1" in field.find_element(By.CSS_SELECTOR,
+    assert "must be at most 1" in field.find_element(By.CSS_SELECTOR,
                                                             ".field-error").text
     assert browser.find_element(By.ID, "f-confidence").get_attribute("value") == "1.5"
     shot(browser, site, "08-bad-edit")
@@ -232,6 +232,39 @@ def test_forget_a_memory(browser: WebDriver, site: Site) -> None:
     assert browser.find_element(By.CSS_SELECTOR, "h1 .status-deleted").text == "deleted"
     browser.get(f"{site.base}/ui/agents/{AGENT}/memories")
     assert "555-0100" not in text_of(browser)
+    browser.get(f"{site.base}/ui/agents/{AGENT}/memories/{site.ids['phone']}")
+    restore = browser.find_element(By.XPATH, "//div[@class='actions']//button[.='Restore']")
+    purge = browser.find_element(By.LINK_TEXT, "Purge")  # the undo sits beside Purge
+    assert restore.location["y"] == purge.location["y"]
+    click_and_wait(browser, restore)
+    assert "Restored: back in recall" in text_of(browser)
+    assert browser.find_element(By.CSS_SELECTOR, "h1 .status-active").text == "active"
+    browser.get(f"{site.base}/ui/agents/{AGENT}/memories")
+    assert "555-0100" in text_of(browser)
+
+
+@pytest.mark.parametrize(("path", "ready"), [
+    ("/docs", ".opblock"),  # Swagger UI: one block per operation
+    ("/redoc", "[data-section-id^='operation/']"),  # ReDoc: one section per operation
+])
+def test_api_docs_render_offline_from_the_package(browser: WebDriver, site: Site,
+                                                  path: str, ready: str) -> None:
+    browser.get(f"{site.base}{path}")
+    WebDriverWait(browser, 30).until(
+        lambda b: len(b.find_elements(By.CSS_SELECTOR, ready)) >= 20)
+    page = text_of(browser)
+    for operation in ("/agents/{agent_id}/memories/{memory_id}/restore",
+                      "/agents/{agent_id}/recall"):
+        assert operation in page or operation in browser.page_source, operation
+    loaded = browser.execute_script("return performance.getEntriesByType('resource')"
+                                    ".map(e => [e.name, e.initiatorType, e.transferSize])")
+    assert any(name.startswith(f"{site.base}/docs/assets/") for name, _, _ in loaded)
+    # ReDoc's bundle names a logo on its maker's CDN: the page's policy refuses it, so
+    # it is the one other-origin entry, an image, and nothing was transferred
+    others = [(name, kind, size) for name, kind, size in loaded
+              if not name.startswith(site.base)]
+    assert all(kind == "img" and size == 0 for _, kind, size in others), others
+    shot(browser, site, f"16-{path.strip('/')}")
 
 
 def test_episode_operations_and_a_phone(browser: WebDriver, site: Site) -> None:

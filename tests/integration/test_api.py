@@ -489,9 +489,14 @@ async def test_openapi_documents_paths_and_bodies(client: httpx.AsyncClient) -> 
         "ValidationFailure")
     for ref in union["oneOf"]:
         assert ref["$ref"].rsplit("/", 1)[1] in schemas
-    docs = await client.get("/docs")
-    assert docs.status_code == 200
-    assert "swagger" in docs.text.lower()
+    for page, script in (("/docs", "swagger-ui-bundle.js"), ("/redoc", "redoc.standalone.js")):
+        docs = await client.get(page)
+        assert docs.status_code == 200 and f'src="/docs/assets/{script}"' in docs.text
+        assert "http" not in docs.text.replace("http-equiv", "")  # no CDN, no web fonts
+        policy = docs.headers["content-security-policy"]
+        assert "default-src 'self'" in policy and "img-src 'self' data:" in policy
+        asset = await client.get(f"/docs/assets/{script}")
+        assert asset.status_code == 200 and len(asset.content) > 100_000
 
 
 # ---------------------------------------------------------------------- API keys

@@ -73,6 +73,7 @@ SMOKES: dict[str, Smoke] = {
                             headline="lme_turn_recall_any@10"),
     "locomo_recall.py": Smoke(argv=("--conversations", "1", "--sessions", "2", "--trim-all",
                                     "--archive-all"), headline="locomo_recall@10_cat1-4"),
+    "mcp_fuzz.py": Smoke(argv=("--requests", "20"), headline="rows_changed_by_invalid_calls"),
     "portability.py": Smoke(argv=("--memories", "50"), headline="export_rows_per_s"),
     "soak.py": Smoke(argv=("--clients", "2", "--minutes", "0.1", "--agents", "2"),
                      headline="soak_errors"),

@@ -187,8 +187,8 @@ async def test_a_bad_edit_shows_the_stores_error_next_to_the_field(
                                         "description": "   ", "importance": "lots"})
     assert bad.status_code == 422
     html = bad.text
-    for field, reason in (("confidence", "less than or equal to 1"),
-                          ("description", "at least 1 character"),
+    for field, reason in (("confidence", "must be at most 1"),
+                          ("description", "must not be empty"),
                           ("importance", "valid number")):
         block = re.search(rf'<div class="field invalid">\s*<label for="f-{field}">.*?</div>',
                           html, re.S)
@@ -210,6 +210,16 @@ async def test_forget_and_purge_say_what_they_erase(open_ui: httpx.AsyncClient,
     assert (await store.get(A, fact.id, include_deleted=True)).status.value == "deleted"
     listing = await open_ui.get("/ui/agents/agent-a/memories")
     assert "555-0100" not in listing.text
+
+    page = await open_ui.get(url)  # the undo of a forget sits beside Purge
+    assert f'action="{url}/restore"' in page.text and ">Restore</button>" in page.text
+    back = await open_ui.post(f"{url}/restore", data={"csrf": csrf_of(page.text)})
+    assert back.status_code == 303 and "undeleted-restored" in back.headers["location"]
+    shown = await open_ui.get(back.headers["location"])
+    assert "Restored: back in recall" in shown.text and ">Restore</button>" not in shown.text
+    assert (await store.get(A, fact.id)).status.value == "active"
+    assert (await store.history(A, fact.id))[-1].actor == "inspector"
+    assert "555-0100" in (await open_ui.get("/ui/agents/agent-a/memories")).text
 
     purge = await open_ui.get(f"{url}/forget?purge=true")
     assert "erases for good" in purge.text and "history keeps only" in purge.text
@@ -267,6 +277,8 @@ async def test_conflict_queue_resolves_through_the_page(open_ui: httpx.AsyncClie
     page = await open_ui.get("/ui/agents/agent-a/conflicts")
     assert "Tim&#39;s manager is Priya" in page.text and "Daniel" in page.text
     assert flagged.fact is not None
+    cards = (await open_ui.get("/ui/agents/agent-a/memories?kind=fact")).text
+    assert cards.count('class="chip conflict"') == 2  # both list cards say so
     done = await open_ui.post("/ui/agents/agent-a/conflicts/resolve", data={
         "csrf": csrf_of(page.text), "keep": str(flagged.fact.id),
         "other": str(flagged.related[0]), "resolution": "keep_one"})
@@ -274,6 +286,8 @@ async def test_conflict_queue_resolves_through_the_page(open_ui: httpx.AsyncClie
     assert (await store.get(A, flagged.related[0])).status.value == "superseded"
     after = await open_ui.get(done.headers["location"])
     assert "Kept one fact" in after.text and "Nothing to review" in after.text
+    cards = (await open_ui.get("/ui/agents/agent-a/memories?kind=fact")).text
+    assert 'class="chip conflict"' not in cards
 
 
 async def test_episode_and_operations_pages(open_ui: httpx.AsyncClient,
@@ -296,9 +310,19 @@ async def test_episode_and_operations_pages(open_ui: httpx.AsyncClient,
     assert "Message number 129" in later.text and "Message number 99<" not in later.text
     listing = await open_ui.get("/ui/agents/agent-a/episodes")
     assert "Trip planning" in listing.text
+    chat = await store.start_episode(A, title="Lunch")
+    await store.append(A, chat.id, [{"role": "user", "name": "Ana",
+                                     "content": "I moved to Lisbon last year."}])
+    await store.close_episode(A, chat.id)
     ops = await open_ui.get("/ui/agents/agent-a/operations")
     assert ops.status_code == 200 and "Work queue" in ops.text
     assert "Maintenance job runs" in ops.text
+    counts = ops.text.split('<table class="queue-counts">', 1)[1].split("</table>", 1)[0]
+    assert "<td>episode_close</td><td>pending</td>" in counts  # a table, not a chip of JSON
+    await store.worker().drain()  # no LLM: the rule extractor learns what Ana said
+    closed = await open_ui.get(f"/ui/agents/agent-a/episodes/{chat.id}")
+    assert "facts by rules (no LLM)" in closed.text and "not_extracted" not in closed.text
+    assert "Ana moved to Lisbon" in closed.text.split("Learned from it", 1)[1]
 
 
 async def test_export_import_and_forget_an_agent_from_the_page(

@@ -112,7 +112,9 @@ async def test_restore_over_rest(client: httpx.AsyncClient, store: MemoryStore) 
     url = f"/agents/{AGENT}/memories/{episode.id}/restore"
     response = await client.post(url)
     assert response.status_code == 200, response.text
-    assert response.json() == {"id": str(episode.id), "previous_storage": "archived",
+    assert response.json() == {"id": str(episode.id), "restored_from": "cold_storage",
+                               "status": None, "previous_status": None, "action": None,
+                               "related": [], "previous_storage": "archived",
                                "detail_chars": len(text), "messages": None}
     shown = (await client.get(f"/agents/{AGENT}/memories/{episode.id}")).json()
     assert shown["detail"]["detail"] == text and shown["detail"]["storage"] == "restored"

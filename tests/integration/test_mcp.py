@@ -21,7 +21,7 @@ from mcp_types import INVALID_PARAMS
 
 from nous_memory import MemoryStore
 from nous_memory.api import create_app
-from nous_memory.tools import TOOL_NAMES
+from nous_memory.tools import DEFAULT_TOOL_NAMES
 from nous_memory.tools.mcp_server import memory_uri
 from tests.integration.http_helpers import free_port
 
@@ -37,7 +37,7 @@ def text(result: Any) -> str:
 async def exercise(client: Client, store: MemoryStore, extra: dict[str, str]) -> None:
     """Call every tool as agent alice (``extra`` names the agent where a session must)."""
     listed = await client.list_tools()
-    assert [tool.name for tool in listed.tools] == list(TOOL_NAMES)
+    assert [tool.name for tool in listed.tools] == list(DEFAULT_TOOL_NAMES)
     assert all(tool.input_schema["type"] == "object" for tool in listed.tools)
     forget = next(t for t in listed.tools if t.name == "memory_forget")
     assert forget.annotations is not None and forget.annotations.destructive_hint is True

@@ -59,6 +59,7 @@ async def test_readme_python_examples_run(database_url: str) -> None:
     assert outputs[0][0].startswith("superseded [UUID(")
     assert ["archived", "archived 4199"] in outputs  # Maintenance jobs: archive, restore
     assert ["1 0", "0"] in outputs  # History import: imported, then nothing left closing
+    assert ["restored active"] in outputs  # Forgetting and undo
     # context and expand
     context_out = next(o for f, o in zip(fragments, outputs, strict=True)
                        if "assemble_context" in f)

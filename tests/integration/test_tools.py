@@ -10,7 +10,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from nous_memory import MemoryStore, blocks
-from nous_memory.tools import TOOL_NAMES, ToolBox, ToolResult
+from nous_memory.tools import DEFAULT_TOOL_NAMES, TOOL_NAMES, ToolBox, ToolResult
 
 
 def problems(result: ToolResult) -> dict[str, str]:
@@ -21,7 +21,7 @@ def problems(result: ToolResult) -> dict[str, str]:
 
 def test_openai_format_has_every_tool_with_a_valid_schema(store: MemoryStore) -> None:
     bound = ToolBox(store, agent_id="alice").openai_tools()
-    assert [t["function"]["name"] for t in bound] == list(TOOL_NAMES)
+    assert [t["function"]["name"] for t in bound] == list(DEFAULT_TOOL_NAMES)
     assert set(TOOL_NAMES) >= {"memory_search", "memory_context", "memory_expand",
                                "memory_remember", "memory_learn_fact", "memory_forget",
                                "memory_history"}
@@ -117,6 +117,70 @@ async def test_purge_only_when_the_server_allows_it(store: MemoryStore) -> None:
             "memory_forget", {"ref": str(censor.id), "purge": purge})
         assert "absolute censor" in problems(kept)["ref"]
     assert (await store.get("alice", censor.id)).status.value == "active"
+
+
+async def test_restore_is_the_owners_unless_the_server_allows_the_model(
+        store: MemoryStore) -> None:
+    memory = await store.remember("alice", "fact", content="The user's locker code is 3141")
+    box = ToolBox(store, agent_id="alice")
+    forgot = await box.call("memory_forget", {"ref": str(memory.id)})
+    assert "owner can restore it" in forgot.text
+    assert "memory_restore" not in [t.name for t in box.tools]
+    assert "name" in problems(await box.call("memory_restore", {"ref": str(memory.id)}))
+    assert (await store.get("alice", memory.id, include_deleted=True)).status == "deleted"
+
+    allowed = ToolBox(store, agent_id="alice", allow_restore=True)
+    assert [t.name for t in allowed.tools] == list(TOOL_NAMES)
+    short = f"fact:{memory.id.hex[:8]}"  # the ref the model saw before it forgot
+    back = await allowed.call("memory_restore", {"ref": short})
+    assert not back.is_error and back.data["status"] == "active", back.text
+    assert f"Restored [{short}] as active" in back.text
+    assert [e.event for e in await store.history("alice", memory.id)][-1] == "restored"
+    again = await allowed.call("memory_restore", {"ref": short})  # not deleted any more
+    assert "ref" in problems(again)
+    bob = await store.remember("bob", "fact", content="Bob's door code is 4471")
+    await store.delete("bob", bob.id)
+    assert "ref" in problems(await allowed.call("memory_restore", {"ref": str(bob.id)}))
+    assert (await store.get("bob", bob.id, include_deleted=True)).status == "deleted"
+
+
+async def test_results_read_plainly(store: MemoryStore) -> None:
+    box = ToolBox(store, agent_id="alice")
+    old = await box.call("memory_learn_fact", {"content": "The project deadline is March 3"})
+    new = await box.call("memory_learn_fact", {"content": "The project deadline is March 10"})
+    assert new.data["action"] == "superseded", new.text
+    assert new.text.startswith(f"New fact [{new.data['ref']}]; it supersedes the old value "
+                               f"[{old.data['ref']}]")
+    again = await box.call("memory_learn_fact", {"content": "The project deadline is March 10"})
+    assert again.text.startswith(f"Already known: [{new.data['ref']}] is confirmed")
+    history = await box.call("memory_history", {"ref": new.data["ref"]})
+    assert "None" not in history.text and "{'" not in history.text, history.text
+    assert "confirmed_by: (none) -> source: assistant tool call, content: " in history.text
+    wrong = await box.call("memory_search", {"query": "x", "kinds": "fact"})
+    assert problems(wrong)["kinds"] == "must be an array"
+    extra = await box.call("memory_remember", {"kind": "decision", "description": "x",
+                                               "content": "y"})
+    assert problems(extra)["content"] == "not a field of a decision"
+
+
+@pytest.mark.parametrize(("name", "arguments", "reason"), [
+    ("memory_search", {"query": "a" * 4_001}, "query: longer than 4000 characters (got 4001)"),
+    ("memory_remember", {"kind": "fact", "content": "a" * 10_001},
+     "content: longer than 10000 characters (got 10001)"),
+    ("memory_expand", {"ref": "r" * 81}, "ref: longer than 80 characters (got 81)"),
+    ("memory_learn_fact", {"content": "a" * 1_000_000},
+     "content: longer than 10000 characters (got 1000000)"),
+    ("memory_search", json.dumps({"query": "a" * 70_000}),
+     "arguments: longer than 64000 bytes (got 70013)"),
+    ("memory_search", {"query": "x", "k": 51}, "k: must be between 1 and 50"),
+    ("memory_remember", {"kind": "fact", "content": "x", "tags": ["t"] * 33},
+     "tags: more than 32 items (got 33)"),
+])
+async def test_limits_say_the_limit_and_the_size_never_the_value(
+        store: MemoryStore, name: str, arguments: Any, reason: str) -> None:
+    result = await ToolBox(store, agent_id="alice").call(name, arguments)
+    assert result.is_error and result.text == f"Error: {reason}", result.text
+    assert "aaaa" not in result.text and "rrrr" not in result.text
 
 
 @pytest.mark.parametrize(("name", "arguments", "field"), [

@@ -1,5 +1,6 @@
-"""Changing one memory: edit its fields, forget it (soft delete) or purge it, and bring
-an episode back from cold storage.  Each is one store call behind a CSRF-checked form."""
+"""Changing one memory: edit its fields, forget it (soft delete), restore what was
+forgotten, purge it, and bring an episode back from cold storage.  Each is one store
+call behind a CSRF-checked form."""
 
 from __future__ import annotations
 
@@ -91,6 +92,9 @@ async def forget(request: Request, store: Store, agent_id: str, memory_id: str) 
 async def restore(request: Request, store: Store, agent_id: str, memory_id: str) -> Response:
     viewer = await viewer_of(request, agent_id)
     await posted(request, viewer)
-    memory = await store.get(agent_id, memory_id)
+    memory = await store.get(agent_id, memory_id, include_deleted=True)
+    if memory.status is Status.DELETED:  # the undo of a forget
+        back = await store.restore_deleted(agent_id, memory.id, actor=ACTOR)
+        return redirect(memory_url(back.memory, f"undeleted-{back.action.value}"))
     await store.restore(agent_id, memory.id, actor=ACTOR)
     return redirect(memory_url(memory, "restored"))

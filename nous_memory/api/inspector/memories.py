@@ -61,5 +61,14 @@ NOTICES = {
     "forgotten": "Forgotten: hidden from recall, lists and context; the record and its "
                  "history stay.",
     "restored": "Restored from cold storage.",
+    "undeleted-restored": "Restored: back in recall, lists and context.",
+    "undeleted-confirmed": "Restored as an older version: a current fact says the same, and "
+                           "it was confirmed.",
+    "undeleted-superseded": "Restored as an older version: a newer version of this fact is "
+                            "current.",
+    "undeleted-replaced": "Restored as the current version: it is newer than the fact that "
+                          "held its place, which it now supersedes.",
+    "undeleted-flagged": "Restored, and flagged as a possible conflict with a similar fact "
+                         "(see Conflicts).",
     "unchanged": "Nothing changed.",
 }
