@@ -72,7 +72,8 @@ TAGS = [
                                        "memory to its full record."},
     {"name": "export and erasure", "description": "A whole agent: export it as JSON "
                                                   "Lines, import a file, forget it."},
-    {"name": "health", "description": "Liveness of the database and embedding model."},
+    {"name": "health", "description": "Liveness (/health) and readiness (/ready) of the "
+                                      "database, the embedding model and the worker."},
 ]
 
 
@@ -108,18 +109,22 @@ def create_app(store: MemoryStore | None = None, *,
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if store is not None:
-            async with background_worker(store, enabled=run_worker is True), \
+            async with background_worker(store, enabled=run_worker is True) as task, \
                     background_scheduler(store, enabled=run_scheduler is True), \
                     mcp.running():
+                app.state.worker_task = task
                 yield  # the caller opened the store and will close it
             return
         worker = settings.run_worker_in_serve if run_worker is None else run_worker
         scheduler = settings.run_scheduler_in_serve if run_scheduler is None else run_scheduler
         async with MemoryStore.open(settings=settings) as opened, \
-                background_worker(opened, enabled=worker), \
+                background_worker(opened, enabled=worker) as task, \
                 background_scheduler(opened, enabled=scheduler), mcp.running():
             app.state.store = opened
+            app.state.worker_task = task
+            app.state.model_ready = False
             await opened.warm_up()
+            app.state.model_ready = True
             try:
                 yield
             finally:
@@ -128,6 +133,8 @@ def create_app(store: MemoryStore | None = None, *,
     app = NousMemoryAPI(title="nous-memory", version=__version__, description=DESCRIPTION,
                         openapi_tags=TAGS, lifespan=lifespan)
     app.state.store = store
+    app.state.model_ready = store is not None  # the caller's store: its model is its own
+    app.state.worker_task = None
     app.state.settings = settings
     app.state.key_ring = ring
     errors.install(app)

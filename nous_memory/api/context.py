@@ -9,6 +9,7 @@ memory is a 404, exactly like an unknown one.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request
@@ -25,13 +26,13 @@ from ..context.model import (
     Extraction,
 )
 from ..errors import FieldProblem, InvalidInputError
-from .body import json_object, unknown_fields
+from .body import json_object, moment, unknown_fields
 from .errors import problem_responses
 from .routes import AgentId, Store
 from .schemas import REF, request_body
 
 REQUEST = "ContextRequest"
-FIELDS = ("query", "budget_tokens", "sections", "extraction", "query_embedding")
+FIELDS = ("query", "budget_tokens", "sections", "extraction", "query_embedding", "as_of")
 
 Target = Annotated[str, Path(
     description="A memory id (UUID) or a ref from a context, e.g. fact:1a2b3c4d or "
@@ -55,6 +56,8 @@ class ContextBody(BaseModel):
     extraction: Extraction = Field(Extraction.CACHED, description="Tier-2 mode on a cache miss")
     query_embedding: list[float] | None = Field(
         None, description="The query's embedding, when the caller already has it")
+    as_of: datetime | None = Field(
+        None, description="When the query is asked (ISO 8601; default now)")
 
 
 def context_request_schemas() -> dict[str, dict[str, Any]]:
@@ -85,6 +88,8 @@ async def assemble_context(agent_id: AgentId, request: Request, store: Store) ->
         raise InvalidInputError(problems)
     options = {name: value for name, value in body.items() if value is not None}
     query = options.pop("query")
+    if "as_of" in options:
+        options["as_of"] = moment(options["as_of"], "as_of")
     return await store.assemble_context(agent_id, query, **options)
 
 

@@ -8,10 +8,13 @@ This module builds on ``cli``'s output helpers; ``cli.build_parser`` imports it.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from ..context.recall import MAX_K, MIN_K, RecallItem, RecallResult
-from ..store import MemoryStore
+from ..context.results import MAX_K, MIN_K, RecallItem, RecallResult
 from .output import Output, shorten
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
 
 TEXT_CHARS = 110
 
@@ -36,7 +39,7 @@ def add_recall_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
                         help=f"how many items, {MIN_K} to {MAX_K} (default 10)")
     recall.add_argument("--include-superseded", action="store_true",
                         help="also superseded versions of facts")
-    recall.set_defaults(handler=_recall)
+    recall.set_defaults(handler=_recall, remote=True)
 
 
 async def _recall(store: MemoryStore, args: argparse.Namespace) -> Output:

@@ -10,16 +10,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from enum import StrEnum
-from typing import Annotated, Any
+from typing import Any
 from uuid import UUID
 
 from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    StringConstraints,
     ValidationError,
 )
 
@@ -32,14 +26,10 @@ from ..errors import (
     PayloadTooLargeError,
 )
 from ..memories.kinds import (
-    MAX_MESSAGE_CHARS,
     EpisodeDetail,
     EpisodeState,
     Kind,
-    Label,
-    Timestamp,
     is_utf8,
-    no_nul,
     parse_agent_id,
     parse_new,
     problems_from,
@@ -50,45 +40,16 @@ from ..memories.records import Memory
 from ..tokens import count_tokens
 from ..work.queue import enqueue
 from .chunks import TranscriptMessage
-
-MAX_MESSAGES_PER_APPEND = 1_000
-MAX_METADATA_CHARS = 16_000
-TRANSCRIPT_PAGE = 10_000
-
-
-class Role(StrEnum):
-    USER = "user"
-    ASSISTANT = "assistant"
-    SYSTEM = "system"
-    TOOL = "tool"
-
-
-class MessageIn(BaseModel):
-    """One message to append; ``metadata`` is stored and returned as given."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    role: Role
-    content: Annotated[str, StringConstraints(max_length=MAX_MESSAGE_CHARS),
-                       AfterValidator(no_nul)]
-    name: Label | None = None
-    tool_call_id: Label | None = None
-    created_at: Timestamp | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+from .results import MAX_MESSAGES_PER_APPEND as MAX_MESSAGES_PER_APPEND
+from .results import MAX_METADATA_CHARS as MAX_METADATA_CHARS
+from .results import TRANSCRIPT_PAGE as TRANSCRIPT_PAGE
+from .results import AppendResult as AppendResult
+from .results import MessageIn as MessageIn
+from .results import Role as Role
 
 
 class OversizeMessageError(PayloadTooLargeError):
     """A message (or an append) is larger than the documented limit (HTTP 413)."""
-
-
-class AppendResult(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    episode_id: UUID
-    first_seq: int
-    last_seq: int
-    message_count: int
-    tokens: int
 
 
 class EpisodeManager:
