@@ -21,7 +21,7 @@ from .memories.agents import AgentOverview, agent_overview, known_agents
 from .memories.kinds import parse_agent_id
 from .memories.manager import MemoryManager
 from .memories.records import Memory
-from .work.listing import AgentQueue, agent_queue
+from .work.listing import AgentQueue, QueueDepth, agent_queue, queue_depths
 
 if TYPE_CHECKING:
     from .portability import (
@@ -125,6 +125,11 @@ class OwnerView:
                                ) -> builtins.list[DailyUsage]:
         """LLM calls, failures and tokens per UTC day and purpose."""
         return await usage_by_day(self._db, parse_agent_id(agent_id), days)
+
+    async def service_gauges(self) -> tuple[builtins.list[QueueDepth], dict[str, int]]:
+        """What /metrics reads at scrape time: the work queue's open items per task (every
+        agent), and the pool's connections."""
+        return await queue_depths(self._db), self._db.pool_connections()
 
     async def job_history(self, *, job: str | None = None, limit: int = 20
                           ) -> builtins.list[JobRun]:

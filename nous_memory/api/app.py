@@ -34,6 +34,7 @@ from .inspector.portability import UI_IMPORT_PATH
 from .maintenance import router as maintenance_router
 from .mcp import PATH as MCP_PATH
 from .mcp import McpEndpoint
+from .observe import Observe, metrics_router
 from .portability import IMPORT_PATH
 from .portability import router as portability_router
 from .recall import recall_request_schemas
@@ -51,8 +52,10 @@ censor) stored per agent in PostgreSQL + pgvector.
 * Request bodies over {MAX_BODY_BYTES} bytes are refused with 413 (an import's over
   `NOUS_MEMORY_API_IMPORT_MAX_BYTES`, 4 GiB by default: it is read as it arrives, never
   buffered whole).
-* When API keys are configured (`NOUS_MEMORY_API_KEYS`), every route except `/health`
-  and the docs needs `Authorization: Bearer KEY` or `X-API-Key: KEY`.
+* When API keys are configured (`NOUS_MEMORY_API_KEYS`), every route except `/health`,
+  `/ready` and the docs needs `Authorization: Bearer KEY` or `X-API-Key: KEY`.
+* `/metrics` is Prometheus text; every response carries `X-Request-ID` (the caller's,
+  when it sends a sane one).
 * `/mcp` serves the agent tools over MCP (streamable HTTP, stateless, JSON responses);
   a key's tool calls may name only that key's agents.
 """
@@ -138,11 +141,12 @@ def create_app(store: MemoryStore | None = None, *,
     app.state.settings = settings
     app.state.key_ring = ring
     errors.install(app)
+    guard = [Depends(require_key(ring))] if ring else []
     app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES,
                        streamed=re.compile(f"{IMPORT_PATH.pattern}|{UI_IMPORT_PATH.pattern}"),
                        streamed_max_bytes=settings.api_import_max_bytes)
     app.include_router(health_router)
-    guard = [Depends(require_key(ring))] if ring else []
+    app.include_router(metrics_router, dependencies=guard)
     app.include_router(router, dependencies=guard)
     app.include_router(episodes_router, dependencies=guard)
     app.include_router(facts_router, dependencies=guard)
@@ -155,4 +159,5 @@ def create_app(store: MemoryStore | None = None, *,
                                    include_in_schema=False))
     app.include_router(portability_router, dependencies=guard)
     install_inspector(app, ring, settings)  # the owner's pages at /ui (their own sign-in)
+    app.add_middleware(Observe)  # last added, outermost: every request is counted
     return app
