@@ -9,6 +9,7 @@ from collections.abc import AsyncIterable
 from typing import TYPE_CHECKING, BinaryIO
 from uuid import UUID
 
+from .access import ApiKeyInfo, Keys
 from .config import Settings
 from .db import Database, SchemaStatus
 from .db.meta import shared_secret
@@ -44,6 +45,7 @@ class OwnerView:
     memories: MemoryManager
     conflicts: ConflictResolver
     job_runs: JobRuns
+    keys: Keys
 
     # ------------------------------------------------------------------ export, import, erasure
     # (portability is imported when used: its typed-row machinery costs 0.4 s of imports)
@@ -135,6 +137,26 @@ class OwnerView:
                           ) -> builtins.list[JobRun]:
         """Recent maintenance job runs (shared by every agent)."""
         return await self.job_runs.history(job=job, limit=limit)
+
+    # ------------------------------------------------------------------ API keys
+
+    async def create_key(self, name: str, /, *, role: str,
+                         agents: builtins.list[str] | None = None,
+                         actor: str = "python") -> tuple[ApiKeyInfo, str]:
+        """A new API key and its secret, which is shown this once (only a hash is kept)."""
+        return await self.keys.create(name, role, agents, actor=actor)
+
+    async def list_keys(self, *, include_revoked: bool = False) -> builtins.list[ApiKeyInfo]:
+        return await self.keys.list(include_revoked=include_revoked)
+
+    async def revoke_key(self, name: str, /, *, actor: str = "python") -> ApiKeyInfo:
+        """Every replica refuses the key within a second (``access.keys.CACHE_S``)."""
+        return await self.keys.revoke(name, actor=actor)
+
+    async def rotate_key(self, name: str, /, *, actor: str = "python"
+                         ) -> tuple[ApiKeyInfo, str]:
+        """A new secret for the key's name, role and agents; the old one stops working."""
+        return await self.keys.rotate(name, actor=actor)
 
     async def session_secret(self) -> str:
         """What signs the inspector's cookies: the configured secret, else one kept in

@@ -31,6 +31,7 @@ from .facts import fact_request_schemas
 from .facts import router as facts_router
 from .inspector import install as install_inspector
 from .inspector.portability import UI_IMPORT_PATH
+from .keys import router as keys_router
 from .maintenance import router as maintenance_router
 from .mcp import PATH as MCP_PATH
 from .mcp import McpEndpoint
@@ -75,6 +76,8 @@ TAGS = [
                                        "memory to its full record."},
     {"name": "export and erasure", "description": "A whole agent: export it as JSON "
                                                   "Lines, import a file, forget it."},
+    {"name": "keys", "description": "API keys kept in the database: create, list, revoke, "
+                                    "rotate (an owner key of every agent)."},
     {"name": "health", "description": "Liveness (/health) and readiness (/ready) of the "
                                       "database, the embedding model and the worker."},
 ]
@@ -158,6 +161,7 @@ def create_app(store: MemoryStore | None = None, *,
     app.router.routes.append(Route(MCP_PATH, mcp.route, methods=["POST"],
                                    include_in_schema=False))
     app.include_router(portability_router, dependencies=guard)
+    app.include_router(keys_router, dependencies=guard)
     install_inspector(app, ring, settings)  # the owner's pages at /ui (their own sign-in)
     app.add_middleware(Observe)  # last added, outermost: every request is counted
     return app

@@ -28,6 +28,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import telemetry
+from ..db.audit import ACTOR
 from ..work.listing import QueueDepth
 from .routes import get_store
 
@@ -54,6 +55,7 @@ class Observe:
         given = Headers(scope=scope).get(REQUEST_ID_HEADER)
         request_id = given if given and _VALID_ID.match(given) else uuid.uuid4().hex
         token = REQUEST_ID.set(request_id)
+        actor = ACTOR.set(None)  # the key check names this request's actor
         status, started = 500, time.perf_counter()
 
         async def send_with_id(message: Message) -> None:
@@ -78,6 +80,7 @@ class Observe:
                                    "duration_ms": round(elapsed * 1000, 2),
                                    "agent_id": agent})
             REQUEST_ID.reset(token)
+            ACTOR.reset(actor)
 
 
 class JsonFormatter(logging.Formatter):

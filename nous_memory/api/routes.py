@@ -91,7 +91,7 @@ async def health(request: Request) -> JSONResponse:
                   else "the database query failed")
         return JSONResponse({"status": "unavailable", "detail": reason}, status_code=503)
     ring = request.app.state.key_ring
-    if ring is not None and not presents_valid_key(request, ring):
+    if ring is not None and not await presents_valid_key(request, ring):
         return JSONResponse({"status": "ok"})
     return JSONResponse(jsonable_encoder({"status": "ok", **report}))
 

@@ -36,7 +36,7 @@ from .recall import add_recall_command
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFLICT = 0, 1, 2, 3, 4
 URL_ENV, KEY_ENV = "NOUS_MEMORY_URL", "NOUS_MEMORY_API_KEY"  # as nous_memory.client reads
 # commands whose modules load the store (jobs, the MCP server, uvicorn): never remote
-LOCAL_COMMANDS = frozenset({"serve", "mcp", "jobs", "scheduler", "memories"})
+LOCAL_COMMANDS = frozenset({"serve", "mcp", "jobs", "scheduler", "memories", "keys"})
 
 EPILOG = """\
 exit codes: 0 ok, 1 error, 2 usage error or invalid input, 3 not found, 4 conflict.
@@ -80,9 +80,11 @@ def build_parser(*, remote: bool = False) -> argparse.ArgumentParser:
     if remote:
         return parser
     from .jobs import add_job_commands
+    from .keys import add_key_commands
     from .mcp import add_mcp_command
 
     add_job_commands(commands, agent, json_flag)
+    add_key_commands(commands, json_flag)
     add_mcp_command(commands)
 
     serve = commands.add_parser("serve", help="run the REST API")

@@ -35,6 +35,9 @@ COORDINATOR_LOCAL: Final[dict[str, str]] = {
     "agent_erasures": "receipts of forgotten agents (a hash of the id, counts, who asked): "
                       "no agent_id on purpose, so erasing an agent keeps its receipt; written "
                       "once per erasure in the erasing transaction",
+    "api_keys": "keys made at run time: looked up by the SHA-256 of a presented secret "
+                "on every authenticated request and changed by their owner; no agent_id "
+                "(a key may act for many agents) and no query joins it with tenant data",
     "work_items": "the durable work queue: the worker claims across agents with FOR UPDATE "
                   "SKIP LOCKED (Citus runs row locks on router queries only) and tells dead "
                   "workers by their presence locks in pg_locks, which is per node: both hold "

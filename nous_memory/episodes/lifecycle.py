@@ -18,6 +18,7 @@ from pydantic import (
 )
 
 from ..db import Database
+from ..db.audit import record_events
 from ..errors import (
     ConflictError,
     FieldProblem,
@@ -120,7 +121,7 @@ class EpisodeManager:
                 await conn.fetchval("episode_mark_closing", agent, ident)
                 await conn.execute("memory_touch", agent, ident)
                 await enqueue(conn, agent, "episode_close", ident)
-                await conn.execute("insert_events", agent, [{
+                await record_events(conn, agent, [{
                     "memory_id": str(ident), "event": "updated", "actor": "close_episode",
                     "old_values": {"state": "open"}, "new_values": {"state": "closing"}}])
         return await self.get(agent, ident)

@@ -22,6 +22,7 @@ from pgvector import Vector as PgVector
 from pydantic import BaseModel
 
 from ..db import Connection, Database
+from ..db.audit import record_events
 from ..errors import InvalidInputError, NotFoundError
 from ..llm import LLMClient, LLMError
 from ..memories.fact_key import fact_hash
@@ -318,7 +319,7 @@ class FactLearner:
 
     async def _events(self, conn: Connection, agent: str, memory_id: UUID, event: str,
                       old: dict[str, Any], new: dict[str, Any]) -> None:
-        await conn.execute("insert_events", agent, [{
+        await record_events(conn, agent, [{
             "memory_id": str(memory_id), "event": event, "old_values": old,
             "new_values": new, "actor": "learn_fact"}])
 
