@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, create_model
 from pydantic.json_schema import models_json_schema
 
 from ..errors import FieldProblem, InvalidInputError
@@ -29,8 +29,6 @@ LEARN = "FactLearn"
 # The body fields, all keyword arguments of MemoryStore.learn_fact and fields of a fact.
 LEARN_FIELDS = ("content", "subject", "category", "confidence", "source", "source_kind",
                 "source_episode_id")
-# a learn_fact argument that is not a field of the fact: the prompt it was extracted with
-LEARN_OPTIONS = ("instructions",)
 
 FactId = Annotated[str, Path(
     description="Any version of the fact (a UUID); another agent's id is reported as not "
@@ -47,9 +45,6 @@ def _learn_model() -> type[BaseModel]:
     fields: dict[str, Any] = {
         name: (FactDetail.model_fields[name].annotation, FactDetail.model_fields[name])
         for name in LEARN_FIELDS}
-    fields["instructions"] = (str | None, Field(
-        None, description="The prompt the fact was extracted with: a fact that merely "
-                          "restates it is rejected"))
     return create_model(
         LEARN, __config__=ConfigDict(extra="forbid"),
         __doc__="A statement to learn.  ``null`` is the same as leaving a field out.",
@@ -114,7 +109,7 @@ async def learn_fact(agent_id: AgentId, request: Request, store: Store) -> Learn
     possible conflict.  ``rejected`` (with a ``reason``) stores nothing and is still a 200.
     """
     body = await json_object(request)
-    problems = unknown_fields(body, LEARN_FIELDS + LEARN_OPTIONS)
+    problems = unknown_fields(body, LEARN_FIELDS)
     if "content" not in body:
         problems.insert(0, FieldProblem("content", "missing"))
     if problems:

@@ -141,6 +141,8 @@ class AsyncMemoryClient:
                          source: str | None = None, source_episode_id: UUID | str | None = None,
                          source_kind: str = "user_stated",
                          instructions: str | None = None) -> LearnResult:
+        """``instructions`` is not served (the service refuses it as an unknown field):
+        instruction echoes are checked where facts are extracted, in the service."""
         body = {"content": content, "subject": subject, "category": category,
                 "confidence": confidence, "source": source,
                 "source_episode_id": source_episode_id, "source_kind": source_kind,

@@ -9,6 +9,9 @@ import dataclasses
 import difflib
 import io
 import json
+import os
+import sys
+import textwrap
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,6 +28,7 @@ from nous_memory.errors import (
     PermissionDeniedError,
 )
 from tests.integration.client_helpers import Normaliser, served
+from tests.unit.test_readme import readme_blocks
 
 KEY = "client-suite-key-0123456789"
 LIMITED = "client-suite-limited-0123456789"
@@ -214,3 +218,15 @@ async def test_key_is_sent_as_the_service_expects(store: MemoryStore) -> None:
         async with AsyncMemoryClient(url, api_key=KEY) as client:
             assert (await client.list("a")).items == []
 
+
+
+async def test_readme_client_example_runs(base_url: str) -> None:
+    (block,) = readme_blocks("python3")  # the one example that needs a served instance
+    program = textwrap.dedent(block).replace("http://127.0.0.1:8765", base_url) + (
+        "\nimport asyncio\nasyncio.run(remember_and_recall(None))\nassemble(None)\n")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", program, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, err.decode()
+    assert out.decode().split() == ["Ana", "is", "vegetarian", "True"]

@@ -5,6 +5,7 @@ and refused by every replica within a second of their revocation."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -24,7 +25,7 @@ from tests.integration.http_helpers import (
     wait_healthy,
 )
 from tests.integration.test_cli import cli_command, cli_env, run_process
-from tests.integration.test_inspector import client_for, sign_in
+from tests.integration.test_inspector import client_for, csrf_of, sign_in
 
 BOOT = "bootstrap-owner-key-0123456789"
 FACT = {"kind": "fact", "content": "Ana is vegetarian"}
@@ -182,3 +183,25 @@ async def test_revocation_reaches_a_second_replica_within_a_second(
     finally:
         for proc in procs:
             stop_server(proc)
+
+
+async def test_inspector_keys_page(store: MemoryStore) -> None:
+    _, reader = await store.create_key("reader", role="read-only")
+    app = create_app(store, settings=store.settings.with_changes(api_keys=BOOT))
+    async with client_for(app) as ui:
+        await sign_in(ui, BOOT)
+        page = await ui.get("/ui/keys")
+        assert page.status_code == 200 and "reader" in page.text and reader not in page.text
+        made = await ui.post("/ui/keys", data={"csrf": csrf_of(page.text), "name": "phone",
+                                               "role": "read-write", "agents": "a, b"})
+        assert made.status_code == 200
+        secret = re.search(r"<code>(nmk_[^<]+)</code>", made.text)
+        assert secret is not None
+        grant = await store.keys.lookup(secret.group(1))
+        assert grant is not None and grant.agents == frozenset({"a", "b"})
+        assert (await ui.post("/ui/keys/phone/revoke",
+                              data={"csrf": csrf_of(made.text)})).status_code == 200
+        assert await store.keys.lookup(secret.group(1)) is None
+    async with client_for(app) as ui:
+        await sign_in(ui, reader)
+        assert (await ui.get("/ui/keys")).status_code == 403
