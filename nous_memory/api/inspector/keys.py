@@ -4,6 +4,8 @@ machine's owner on loopback, without keys)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request, Response
 
 from ...access import ROLES
@@ -24,7 +26,7 @@ async def _owner(request: Request) -> Viewer:
 
 
 async def _page(request: Request, store: Store, viewer: Viewer, *, status: int = 200,
-                **context: object) -> Response:
+                **context: Any) -> Response:
     keys = await store.list_keys(include_revoked=True)
     shown = {"shown": None, "secret": None, "revoked": None, "error": None} | context
     return await render(request, viewer, "keys.html", status=status, keys=keys, roles=ROLES,
