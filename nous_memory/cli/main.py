@@ -126,9 +126,18 @@ def _remote_url(argv: Sequence[str] | None) -> tuple[str | None, bool]:
     return (None, False) if local else (os.environ.get(URL_ENV) or None, True)
 
 
+def _light_httpx() -> None:
+    """httpx imports its own command line (click, rich, pygments: about 0.1 s) when those
+    are installed, and does without it when that import fails; a ``--url`` process never
+    runs httpx's command line, so it marks it absent before httpx is first imported."""
+    if "httpx" not in sys.modules:
+        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
+
 async def _run(args: argparse.Namespace) -> Output:
     handler: Command = args.handler
     if args.url:
+        _light_httpx()
         from ..client import AsyncMemoryClient
 
         async with AsyncMemoryClient(args.url, api_key=args.api_key
