@@ -110,6 +110,8 @@ async def test_roles_over_rest(http: httpx.AsyncClient, store: MemoryStore) -> N
     assert (await http.get("/agents/a/memories", headers=writer)).status_code == 401
     assert (await http.get("/agents/a/memories",
                            headers=bearer(rotated.json()["secret"]))).status_code == 200
+    erased = await http.delete("/agents/a", headers=bearer(owner_secret))
+    assert erased.status_code == 200 and erased.json()["actor"] == "owner-a"
 
 
 async def test_every_write_is_audited_under_the_key(http: httpx.AsyncClient,
