@@ -1,6 +1,6 @@
 """nous-memory: long-term memory for LLM agents on PostgreSQL + pgvector.
 
-The store and the embedders are imported on first use (PEP 562): a process that only
+The store, the embedders and the settings are imported on first use (PEP 562): a process that only
 talks to a service (``nous_memory.client``, the CLI with ``--url``) never loads the
 driver, numpy or a model.
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .config import Settings
 from .errors import (
     ClientError,
     ConfigurationError,
@@ -43,11 +42,13 @@ from .memories.kinds import (
 from .memories.records import Memory, MemoryEvent, Page
 
 if TYPE_CHECKING:
+    from .config import Settings
     from .embeddings import Embedder, OnnxEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder
     from .store import MemoryStore
 
-_LAZY = {"MemoryStore": ".store", "Embedder": ".embeddings", "OnnxEmbedder": ".embeddings",
-         "OpenAIEmbedder": ".embeddings", "SentenceTransformerEmbedder": ".embeddings"}
+_LAZY = {"MemoryStore": ".store", "Settings": ".config", "Embedder": ".embeddings",
+         "OnnxEmbedder": ".embeddings", "OpenAIEmbedder": ".embeddings",
+         "SentenceTransformerEmbedder": ".embeddings"}
 
 __version__ = "0.1.0"
 

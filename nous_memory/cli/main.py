@@ -21,9 +21,8 @@ import signal
 import sys
 import warnings
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..config import Settings
 from ..errors import ConflictError, InvalidInputError, NotFoundError, NousMemoryError
 from .context import add_context_commands
 from .episodes import add_episode_commands
@@ -32,6 +31,9 @@ from .memories import add_memory_commands
 from .output import Command, Output
 from .portability import add_portability_commands
 from .recall import add_recall_command
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFLICT = 0, 1, 2, 3, 4
 URL_ENV, KEY_ENV = "NOUS_MEMORY_URL", "NOUS_MEMORY_API_KEY"  # as nous_memory.client reads
@@ -108,6 +110,8 @@ def build_parser(*, remote: bool = False) -> argparse.ArgumentParser:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
+    from ..config import Settings  # not needed with --url: a service has its own
+
     return Settings.from_env(database_url=args.database_url, data_dir=args.data_dir)
 
 

