@@ -1,6 +1,6 @@
 -- nous-memory schema: the single source of truth for the database layout.
 --
--- schema-version: 8
+-- schema-version: 9
 --
 -- The migration runner applies this file to an empty database and records the
 -- version above; numbered files in nous_memory/db/migrations/ upgrade databases
@@ -564,3 +564,26 @@ CREATE TABLE agent_erasures (
 );
 
 CREATE INDEX agent_erasures_by_agent ON agent_erasures (agent_sha256, erased_at);
+
+-- ---------------------------------------------------------------- API keys
+
+-- Keys made at run time (nous-memory keys, POST /keys, the inspector): a name, a role
+-- (read-only; read-write; owner: also export, import, erasure and keys) and the agents
+-- it may act for (NULL: every agent).  The secret is shown once and only its SHA-256 is
+-- kept.  Revoked keys stay as the record of who could do what until when; a live name
+-- is unique, so a rotation revokes the old row and inserts a new one under the name.
+-- Not tenant data: no agent_id.
+CREATE TABLE api_keys (
+    id           bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name         text        NOT NULL CHECK (name ~ '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$'),
+    secret_sha256 bytea      NOT NULL UNIQUE CHECK (length(secret_sha256) = 32),
+    prefix       text        NOT NULL CHECK (length(prefix) BETWEEN 4 AND 16),
+    role         text        NOT NULL CHECK (role IN ('read-only', 'read-write', 'owner')),
+    agents       text[]      CHECK (agents IS NULL OR cardinality(agents) BETWEEN 1 AND 1000),
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    created_by   text        NOT NULL CHECK (created_by <> ''),
+    revoked_at   timestamptz,
+    revoked_by   text
+);
+
+CREATE UNIQUE INDEX api_keys_live_name ON api_keys (name) WHERE revoked_at IS NULL;

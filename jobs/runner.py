@@ -10,11 +10,12 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
 from jobs.registry import job_named
-from nous_memory import MemoryStore
+from nous_memory import MemoryStore, telemetry
 from nous_memory.maintenance import BatchHook
 from nous_memory.maintenance.runs import JobRun
 
@@ -63,9 +64,12 @@ class JobRunner:
                 if self._on_batch is not None:
                     await self._on_batch(step, n)
 
+            started = time.monotonic()
             try:
                 result = await job.body(self._store, now, dry_run, hook)
             except BaseException as exc:
+                telemetry.JOB_RUNS.labels(name, "failed").inc()
+                telemetry.JOB_SECONDS.labels(name).observe(time.monotonic() - started)
                 _log.exception("job %s failed", name)
                 await runs.finish(run_id, status="failed", counts=done,
                                   note="counts are the batches committed before the failure",
@@ -74,6 +78,8 @@ class JobRunner:
                     raise
                 return await runs.get(run_id)
             status = "skipped" if result.skipped else "ok"
+            telemetry.JOB_RUNS.labels(name, status).inc()
+            telemetry.JOB_SECONDS.labels(name).observe(time.monotonic() - started)
             await runs.finish(run_id, status=status, counts=result.counts, note=result.note)
             _log.info("job %s %s%s: %s", name, status, " (dry run)" if dry_run else "",
                       result.counts)

@@ -1,7 +1,15 @@
-"""nous-memory: long-term memory for LLM agents on PostgreSQL + pgvector."""
+"""nous-memory: long-term memory for LLM agents on PostgreSQL + pgvector.
 
-from .config import Settings
-from .embeddings import Embedder, OnnxEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder
+The store, the embedders and the settings are imported on first use (PEP 562): a process that only
+talks to a service (``nous_memory.client``, the CLI with ``--url``) never loads the
+driver, numpy or a model.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     ClientError,
     ConfigurationError,
@@ -32,7 +40,15 @@ from .memories.kinds import (
     SummarySource,
 )
 from .memories.records import Memory, MemoryEvent, Page
-from .store import MemoryStore
+
+if TYPE_CHECKING:
+    from .config import Settings
+    from .embeddings import Embedder, OnnxEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder
+    from .store import MemoryStore
+
+_LAZY = {"MemoryStore": ".store", "Settings": ".config", "Embedder": ".embeddings",
+         "OnnxEmbedder": ".embeddings", "OpenAIEmbedder": ".embeddings",
+         "SentenceTransformerEmbedder": ".embeddings"}
 
 __version__ = "0.1.0"
 
@@ -73,3 +89,13 @@ __all__ = [
     "SummarySource",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The heavy names, imported when first asked for."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value

@@ -14,6 +14,7 @@ from .errors import ConfigurationError
 
 EmbeddingProvider = Literal["local", "openai"]
 EmbeddingBackend = Literal["onnx", "torch"]
+LogFormat = Literal["text", "json"]
 
 ENV_PREFIX = "NOUS_MEMORY_"
 
@@ -131,8 +132,14 @@ class Settings:
     # signs the inspector's session cookies; unset: a random secret made once and kept
     # in the database (store_meta), shared by every process serving it
     ui_session_secret: str | None = None
+    # serve's log lines: "text" for a terminal, "json" (one object a line, with the
+    # request id) for a log pipeline
+    log_format: LogFormat = "text"
 
     def __post_init__(self) -> None:
+        if self.log_format not in ("text", "json"):
+            raise ConfigurationError(f"log_format must be 'text' or 'json', not "
+                                     f"{self.log_format!r}")
         if self.api_import_max_bytes < 1:
             raise ConfigurationError("api_import_max_bytes must be >= 1")
         if self.pool_min_size < 0 or self.pool_max_size < max(1, self.pool_min_size):

@@ -126,6 +126,14 @@ class ConflictError(ClientError):
     """The record changed state in a way that makes the request impossible."""
 
 
+class AuthenticationError(ClientError):
+    """The service wants an API key and got none, or one it does not know (HTTP 401)."""
+
+
+class PermissionDeniedError(ClientError):
+    """The API key may not do this: another agent, or a role without the right (HTTP 403)."""
+
+
 # --- server side -----------------------------------------------------------
 
 
@@ -143,6 +151,10 @@ class DatabaseError(ServerError):
 
 class DatabaseUnavailableError(DatabaseError):
     """The database could not be reached or started."""
+
+
+class ServiceUnavailableError(ServerError):
+    """The memory service could not be reached, or did not answer in time (remote client)."""
 
 
 class PgvectorMissingError(DatabaseError):

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterable
 from typing import TYPE_CHECKING, BinaryIO
 from uuid import UUID
 
+from .access import ApiKeyInfo, Keys
 from .config import Settings
 from .db import Database, SchemaStatus
 from .db.meta import shared_secret
@@ -23,7 +24,7 @@ from .memories.agents import AgentOverview, agent_overview, known_agents
 from .memories.kinds import parse_agent_id
 from .memories.manager import MemoryManager
 from .memories.records import Memory
-from .work.listing import AgentQueue, agent_queue
+from .work.listing import AgentQueue, QueueDepth, agent_queue, queue_depths
 
 if TYPE_CHECKING:
     from .portability import (
@@ -47,6 +48,7 @@ class OwnerView:
     conflicts: ConflictResolver
     undeleter: Undeleter
     job_runs: JobRuns
+    keys: Keys
 
     # ------------------------------------------------------------------ export, import, erasure
     # (portability is imported when used: its typed-row machinery costs 0.4 s of imports)
@@ -136,10 +138,35 @@ class OwnerView:
         """LLM calls, failures and tokens per UTC day and purpose."""
         return await usage_by_day(self._db, parse_agent_id(agent_id), days)
 
+    async def service_gauges(self) -> tuple[builtins.list[QueueDepth], dict[str, int]]:
+        """What /metrics reads at scrape time: the work queue's open items per task (every
+        agent), and the pool's connections."""
+        return await queue_depths(self._db), self._db.pool_connections()
+
     async def job_history(self, *, job: str | None = None, limit: int = 20
                           ) -> builtins.list[JobRun]:
         """Recent maintenance job runs (shared by every agent)."""
         return await self.job_runs.history(job=job, limit=limit)
+
+    # ------------------------------------------------------------------ API keys
+
+    async def create_key(self, name: str, /, *, role: str,
+                         agents: builtins.list[str] | None = None,
+                         actor: str = "python") -> tuple[ApiKeyInfo, str]:
+        """A new API key and its secret, which is shown this once (only a hash is kept)."""
+        return await self.keys.create(name, role, agents, actor=actor)
+
+    async def list_keys(self, *, include_revoked: bool = False) -> builtins.list[ApiKeyInfo]:
+        return await self.keys.list(include_revoked=include_revoked)
+
+    async def revoke_key(self, name: str, /, *, actor: str = "python") -> ApiKeyInfo:
+        """Every replica refuses the key within a second (``access.keys.CACHE_S``)."""
+        return await self.keys.revoke(name, actor=actor)
+
+    async def rotate_key(self, name: str, /, *, actor: str = "python"
+                         ) -> tuple[ApiKeyInfo, str]:
+        """A new secret for the key's name, role and agents; the old one stops working."""
+        return await self.keys.rotate(name, actor=actor)
 
     async def session_secret(self) -> str:
         """What signs the inspector's cookies: the configured secret, else one kept in

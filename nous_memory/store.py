@@ -13,6 +13,7 @@ from uuid import UUID
 
 import numpy as np
 
+from .access import Keys
 from .config import Settings
 from .context.access import AccessLog
 from .context.assembly import ContextAssembler
@@ -91,6 +92,7 @@ class MemoryStore(OwnerView):
         self.maintenance = Maintenance(db, self.memories, self.llm,
                                        MaintenancePolicy.from_settings(settings))
         self.job_runs = JobRuns(db)
+        self.keys = Keys(db)
         self.recaller = Recaller(db, self.memories,
                                  exact_scan_max_rows=settings.recall_exact_scan_max_rows)
         self._init_context()

@@ -34,9 +34,11 @@ from .history import history_request_schemas
 from .history import router as history_router
 from .inspector import install as install_inspector
 from .inspector.portability import UI_IMPORT_PATH
+from .keys import router as keys_router
 from .maintenance import router as maintenance_router
 from .mcp import PATH as MCP_PATH
 from .mcp import McpEndpoint
+from .observe import Observe, metrics_router
 from .portability import IMPORT_PATH
 from .portability import router as portability_router
 from .recall import recall_request_schemas
@@ -54,8 +56,10 @@ censor) stored per agent in PostgreSQL + pgvector.
 * Request bodies over {MAX_BODY_BYTES} bytes are refused with 413 (an import's over
   `NOUS_MEMORY_API_IMPORT_MAX_BYTES`, 4 GiB by default: it is read as it arrives, never
   buffered whole).
-* When API keys are configured (`NOUS_MEMORY_API_KEYS`), every route except `/health`
-  and the docs needs `Authorization: Bearer KEY` or `X-API-Key: KEY`.
+* When API keys are configured (`NOUS_MEMORY_API_KEYS`), every route except `/health`,
+  `/ready` and the docs needs `Authorization: Bearer KEY` or `X-API-Key: KEY`.
+* `/metrics` is Prometheus text; every response carries `X-Request-ID` (the caller's,
+  when it sends a sane one).
 * `/mcp` serves the agent tools over MCP (streamable HTTP, stateless, JSON responses);
   a key's tool calls may name only that key's agents.
 """
@@ -77,7 +81,10 @@ TAGS = [
                                              "episodes; how far their processing is."},
     {"name": "export and erasure", "description": "A whole agent: export it as JSON "
                                                   "Lines, import a file, forget it."},
-    {"name": "health", "description": "Liveness of the database and embedding model."},
+    {"name": "keys", "description": "API keys kept in the database: create, list, revoke, "
+                                    "rotate (an owner key of every agent)."},
+    {"name": "health", "description": "Liveness (/health) and readiness (/ready) of the "
+                                      "database, the embedding model and the worker."},
 ]
 
 
@@ -114,18 +121,22 @@ def create_app(store: MemoryStore | None = None, *,
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if store is not None:
-            async with background_worker(store, enabled=run_worker is True), \
+            async with background_worker(store, enabled=run_worker is True) as task, \
                     background_scheduler(store, enabled=run_scheduler is True), \
                     mcp.running():
+                app.state.worker_task = task
                 yield  # the caller opened the store and will close it
             return
         worker = settings.run_worker_in_serve if run_worker is None else run_worker
         scheduler = settings.run_scheduler_in_serve if run_scheduler is None else run_scheduler
         async with MemoryStore.open(settings=settings) as opened, \
-                background_worker(opened, enabled=worker), \
+                background_worker(opened, enabled=worker) as task, \
                 background_scheduler(opened, enabled=scheduler), mcp.running():
             app.state.store = opened
+            app.state.worker_task = task
+            app.state.model_ready = False
             await opened.warm_up()
+            app.state.model_ready = True
             try:
                 yield
             finally:
@@ -135,14 +146,17 @@ def create_app(store: MemoryStore | None = None, *,
                         openapi_tags=TAGS, lifespan=lifespan, docs_url=None, redoc_url=None)
     install_docs(app)  # from the package's own files: nothing from a CDN
     app.state.store = store
+    app.state.model_ready = store is not None  # the caller's store: its model is its own
+    app.state.worker_task = None
     app.state.settings = settings
     app.state.key_ring = ring
     errors.install(app)
+    guard = [Depends(require_key(ring))] if ring else []
     app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES,
                        streamed=re.compile(f"{IMPORT_PATH.pattern}|{UI_IMPORT_PATH.pattern}"),
                        streamed_max_bytes=settings.api_import_max_bytes, rpc_path=MCP_PATH)
     app.include_router(health_router)
-    guard = [Depends(require_key(ring))] if ring else []
+    app.include_router(metrics_router, dependencies=guard)
     app.include_router(router, dependencies=guard)
     app.include_router(episodes_router, dependencies=guard)
     app.include_router(facts_router, dependencies=guard)
@@ -155,5 +169,7 @@ def create_app(store: MemoryStore | None = None, *,
     app.router.routes.append(Route(MCP_PATH, mcp.route, methods=["POST"],
                                    include_in_schema=False))
     app.include_router(portability_router, dependencies=guard)
+    app.include_router(keys_router, dependencies=guard)
     install_inspector(app, ring, settings)  # the owner's pages at /ui (their own sign-in)
+    app.add_middleware(Observe)  # last added, outermost: every request is counted
     return app

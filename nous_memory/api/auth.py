@@ -1,7 +1,12 @@
 """Optional API keys, each allowed to act for every agent or for a listed few.
 
 ``NOUS_MEMORY_API_KEYS`` holds comma-separated entries ``KEY`` (any agent) or
-``KEY:agentA|agentB`` (only those); a key cannot contain ``,``, ``:`` or spaces.
+``KEY:agentA|agentB`` (only those); a key cannot contain ``,``, ``:`` or spaces.  These
+are the bootstrap keys (role ``owner``, named ``bootstrap-N`` by position); with them
+set, keys made at run time (table ``api_keys``, ``nous_memory.access``) are accepted too,
+each in its role: ``read-only`` reads and recalls, ``read-write`` also writes, ``owner``
+also exports, imports, erases agents and manages keys.  A request's writes are audited
+under its key's name.
 Unset means no authentication, so the server then serves loopback only: binding any
 other address without keys is refused unless the operator sets the loudly named
 ``insecure_no_auth_on_network`` opt-out.  A key has at least 16 characters.  Keys are
@@ -17,11 +22,13 @@ import ipaddress
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
+from ..access import KeyGrant, Role
+from ..db.audit import ACTOR
 from ..errors import ConfigurationError, InvalidInputError
 from ..memories.kinds import parse_agent_id
 
@@ -31,7 +38,8 @@ API_KEY_HEADER = "X-API-Key"
 MIN_KEY_CHARS = 16
 
 
-def _digest(key: str) -> bytes:
+def digest_of(key: str) -> bytes:
+    """The SHA-256 a key is known by (the same as ``access.hash_secret``)."""
     return hashlib.sha256(key.encode("utf-8")).digest()
 
 
@@ -41,9 +49,13 @@ class ApiKey:
 
     digest: bytes
     agents: frozenset[str] | None
+    name: str = "bootstrap"
 
     def allows(self, agent_id: str) -> bool:
         return self.agents is None or agent_id in self.agents
+
+    def grant(self) -> KeyGrant:
+        return KeyGrant(self.name, "owner", self.agents)
 
 
 class KeyRing:
@@ -73,15 +85,17 @@ class KeyRing:
                                          "`python -c 'import secrets; print(secrets."
                                          "token_urlsafe(32))'`")
             agents = _agents(agent_list, where) if colon else None
-            digest = _digest(key)
+            digest = digest_of(key)
             if digest in seen:
                 raise ConfigurationError(f"{where}: the same key is listed twice")
             seen.add(digest)
-            keys.append(ApiKey(digest, agents))
+            keys.append(ApiKey(digest, agents, f"bootstrap-{number}"))
         return cls(keys)
 
     def lookup(self, presented: str) -> ApiKey | None:
-        digest = _digest(presented)
+        return self.lookup_digest(digest_of(presented))
+
+    def lookup_digest(self, digest: bytes) -> ApiKey | None:
         found: ApiKey | None = None
         for key in self.keys:  # always compare against every key
             if hmac.compare_digest(digest, key.digest):
@@ -138,8 +152,38 @@ _header = APIKeyHeader(name=API_KEY_HEADER, auto_error=False, scheme_name="ApiKe
                        description=f"`{API_KEY_HEADER}: KEY`")
 
 
+# What each route needs beyond the agent in its path: reads are any role's; these need
+# more (by route template); every other method needs read-write.
+READ_POSTS = frozenset({"/agents/{agent_id}/recall", "/agents/{agent_id}/context"})
+OWNER_ROUTES = frozenset({"/agents/{agent_id}/export", "/agents/{agent_id}/import",
+                          "/agents/{agent_id}", "/keys", "/keys/{name}",
+                          "/keys/{name}/rotate"})
+
+
+def required_role(method: str, route: str) -> Role:
+    if route in OWNER_ROUTES:
+        return "owner"
+    if method in ("GET", "HEAD") or (method == "POST" and route in READ_POSTS):
+        return "read-only"
+    return "read-write"
+
+
+async def grant_for_digest(app_state: Any, ring: KeyRing, digest: bytes) -> KeyGrant | None:
+    """The bootstrap key, else the live run-time key, with this digest (None: neither)."""
+    key = ring.lookup_digest(digest)
+    if key is not None:
+        return key.grant()
+    store = getattr(app_state, "store", None)
+    return None if store is None else await store.keys.lookup_digest(digest)
+
+
+async def grant_for(app_state: Any, ring: KeyRing, presented: str) -> KeyGrant | None:
+    return await grant_for_digest(app_state, ring, digest_of(presented))
+
+
 def require_key(ring: KeyRing) -> Callable[..., Awaitable[None]]:
-    """A route dependency: 401 without a known key, 403 if it may not act for the agent."""
+    """A route dependency: 401 without a known key, 403 if it may not act for the agent
+    or its role may not do this; the request's audit events then name the key."""
 
     async def check_key(
         request: Request,
@@ -151,12 +195,19 @@ def require_key(ring: KeyRing) -> Callable[..., Awaitable[None]]:
             raise HTTPException(
                 401, f"missing API key; send 'Authorization: Bearer KEY' or '{API_KEY_HEADER}'",
                 headers={"WWW-Authenticate": "Bearer"})
-        key = ring.lookup(presented)
-        if key is None:
+        grant = await grant_for(request.app.state, ring, presented)
+        if grant is None:
             raise HTTPException(401, "unknown API key", headers={"WWW-Authenticate": "Bearer"})
         agent_id = str(request.path_params.get("agent_id", ""))
-        if not key.allows(agent_id):
+        if not grant.allows(agent_id):
             raise HTTPException(403, "this API key may not act for this agent")
+        route = getattr(request.scope.get("route"), "path", "")
+        needed = required_role(request.method, route)
+        if not grant.can(needed):
+            raise HTTPException(403, f"this API key's role ({grant.role}) may not do this; "
+                                     f"it needs {needed}")
+        request.state.key = grant
+        ACTOR.set(grant.name)  # reset by the Observe middleware when the request ends
 
     return check_key
 
@@ -171,8 +222,9 @@ def presented_key(request: Request) -> str | None:
     return request.headers.get(API_KEY_HEADER) or None
 
 
-def presents_valid_key(request: Request, ring: KeyRing) -> bool:
-    """Whether the request carries a configured key (for routes that stay open, such as
+async def presents_valid_key(request: Request, ring: KeyRing) -> bool:
+    """Whether the request carries a known key (for routes that stay open, such as
     /health, but say more to a caller with a key)."""
     presented = presented_key(request)
-    return presented is not None and ring.lookup(presented) is not None
+    return presented is not None and await grant_for(request.app.state, ring,
+                                                     presented) is not None

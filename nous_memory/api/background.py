@@ -23,17 +23,19 @@ STOP_GRACE_S = 10.0
 
 @contextlib.asynccontextmanager
 async def background_worker(store: MemoryStore, *, enabled: bool, poll_s: float = 1.0,
-                            stop_grace_s: float = STOP_GRACE_S) -> AsyncIterator[None]:
-    """Run ``store.worker()`` as a task while the block runs (nothing if not ``enabled``)."""
+                            stop_grace_s: float = STOP_GRACE_S
+                            ) -> AsyncIterator[asyncio.Task[None] | None]:
+    """Run ``store.worker()`` as a task while the block runs (nothing if not ``enabled``);
+    the block gets the task (None when disabled), so ``/ready`` can see it is alive."""
     if not enabled:
-        yield
+        yield None
         return
     stop = asyncio.Event()
     worker = store.worker(poll_s=poll_s)
     task = asyncio.create_task(worker.run(stop), name=f"nous-memory worker {worker.worker_id}")
     log.info("work-queue worker %s started", worker.worker_id)
     try:
-        yield
+        yield task
     finally:
         stop.set()
         done, _ = await asyncio.wait({task}, timeout=stop_grace_s)

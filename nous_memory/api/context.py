@@ -26,7 +26,7 @@ from ..context.model import (
     Extraction,
 )
 from ..errors import FieldProblem, InvalidInputError
-from .body import json_object, unknown_fields
+from .body import json_object, moment, unknown_fields
 from .errors import problem_responses
 from .routes import AgentId, Store
 from .schemas import REF, request_body
@@ -57,8 +57,7 @@ class ContextBody(BaseModel):
     query_embedding: list[float] | None = Field(
         None, description="The query's embedding, when the caller already has it")
     as_of: datetime | None = Field(
-        None, description="When the query is asked (default: now): relative dates in it "
-        "resolve against it, and items show their dates relative to it")
+        None, description="When the query is asked (ISO 8601; default now)")
 
 
 def context_request_schemas() -> dict[str, dict[str, Any]]:
@@ -89,6 +88,8 @@ async def assemble_context(agent_id: AgentId, request: Request, store: Store) ->
         raise InvalidInputError(problems)
     options = {name: value for name, value in body.items() if value is not None}
     query = options.pop("query")
+    if "as_of" in options:
+        options["as_of"] = moment(options["as_of"], "as_of")
     return await store.assemble_context(agent_id, query, **options)
 
 

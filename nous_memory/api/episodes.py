@@ -53,6 +53,7 @@ class TranscriptEntry(BaseModel):
     role: str
     content: str
     name: str | None = None
+    tool_call_id: str | None = None
     tokens: int
     created_at: datetime | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -60,7 +61,8 @@ class TranscriptEntry(BaseModel):
     @classmethod
     def of(cls, message: TranscriptMessage) -> TranscriptEntry:
         return cls(seq=message.seq, role=message.role, content=message.content,
-                   name=message.name, tokens=message.tokens, created_at=message.created_at,
+                   name=message.name, tool_call_id=message.tool_call_id,
+                   tokens=message.tokens, created_at=message.created_at,
                    metadata=message.metadata)
 
 

@@ -28,11 +28,13 @@ from mcp_types import METHOD_NOT_FOUND, PARSE_ERROR
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
+from ..access import KeyGrant
+from ..db.audit import ACTOR
 from ..errors import DatabaseUnavailableError
 from ..tools import ToolBox
 from ..tools.mcp_lines import Refusal, check_line
 from ..tools.mcp_server import build_server
-from .auth import API_KEY_HEADER, ApiKey, KeyRing, presented_key
+from .auth import API_KEY_HEADER, KeyRing, grant_for, presented_key
 from .body import replay
 
 log = logging.getLogger("nous_memory.mcp")
@@ -83,22 +85,29 @@ class LineGuard:
 
 
 class KeyGuard:
-    """401 without a configured key; the key found rides along in the request state."""
+    """401 without a known key, 403 for a read-only one (the tools write); the key found
+    rides along in the request state and names the request's audit events."""
 
-    def __init__(self, app: LineGuard, ring: KeyRing | None) -> None:
+    def __init__(self, app: LineGuard, ring: KeyRing | None, app_state: Any) -> None:
         self._app = app
         self._ring = ring
+        self._state = app_state
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and self._ring is not None:
             presented = presented_key(Request(scope))
-            key = self._ring.lookup(presented) if presented else None
+            key = await grant_for(self._state, self._ring, presented) if presented else None
             if key is None:
                 reason = "unknown API key" if presented else (
                     f"missing API key; send 'Authorization: Bearer KEY' or '{API_KEY_HEADER}'")
                 await _refuse(send, 401, reason)
                 return
+            if not key.can("read-write"):
+                await _refuse(send, 403, f"this API key's role ({key.role}) may not call "
+                                         "the agent tools, which write; it needs read-write")
+                return
             scope.setdefault("state", {})[_KEY_STATE] = key
+            ACTOR.set(key.name)  # reset by the Observe middleware when the request ends
         await self._app(scope, receive, send)
 
 
@@ -123,14 +132,14 @@ class McpEndpoint:
         self.manager = StreamableHTTPSessionManager(
             app=server, json_response=True, stateless=True,
             security_settings=_LOOPBACK if ring is None and not proxied else None)
-        self.route = KeyGuard(LineGuard(StreamableHTTPASGIApp(self.manager)), ring)
+        self.route = KeyGuard(LineGuard(StreamableHTTPASGIApp(self.manager)), ring, app.state)
 
     def _toolbox_for(self, ctx: ServerRequestContext[Any]) -> ToolBox:
         store = self._app.state.store
         if store is None:
             raise DatabaseUnavailableError("the store is not open")
         request = ctx.request
-        key: ApiKey | None = None
+        key: KeyGrant | None = None
         if isinstance(request, Request):
             key = request.scope.get("state", {}).get(_KEY_STATE)
         if self._ring is not None and key is None:  # KeyGuard let no such request through

@@ -79,7 +79,9 @@ async def import_agent(
 
 @router.delete("", summary="Forget an agent: erase every record of it",
                responses=problem_responses(401, 403, 404, 422, 503))
-async def forget_agent(agent_id: AgentId, store: Store) -> ErasureReceipt:
+async def forget_agent(agent_id: AgentId, request: Request, store: Store) -> ErasureReceipt:
     """Every row of the agent in every table, in one transaction.  The receipt (also kept
-    in the database) holds a hash of the agent id, the time and the rows per table."""
-    return await store.forget_agent(agent_id, actor="api")
+    in the database) holds a hash of the agent id, the time, the rows per table and who
+    asked: the API key's name (``api`` without keys)."""
+    key = getattr(request.state, "key", None)
+    return await store.forget_agent(agent_id, actor=key.name if key is not None else "api")

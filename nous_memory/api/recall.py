@@ -18,13 +18,13 @@ from pydantic.json_schema import models_json_schema
 from ..context.recall import MAX_K, MAX_QUERY_CHARS, MIN_K, RecallResult
 from ..errors import FieldProblem, InvalidInputError
 from ..memories.kinds import Kind
-from .body import json_object, unknown_fields
+from .body import json_object, moment, unknown_fields
 from .errors import problem_responses
 from .routes import AgentId, Store
 from .schemas import REF, request_body
 
 RECALL = "RecallRequest"
-RECALL_FIELDS = ("query", "kinds", "k", "include_superseded", "as_of")
+RECALL_FIELDS = ("query", "kinds", "k", "include_superseded", "query_embedding", "as_of")
 
 router = APIRouter(prefix="/agents/{agent_id}", tags=["recall"])
 
@@ -41,10 +41,11 @@ class RecallRequest(BaseModel):
     k: int = Field(default=10, ge=MIN_K, le=MAX_K, description="How many items")
     include_superseded: bool = Field(default=False,
                                      description="Also superseded versions of facts")
+    query_embedding: list[float] | None = Field(
+        default=None, description="The query's embedding, when the caller already has it")
     as_of: datetime | None = Field(
-        default=None, description="When the question is asked (default: now); relative "
-        "dates in the query (\"last Saturday\", \"two weeks ago\", \"in March\") resolve "
-        "against it and favour what was said then")
+        default=None, description="When the query is asked (ISO 8601; default now): "
+                                  "relative dates in it resolve against this moment")
 
 
 def recall_request_schemas() -> dict[str, dict[str, Any]]:
@@ -76,4 +77,6 @@ async def recall(agent_id: AgentId, request: Request, store: Store) -> RecallRes
         raise InvalidInputError(problems)
     options = {name: value for name, value in body.items()
                if value is not None and name != "query"}
+    if "as_of" in options:
+        options["as_of"] = moment(options["as_of"], "as_of")
     return await store.recall(agent_id, body["query"], **options)

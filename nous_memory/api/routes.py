@@ -91,9 +91,36 @@ async def health(request: Request) -> JSONResponse:
                   else "the database query failed")
         return JSONResponse({"status": "unavailable", "detail": reason}, status_code=503)
     ring = request.app.state.key_ring
-    if ring is not None and not presents_valid_key(request, ring):
+    if ring is not None and not await presents_valid_key(request, ring):
         return JSONResponse({"status": "ok"})
     return JSONResponse(jsonable_encoder({"status": "ok", **report}))
+
+
+@health_router.get(
+    "/ready", response_model=None, summary="Whether the service can take traffic",
+    responses={200: {"description": "Database, model and worker are up"},
+               503: {"description": "Something is not up yet (or any more)"}})
+async def ready(request: Request) -> JSONResponse:
+    """For load balancers and orchestrators (compose, Kubernetes readiness probes): the
+    database answers with the schema this version expects, the embedding model is loaded
+    and the work-queue worker (when this process runs one) is alive.  Needs no key and
+    tells nothing but those three states."""
+    checks = {"database": "ok", "model": "ok", "worker": "off"}
+    try:
+        store = get_store(request)
+        await store.health()
+        if not store.schema.up_to_date:
+            checks["database"] = "schema not current"
+    except DatabaseError:
+        checks["database"] = "unavailable"
+    if not getattr(request.app.state, "model_ready", False):
+        checks["model"] = "loading"
+    task = getattr(request.app.state, "worker_task", None)
+    if task is not None:
+        checks["worker"] = "running" if not task.done() else "stopped"
+    up = checks["database"] == checks["model"] == "ok" and checks["worker"] != "stopped"
+    return JSONResponse({"status": "ready" if up else "not ready", "checks": checks},
+                        status_code=200 if up else 503)
 
 
 @router.post(
@@ -138,10 +165,11 @@ async def list_memories(
     limit: Annotated[int, Query(description=f"Page size, 1 to {MAX_PAGE_SIZE}")] = 50,
     cursor: Annotated[str | None, Query(
         description="The previous page's ``next_cursor``")] = None,
+    tag: Annotated[str | None, Query(description="Only memories with this tag")] = None,
 ) -> Page:
     """One page; pass ``next_cursor`` back as ``cursor`` until it is null."""
     return await store.list(agent_id, kind=kind, status=status, created_after=created_after,
-                            created_before=created_before, limit=limit, cursor=cursor)
+                            created_before=created_before, limit=limit, cursor=cursor, tag=tag)
 
 
 @router.get("/{memory_id}", summary="Read one memory",

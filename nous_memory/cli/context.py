@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
-from ..context.expand import Expanded
 from ..context.model import (
     DEFAULT_BUDGET_TOKENS,
     DEFAULT_SECTION_BUDGETS,
@@ -20,9 +20,12 @@ from ..context.model import (
     Context,
     Extraction,
 )
+from ..context.results import Expanded
 from ..errors import InvalidInputError
-from ..store import MemoryStore
 from .output import Output, event_text, parse_time, shorten
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
 
 FIELD_CHARS = 400
 
@@ -50,12 +53,12 @@ def add_context_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     context.add_argument("--as-of", metavar="TIME",
                          help="when the query is asked (ISO 8601; default now): relative "
                               "dates in it resolve against this time")
-    context.set_defaults(handler=_context)
+    context.set_defaults(handler=_context, remote=True)
 
     expand = commands.add_parser("expand", parents=[agent],
                                  help="everything about one memory (id or ref)")
     expand.add_argument("id", metavar="ID_OR_REF")
-    expand.set_defaults(handler=_expand)
+    expand.set_defaults(handler=_expand, remote=True)
 
 
 def parse_sections(values: list[str] | None) -> list[str] | dict[str, int] | None:

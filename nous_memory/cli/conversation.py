@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
 from ..errors import InvalidInputError
-from ..store import MemoryStore
 from .output import Output, json_argument, shorten
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
 
 CONTENT_CHARS = 400
 

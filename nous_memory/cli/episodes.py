@@ -14,17 +14,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..episodes.chunks import TranscriptMessage
-from ..episodes.lifecycle import TRANSCRIPT_PAGE, AppendResult, Role, episode_detail
+from ..episodes.results import TRANSCRIPT_PAGE, AppendResult, Role
 from ..errors import InvalidInputError, NousMemoryError
-from ..llm import UsageRow
-from ..memories.kinds import EpisodeState
+from ..memories.kinds import EpisodeDetail, EpisodeState
 from ..memories.records import Memory
-from ..store import MemoryStore
 from .conversation import add_conversation_commands
 from .output import Output, json_argument, memory_text, parse_time, shorten, stamp, stop_on_signals
+
+if TYPE_CHECKING:
+    from ..llm import UsageRow
+    from ..store import MemoryStore
+
 
 WAIT_TIMEOUT_S = 600.0
 WAIT_POLL_S = 0.2
@@ -51,7 +54,7 @@ def add_episode_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     start.add_argument("--user-id", metavar="ID", help="the user the conversation is with")
     start.add_argument("--started-at", metavar="TIME",
                        help="ISO 8601 time (default: now; UTC if no offset)")
-    start.set_defaults(handler=_start)
+    start.set_defaults(handler=_start, remote=True)
 
     append = actions.add_parser(
         "append", parents=[agent], help="append messages to an open episode",
@@ -71,7 +74,7 @@ def add_episode_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
                         help='a JSON array of messages, e.g. \'[{"role": "user", "content": '
                              '"hi"}]\' (fields: role, content, name, tool_call_id, '
                              'created_at, metadata); instead of --content')
-    append.set_defaults(handler=_append)
+    append.set_defaults(handler=_append, remote=True)
 
     close = actions.add_parser(
         "close", parents=[agent], help="close an episode",
@@ -83,14 +86,14 @@ def add_episode_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
                             "then print it")
     close.add_argument("--timeout", type=float, default=WAIT_TIMEOUT_S, metavar="SECONDS",
                        help="with --wait: give up after this long (default %(default)g)")
-    close.set_defaults(handler=_close)
+    close.set_defaults(handler=_close, remote=True)
 
     show = actions.add_parser("show", parents=[agent], help="show an episode",
                               description="Show an episode; --json prints the episode, or "
                                           "{episode, transcript} with --transcript.")
     show.add_argument("episode_id", metavar="EPISODE_ID")
     show.add_argument("--transcript", action="store_true", help="also print every message")
-    show.set_defaults(handler=_show)
+    show.set_defaults(handler=_show, remote=True)
 
     add_conversation_commands(actions, agent)
 
@@ -180,11 +183,14 @@ async def wait_closed(store: MemoryStore, agent_id: str, episode: Memory, *,
     (embeddings, learned facts) done, or ``timeout_s``.
 
     Items are claimed like any worker claims them, so this also processes whatever else
-    is ready; an item another worker holds is left to it and the episode re-read.
+    is ready; an item another worker holds is left to it and the episode re-read.  Over
+    a service (``--url``) the service's worker does the work and this only polls.
     """
-    worker = store.worker(poll_s=poll_s)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
+    if not hasattr(store, "worker"):
+        return await _poll_closed(store, agent_id, episode, deadline, poll_s)
+    worker = store.worker(poll_s=poll_s)
     async with worker.presence():  # one presence lock for the whole wait
         while (episode_detail(episode).state is not EpisodeState.CLOSED
                or await store.episodes.processing(agent_id, episode.id)):
@@ -197,6 +203,19 @@ async def wait_closed(store: MemoryStore, agent_id: str, episode: Memory, *,
                 await asyncio.sleep(poll_s)
             episode = await store.get_episode(agent_id, episode.id)
     return episode
+
+
+async def _poll_closed(client: Any, agent_id: str, episode: Memory, deadline: float,
+                       poll_s: float) -> Memory:
+    loop = asyncio.get_running_loop()
+    while episode_detail(episode).state is not EpisodeState.CLOSED:
+        if loop.time() >= deadline:
+            raise NousMemoryError(f"episode {episode.id} is not closed yet; the service's "
+                                  "worker will finish it later")
+        await asyncio.sleep(poll_s)
+        episode = await client.get_episode(agent_id, episode.id)
+    result: Memory = episode
+    return result
 
 
 async def _show(store: MemoryStore, args: argparse.Namespace) -> Output:
@@ -298,3 +317,8 @@ def usage_text(rows: list[UsageRow]) -> str:
     if estimated:
         lines.append(f"({estimated} call(s) with estimated token counts)")
     return "\n".join(lines)
+
+
+def episode_detail(memory: Memory) -> EpisodeDetail:
+    assert isinstance(memory.detail, EpisodeDetail)
+    return memory.detail

@@ -12,13 +12,16 @@ This module builds on ``cli``'s output helpers; ``cli.build_parser`` imports it.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from ..facts.learning import FactHistory, LearnResult
+from ..facts.results import FactHistory, LearnResult
 from ..memories.kinds import FactDetail
 from ..memories.records import Memory
-from ..store import MemoryStore
 from .fields import ALL_KINDS, FieldOption, field_option
 from .output import Output, event_text, shorten
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
 
 # the learn_fact keyword arguments a caller may set (all of them fields of a fact)
 LEARN_FIELDS = ("content", "subject", "category", "confidence", "source", "source_kind",
@@ -54,12 +57,12 @@ def add_fact_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
         group.add_argument(*option.flags(frozenset()), dest=option.dest,
                            metavar=option.metavar, type=option.convert,
                            required=option.name == "content", help=option.help)
-    learn.set_defaults(handler=_learn, field_options=options)
+    learn.set_defaults(handler=_learn, field_options=options, remote=True)
 
     history = actions.add_parser("history", parents=[agent],
                                  help="a fact's versions (oldest first) and audit trail")
     history.add_argument("id", metavar="FACT_ID", help="the id of any version of the fact")
-    history.set_defaults(handler=_history)
+    history.set_defaults(handler=_history, remote=True)
 
 
 async def _learn(store: MemoryStore, args: argparse.Namespace) -> Output:

@@ -3,6 +3,11 @@
 Each invocation parses its arguments, runs one coroutine with ``asyncio.run`` and maps
 errors to exit codes: 0 success, 1 other failures, 2 usage errors and invalid input,
 3 not found, 4 conflict.  ``--json`` prints machine-readable JSON on stdout.
+
+With ``--url`` (or ``$NOUS_MEMORY_URL``) the memory commands go to a running service
+through ``nous_memory.client``: this process then imports no database driver, store or
+model and starts in a fraction of a second.  Commands that work on the database itself
+(serve, mcp, db, jobs, scheduler, worker, ...) run only without it.
 """
 
 from __future__ import annotations
@@ -16,22 +21,25 @@ import signal
 import sys
 import warnings
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from ..config import Settings
 from ..errors import ConflictError, InvalidInputError, NotFoundError, NousMemoryError
-from ..store import MemoryStore
 from .context import add_context_commands
 from .episodes import add_episode_commands
 from .facts import add_fact_commands
-from .history import add_history_command
-from .jobs import add_job_commands
-from .mcp import add_mcp_command, serve_mcp
 from .memories import add_memory_commands
 from .output import Command, Output
 from .portability import add_portability_commands
 from .recall import add_recall_command
 
+if TYPE_CHECKING:
+    from ..config import Settings
+
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFLICT = 0, 1, 2, 3, 4
+URL_ENV, KEY_ENV = "NOUS_MEMORY_URL", "NOUS_MEMORY_API_KEY"  # as nous_memory.client reads
+# commands whose modules load the store (jobs, the MCP server, uvicorn): never remote
+LOCAL_COMMANDS = frozenset({"serve", "mcp", "jobs", "scheduler", "memories", "keys",
+                            "ingest"})
 
 EPILOG = """\
 exit codes: 0 ok, 1 error, 2 usage error or invalid input, 3 not found, 4 conflict.
@@ -42,7 +50,8 @@ database URL an embedded PostgreSQL is started in the data directory."""
 # ---------------------------------------------------------------------- parser
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, remote: bool = False) -> argparse.ArgumentParser:
+    """Every command; ``remote``: only those a service can run (their modules are light)."""
     parser = argparse.ArgumentParser(
         prog="nous-memory", description="Long-term memory for LLM agents (PostgreSQL + pgvector).",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -51,6 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="PostgreSQL DSN (default: $NOUS_MEMORY_DATABASE_URL, else embedded)")
     parser.add_argument("--data-dir", metavar="DIR",
                         help="embedded server directory (default: $NOUS_MEMORY_DATA_DIR)")
+    parser.add_argument("--url", metavar="URL",
+                        help=f"a running service (nous-memory serve) to send the command to "
+                             f"instead of opening the database (default: ${URL_ENV})")
+    parser.add_argument("--api-key", metavar="KEY",
+                        help=f"the service's API key, with --url (default: ${KEY_ENV})")
     # --json is also accepted after the command; SUPPRESS keeps the global value otherwise
     json_flag = argparse.ArgumentParser(add_help=False)
     json_flag.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
@@ -63,12 +77,20 @@ def build_parser() -> argparse.ArgumentParser:
     add_memory_commands(commands, agent, json_flag)
     add_fact_commands(commands, agent)
     add_episode_commands(commands, agent, json_flag)
-    add_job_commands(commands, agent, json_flag)
     add_recall_command(commands, agent)
-    add_history_command(commands, agent)
     add_context_commands(commands, agent)
-    add_mcp_command(commands)
     add_portability_commands(commands, agent, json_flag)
+    if remote:
+        return parser
+    from .history import add_history_command
+    from .jobs import add_job_commands
+    from .keys import add_key_commands
+    from .mcp import add_mcp_command
+
+    add_history_command(commands, agent)
+    add_job_commands(commands, agent, json_flag)
+    add_key_commands(commands, json_flag)
+    add_mcp_command(commands)
 
     serve = commands.add_parser("serve", help="run the REST API")
     serve.add_argument("--host", help="interface to bind (default: settings api_host)")
@@ -91,14 +113,49 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
+    from ..config import Settings  # not needed with --url: a service has its own
+
     return Settings.from_env(database_url=args.database_url, data_dir=args.data_dir)
+
+
+def _remote_url(argv: Sequence[str] | None) -> tuple[str | None, bool]:
+    """The service URL this invocation goes to (``--url``, else the environment's, which
+    the commands that only run locally ignore), and whether the parser can leave those
+    commands out."""
+    pre = argparse.ArgumentParser(add_help=False)
+    for name in ("--url", "--database-url", "--data-dir", "--api-key"):
+        pre.add_argument(name)
+    pre.add_argument("command", nargs="?")
+    known, _ = pre.parse_known_args(argv)
+    local = known.command in LOCAL_COMMANDS
+    if known.url:
+        return known.url, not local
+    return (None, False) if local else (os.environ.get(URL_ENV) or None, True)
+
+
+def _light_httpx() -> None:
+    """httpx imports its own command line (click, rich, pygments: about 0.1 s) when those
+    are installed, and does without it when that import fails; a ``--url`` process never
+    runs httpx's command line, so it marks it absent before httpx is first imported."""
+    if "httpx" not in sys.modules:
+        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 
 async def _run(args: argparse.Namespace) -> Output:
     handler: Command = args.handler
+    if args.url:
+        _light_httpx()
+        from ..client import AsyncMemoryClient
+
+        async with AsyncMemoryClient(args.url, api_key=args.api_key
+                                     or os.environ.get(KEY_ENV) or None) as client:
+            return await handler(client, args)
+    from ..store import MemoryStore
+
     read_only = getattr(args, "db_command", None) == "status"
     async with MemoryStore.open(settings=_settings(args), migrate=not read_only) as store:
-        return await handler(store, args)
+        store_: Any = store
+        return await handler(store_, args)
 
 
 async def _serve(args: argparse.Namespace) -> None:
@@ -115,9 +172,13 @@ async def _serve(args: argparse.Namespace) -> None:
     check_exposure(host, key_ring(settings.api_keys),
                    insecure_opt_out=args.insecure_no_auth_on_network
                    or settings.insecure_no_auth_on_network)
+    from ..api.observe import configure_logging
+
     app = create_app(settings=settings, run_worker=False if args.no_worker else None,
                      run_scheduler=args.scheduler)
-    config = uvicorn.Config(app, host=host,
+    configure_logging(settings.log_format)
+    # the app writes the access line itself (route templates and request ids, no query)
+    config = uvicorn.Config(app, host=host, log_config=None, access_log=False,
                             port=args.port if args.port is not None else settings.api_port)
     # uvicorn handles SIGTERM (graceful shutdown) and raises it again once it is done; a
     # stop asked for by SIGTERM (docker stop, systemd) then ends as a clean exit (0), not
@@ -145,17 +206,24 @@ def _fail(messages: Iterable[str], code: int) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     # platformdirs warns about this when the embedded server starts; it is noise here
     warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
-    parser = build_parser()
+    url, light = _remote_url(argv)
+    parser = build_parser(remote=url is not None and light)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    args.url = url
+    if url and not getattr(args, "remote", False):
+        return _fail([f"'{args.command}' works on the database itself; run it without "
+                      f"--url (and ${URL_ENV})"], EXIT_USAGE)
     try:
         if args.command == "serve":
             with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a server stops
                 asyncio.run(_serve(args))
             return EXIT_OK
         if args.command == "mcp":
+            from .mcp import serve_mcp
+
             with contextlib.suppress(KeyboardInterrupt):
                 asyncio.run(serve_mcp(args, _settings(args)))
             return EXIT_OK

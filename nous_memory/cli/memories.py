@@ -8,14 +8,15 @@ one place.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..db.distribution import COORDINATOR_LOCAL, DISTRIBUTED, citus_script
 from ..errors import a_or_an
 from ..memories.kinds import Kind, Status
-from ..store import MemoryStore
 from .fields import add_field_options, collect_fields, options_for_kind, options_for_update
 from .output import Output, dump, event_text, memory_line, memory_text, shorten
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
 
 LIST_SUMMARY_CHARS = 100
 
@@ -48,13 +49,13 @@ def add_memory_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
         sub = kinds.add_parser(kind.value, parents=[agent],
                                help=f"remember {a_or_an(kind.value)}")
         add_field_options(sub, options)
-        sub.set_defaults(handler=_remember, field_options=options)
+        sub.set_defaults(handler=_remember, field_options=options, remote=True)
 
     get = commands.add_parser("get", parents=[agent], help="show one memory")
     get.add_argument("id", metavar="ID")
     get.add_argument("--include-deleted", action="store_true",
                      help="also show a soft-deleted memory")
-    get.set_defaults(handler=_get)
+    get.set_defaults(handler=_get, remote=True)
 
     listing = commands.add_parser("list", parents=[agent], help="list memories, newest first")
     listing.add_argument("--kind", choices=[k.value for k in Kind])
@@ -64,7 +65,7 @@ def add_memory_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     listing.add_argument("--limit", type=int, default=50, metavar="N",
                          help="page size, 1 to 500 (default 50)")
     listing.add_argument("--cursor", metavar="C", help="the next cursor a previous page printed")
-    listing.set_defaults(handler=_list)
+    listing.set_defaults(handler=_list, remote=True)
 
     update = commands.add_parser(
         "update", parents=[agent], help="change fields of a memory",
@@ -74,18 +75,18 @@ def add_memory_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     update.add_argument("--actor", help="who made the change (recorded in the history)")
     update_options = options_for_update()
     add_field_options(update, update_options)
-    update.set_defaults(handler=_update, field_options=update_options)
+    update.set_defaults(handler=_update, field_options=update_options, remote=True)
 
     delete = commands.add_parser("delete", parents=[agent], help="delete a memory")
     delete.add_argument("id", metavar="ID")
     delete.add_argument("--purge", action="store_true",
                         help="remove the content for good (default: soft delete)")
     delete.add_argument("--actor", help="who deleted it (recorded in the history)")
-    delete.set_defaults(handler=_delete)
+    delete.set_defaults(handler=_delete, remote=True)
 
     history = commands.add_parser("history", parents=[agent], help="audit trail of a memory")
     history.add_argument("id", metavar="ID")
-    history.set_defaults(handler=_history)
+    history.set_defaults(handler=_history, remote=True)
 
 
 async def _db_init(store: MemoryStore, args: argparse.Namespace) -> Output:
@@ -101,6 +102,8 @@ async def _db_init(store: MemoryStore, args: argparse.Namespace) -> Output:
 
 
 async def _db_citus_script(store: MemoryStore, args: argparse.Namespace) -> Output:
+    from ..db.distribution import COORDINATOR_LOCAL, DISTRIBUTED, citus_script
+
     script = citus_script()
     return Output({"sql": script, "distributed": list(DISTRIBUTED),
                    "coordinator_local": dict(COORDINATOR_LOCAL)}, script.rstrip("\n"))

@@ -18,7 +18,6 @@ from typing import Any
 
 from ..errors import InvalidInputError
 from ..memories.records import Memory, MemoryEvent
-from ..store import MemoryStore
 
 HISTORY_VALUE_CHARS = 120
 
@@ -31,8 +30,10 @@ class Output:
     text: str
 
 
-Command = Callable[[MemoryStore, argparse.Namespace], Awaitable[Output]]
-"""A command's handler: ``set_defaults(handler=...)`` on its parser."""
+Command = Callable[[Any, argparse.Namespace], Awaitable[Output]]
+"""A command's handler: ``set_defaults(handler=...)`` on its parser.  It gets the
+``MemoryStore``, or with ``--url`` the ``AsyncMemoryClient`` (same methods and results)
+when its parser also sets ``remote=True``."""
 
 
 # ---------------------------------------------------------------------- formatting

@@ -13,11 +13,13 @@ import asyncio
 import contextlib
 import sys
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from ..errors import InvalidInputError
-from ..store import MemoryStore
 from .output import Output
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
 
 
 def add_portability_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser],
@@ -29,7 +31,7 @@ def add_portability_commands(commands: argparse._SubParsersAction[argparse.Argum
                     "chunks, summaries, cold storage, pending work) as one JSON Lines file.")
     export.add_argument("-o", "--output", metavar="FILE",
                         help="the file to write (default: standard output)")
-    export.set_defaults(handler=_export)
+    export.set_defaults(handler=_export, remote=True)
 
     load = commands.add_parser(
         "import", parents=[json_flag], help="read an export into the same or another agent",
@@ -44,7 +46,7 @@ def add_portability_commands(commands: argparse._SubParsersAction[argparse.Argum
     load.add_argument("--dry-run", action="store_true",
                       help="check the file and report what an import would do; change "
                            "nothing")
-    load.set_defaults(handler=_import)
+    load.set_defaults(handler=_import, remote=True)
 
     forget = commands.add_parser(
         "forget-agent", parents=[agent], help="erase every record of an agent for good",
@@ -52,7 +54,7 @@ def add_portability_commands(commands: argparse._SubParsersAction[argparse.Argum
                     "without content (a hash of the id, the time, row counts) is kept.")
     forget.add_argument("--yes", action="store_true", help="confirm the erasure")
     forget.add_argument("--actor", default="cli", help="who asked (kept in the receipt)")
-    forget.set_defaults(handler=_forget)
+    forget.set_defaults(handler=_forget, remote=True)
 
 
 async def _export(store: MemoryStore, args: argparse.Namespace) -> Output:

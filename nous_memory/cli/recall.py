@@ -8,10 +8,13 @@ This module builds on ``cli``'s output helpers; ``cli.build_parser`` imports it.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from ..context.recall import MAX_K, MIN_K, RecallItem, RecallResult
-from ..store import MemoryStore
+from ..context.results import MAX_K, MIN_K, RecallItem, RecallResult
 from .output import Output, parse_time, shorten
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
 
 TEXT_CHARS = 110
 
@@ -39,7 +42,7 @@ def add_recall_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
     recall.add_argument("--as-of", metavar="TIME",
                         help="when the query is asked (ISO 8601; default now): relative "
                              "dates in it ('last Saturday') resolve against this time")
-    recall.set_defaults(handler=_recall)
+    recall.set_defaults(handler=_recall, remote=True)
 
 
 async def _recall(store: MemoryStore, args: argparse.Namespace) -> Output:

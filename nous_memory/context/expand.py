@@ -13,11 +13,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 from uuid import UUID
-
-from pydantic import BaseModel, ConfigDict
 
 from ..db import Database
 from ..errors import InvalidInputError, NotFoundError
@@ -27,57 +24,15 @@ from ..memories.manager import MemoryManager
 from ..memories.params import parse_memory_id
 from ..memories.records import Memory, MemoryEvent
 from .access import AccessLog
+from .results import ArchivedPart as ArchivedPart
+from .results import ExcerptMessage as ExcerptMessage
+from .results import Expanded as Expanded
+from .results import TranscriptExcerpt as TranscriptExcerpt
 from .truncation import query_terms
 
 EXCERPT_MESSAGES = 12  # messages shown around the best match (or from the start)
 TRANSCRIPT_SCAN = 5_000  # messages read to find the best match
 _REF = re.compile(r"^(?P<kind>[a-z]+):(?P<hex>[0-9a-f]{4,32})(?:#c(?P<chunk>\d{1,9}))?$")
-
-
-class ArchivedPart(BaseModel):
-    """One part of the record in cold storage (``memory_archive``)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    part: str  # "detail" or "transcript"
-    reason: str  # "trim" or "archive"
-    archived_at: datetime
-    start_offset: int
-    size: int  # characters of detail, or messages of transcript
-
-
-class ExcerptMessage(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    seq: int
-    role: str
-    name: str | None = None
-    content: str
-    created_at: datetime | None = None
-
-
-class TranscriptExcerpt(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    episode_id: UUID
-    total_messages: int
-    from_cold_storage: bool  # the transcript was read from memory_archive
-    messages: list[ExcerptMessage]
-
-
-class Expanded(BaseModel):
-    """The full record behind a ref: read this when a context line is not enough."""
-
-    model_config = ConfigDict(frozen=True)
-
-    ref: str
-    memory: Memory
-    detail_restored: bool  # episode detail was rebuilt from cold storage
-    events: list[MemoryEvent]
-    chain: list[Memory]  # facts: every version linked by supersession, oldest first
-    source_episode: Memory | None
-    transcript: TranscriptExcerpt | None
-    archived: list[ArchivedPart]
 
 
 def parse_target(value: object) -> tuple[UUID | None, str | None, int | None]:

@@ -17,23 +17,27 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 from uuid import UUID
 
 import numpy as np
 from pgvector import Vector as PgVector
-from pydantic import BaseModel, ConfigDict, Field
 
 from ..db import Database
 from ..errors import FieldProblem, InvalidInputError, longer_than
 from ..memories.kinds import Kind, Status, is_utf8, parse_agent_id, parse_kind
 from ..memories.manager import MemoryManager
 from .ordering import final_order
+from .results import MAX_K as MAX_K
+from .results import MAX_QUERY_CHARS as MAX_QUERY_CHARS
+from .results import MIN_K as MIN_K
+from .results import RecallItem as RecallItem
+from .results import RecallResult as RecallResult
+from .results import RecallScores as RecallScores
+from .results import RecallTimings as RecallTimings
+from .results import TimeWindow as TimeWindow
 from .when import Window, resolve
 
-MIN_K = 1
-MAX_K = 100
-MAX_QUERY_CHARS = 4_000
 # An agent with at most this many memories (deleted ones aside) and at most this many
 # chunks is read whole and ranked in memory: on bench/context_latency.py an exact scan of
 # 1,000 rows costs about 1.5 ms, less than a filtered HNSW scan over every agent's rows,
@@ -108,88 +112,6 @@ class Priors:
         high = (1 + self.recency + self.importance / 2 + self.confidence / 2 + self.use
                 + self.speaker + self.time)
         return high / low
-
-
-class RecallScores(BaseModel):
-    """Typed scores: compare cosine with thresholds; use ``final`` only to order."""
-
-    model_config = ConfigDict(frozen=True)
-
-    cosine: float | None = Field(description="Raw cosine similarity to the query "
-                                             "(None when the row has no comparable "
-                                             "embedding); a chunk that absorbed the facts "
-                                             "learned from its turn: the closest of them")
-    vector_rank: int | None = Field(description="1-based rank in its vector leg, if found")
-    text_rank: int | None = Field(description="1-based rank in its full-text leg, if found")
-    text_score: float | None = Field(description="BM25 score of the full-text leg")
-    fused: float = Field(description="Reciprocal rank fusion of the legs")
-    recency: float
-    importance: float
-    confidence: float
-    use: float
-    speaker: float = Field(description="The nudge of a chunk spoken by someone the query "
-                                       "names (0 otherwise)")
-    time: float = Field(default=0.0, description="The nudge of an item said within the time "
-                                                 "the query names (0 otherwise)")
-    matched: list[str] = Field(default_factory=list, description=(
-        "The query's lexemes it holds (a chunk's context words marked '~'): its keyword "
-        "evidence in the final order"))
-    final: float = Field(description="fused * (1 + recency + importance + confidence + use "
-                                     "+ speaker + time); recall's final order also applies "
-                                     "the rules of context/ordering.py")
-
-
-class RecallItem(BaseModel):
-    """One ranked item: a memory (its tier-1 summary) or a verbatim episode chunk."""
-
-    model_config = ConfigDict(frozen=True)
-
-    ref: str = Field(description="Short reference, e.g. fact:1a2b3c4d or episode:1a2b3c4d#c3")
-    source: Literal["memory", "chunk"]
-    memory_id: UUID = Field(description="The memory, or for a chunk its episode")
-    kind: Kind
-    chunk_no: int | None = None
-    text: str
-    tokens: int
-    scores: RecallScores
-    message_metadata: list[dict[str, Any]] = Field(
-        default_factory=list,
-        description="For a chunk: each covered message's metadata, in transcript order")
-    created_at: datetime | None = None
-    ended_at: datetime | None = None
-    said_at: datetime | None = Field(
-        default=None, description="When it was said: a chunk's turn, a fact's source "
-                                  "episode, an episode's start; else when it was stored")
-    status: Status
-
-
-class RecallTimings(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    embed_ms: float
-    sql_ms: float
-    total_ms: float
-
-
-class TimeWindow(BaseModel):
-    """The time a query names, resolved against its ``as_of`` ([start, end), UTC)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    start: datetime
-    end: datetime
-
-
-class RecallResult(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    query: str
-    k: int
-    items: list[RecallItem]
-    timings: RecallTimings
-    as_of: datetime | None = None
-    window: TimeWindow | None = Field(default=None, description="The time the query names, "
-                                                                "if any")
 
 
 def make_ref(kind: str, memory_id: UUID, chunk_no: int | None = None) -> str:

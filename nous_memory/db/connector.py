@@ -107,6 +107,11 @@ class Database:
                 raise
         return cls(pool, dsn=dsn, scan_pool=scanning)
 
+    def pool_connections(self) -> dict[str, int]:
+        """The main pool's connections in use and idle (for /metrics)."""
+        size, idle = self._pool.get_size(), self._pool.get_idle_size()
+        return {"in_use": size - idle, "idle": idle, "max": self._pool.get_max_size()}
+
     @property
     def has_scan_pool(self) -> bool:
         return self._scan_pool is not None

@@ -35,6 +35,9 @@ COORDINATOR_LOCAL: Final[dict[str, str]] = {
     "agent_erasures": "receipts of forgotten agents (a hash of the id, counts, who asked): "
                       "no agent_id on purpose, so erasing an agent keeps its receipt; written "
                       "once per erasure in the erasing transaction",
+    "api_keys": "keys made at run time: looked up by the SHA-256 of a presented secret "
+                "on every authenticated request and changed by their owner; no agent_id "
+                "(a key may act for many agents) and no query joins it with tenant data",
     "work_items": "the durable work queue: the worker claims across agents with FOR UPDATE "
                   "SKIP LOCKED (Citus runs row locks on router queries only) and tells dead "
                   "workers by their presence locks in pg_locks, which is per node: both hold "
@@ -55,6 +58,8 @@ CROSS_TENANT_QUERIES: Final[dict[str, str]] = {
     "work_claim": "the work queue is coordinator-local (see work_items); the claimed item "
                   "is then handled by code scoped to its own agent",
     "work_fail_exhausted": "coordinator-local work queue",
+    "work_queue_depths": "the /metrics gauges of the coordinator-local work queue: counts "
+                         "and ages per task, no agent's data",
     "requeue_stuck_work": "coordinator-local work queue",
     "known_agents": "the inspector's agent list for a key of every agent: agent ids only, "
                     "read-only (a loose index scan; its recursive CTE is not pushed down "

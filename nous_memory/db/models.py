@@ -384,11 +384,29 @@ class AgentErasureRow(SQLModel, table=True):
     actor: str
 
 
+class ApiKeyRow(SQLModel, table=True):
+    """A key made at run time: only the SHA-256 of its secret (no agent_id: not tenant
+    data, a key may act for many agents)."""
+
+    __tablename__ = "api_keys"
+    id: int = Field(sa_column=Column("id", BigInteger, Identity(always=True), primary_key=True))
+    name: str
+    secret_sha256: bytes = Field(sa_column=Column(LargeBinary, nullable=False, unique=True))
+    prefix: str
+    role: str
+    agents: list[str] | None = Field(default=None, sa_column=Column(ARRAY(Text), nullable=True))
+    created_at: datetime = _time()
+    created_by: str
+    revoked_at: datetime | None = _time(default=None)
+    revoked_by: str | None = None
+
+
 TABLE_MODELS: tuple[type[SQLModel], ...] = (
     SchemaVersionRow, StoreMetaRow, MemoryRow, DecisionRow, FactRow, EpisodeRow,
     ProcedureRow, CensorRow, EpisodeMessageRow, EpisodeChunkRow, WorkItemRow, MemoryEventRow,
     EpisodeExtractionRow, MemoryArchiveRow, ExtractionCacheRow, EmbeddingCacheRow, LLMCallRow,
     ConversationPolicyRow, ConversationStateRow, ConversationSummaryRow,
     ConversationAnalysisRow,
-    JobRunRow, AgentErasureRow,
+    JobRunRow, AgentErasureRow, ApiKeyRow,
 )
+

@@ -25,9 +25,11 @@ import itertools
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
+from .. import telemetry
 from .base import Vector
 
 INTERACTIVE_MAX_TEXTS = 8
@@ -38,7 +40,7 @@ WINDOW_CHARS = 1_200  # past the 256-token window (~1,000+ characters) a text co
 MAX_THREADS = 4
 
 Encode = Callable[[list[str]], list[Vector]]
-_Job = tuple[int, int, list[str], "Future[list[Vector]]"]
+_Job = tuple[int, int, list[str], "Future[list[Vector]]", float]  # ..., queued at
 INTERACTIVE, BULK = 0, 1
 
 
@@ -118,7 +120,8 @@ class ComputeQueue:
         """Queue one encode; lower ``priority`` runs first, equal ones in arrival order."""
         self._ensure_thread()
         future: Future[list[Vector]] = Future()
-        self._jobs.put((priority, next(self._order), texts, future))
+        self._jobs.put((priority, next(self._order), texts, future, time.monotonic()))
+        telemetry.EMBED_DEPTH.labels(self._name).set(self._jobs.qsize())
         return future
 
     def _ensure_thread(self) -> None:
@@ -133,7 +136,11 @@ class ComputeQueue:
 
     def _serve(self) -> None:
         while True:
-            _, _, texts, future = self._jobs.get()
+            priority, _, texts, future, queued = self._jobs.get()
+            telemetry.EMBED_DEPTH.labels(self._name).set(self._jobs.qsize())
+            telemetry.EMBED_WAIT.labels(
+                self._name, "interactive" if priority == INTERACTIVE else "bulk").observe(
+                time.monotonic() - queued)
             if not future.set_running_or_notify_cancel():
                 continue  # its caller was cancelled while it waited
             try:

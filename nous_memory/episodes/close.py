@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 from .. import blocks
 from ..conversation.prompt import fit
 from ..db import Connection
+from ..db.audit import record_events
 from ..llm import LLMClient, LLMError
 from ..memories.kinds import (
     MAX_LABEL_CHARS,
@@ -297,7 +298,7 @@ class EpisodeCloser:
         if x is not None:
             await conn.execute("episode_extraction_save", agent, ident,
                                x.model_dump(mode="json"))
-        await conn.execute("insert_events", agent, [{
+        await record_events(conn, agent, [{
             "memory_id": str(ident), "event": "updated", "actor": "episode_close",
             "old_values": {"state": "closing"},
             "new_values": {"state": "closed", "summary_source": close.source.value,

@@ -24,6 +24,7 @@ from uuid import UUID
 from pgvector import Vector as PgVector
 
 from ..db import Connection, Database
+from ..db.audit import record_events
 from ..errors import InvalidInputError
 from ..facts.learning import FactLearner, LearnResult
 from ..memories.kinds import MAX_LIST_ITEMS, FactsExtractor, FactsState
@@ -90,7 +91,7 @@ class EpisodeLearner:
             learned = [await self._facts.apply(conn, fact) for fact in facts]
             await conn.execute("episode_facts_state", agent, ident, FactsState.EXTRACTED.value)
             await conn.execute("episode_facts_extractor", agent, ident, FactsExtractor.LLM.value)
-            await conn.execute("insert_events", agent, [{
+            await record_events(conn, agent, [{
                 "memory_id": str(ident), "event": "updated", "actor": "episode_learn",
                 "old_values": {"facts_state": FactsState.PENDING.value},
                 "new_values": {"facts_state": FactsState.EXTRACTED.value,
@@ -119,7 +120,7 @@ class EpisodeLearner:
             learned = [await self._facts.apply(conn, fact) for fact in facts]
             await conn.execute("episode_facts_extractor", agent, ident,
                                FactsExtractor.RULES.value)
-            await conn.execute("insert_events", agent, [{
+            await record_events(conn, agent, [{
                 "memory_id": str(ident), "event": "updated", "actor": "episode_learn",
                 "old_values": {"facts_extractor": FactsExtractor.NONE.value},
                 "new_values": {"facts_extractor": FactsExtractor.RULES.value,

@@ -10,20 +10,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from enum import StrEnum
-from typing import Annotated, Any
+from typing import Any
 from uuid import UUID
 
 from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    StringConstraints,
     ValidationError,
 )
 
 from ..db import Database
+from ..db.audit import record_events
 from ..errors import (
     ConflictError,
     FieldProblem,
@@ -35,14 +30,10 @@ from ..errors import (
     more_than,
 )
 from ..memories.kinds import (
-    MAX_MESSAGE_CHARS,
     EpisodeDetail,
     EpisodeState,
     Kind,
-    Label,
-    Timestamp,
     is_utf8,
-    no_nul,
     parse_agent_id,
     parse_new,
     problems_from,
@@ -53,45 +44,16 @@ from ..memories.records import Memory
 from ..tokens import count_tokens
 from ..work.queue import enqueue
 from .chunks import TranscriptMessage
-
-MAX_MESSAGES_PER_APPEND = 1_000
-MAX_METADATA_CHARS = 16_000
-TRANSCRIPT_PAGE = 10_000
-
-
-class Role(StrEnum):
-    USER = "user"
-    ASSISTANT = "assistant"
-    SYSTEM = "system"
-    TOOL = "tool"
-
-
-class MessageIn(BaseModel):
-    """One message to append; ``metadata`` is stored and returned as given."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    role: Role
-    content: Annotated[str, StringConstraints(max_length=MAX_MESSAGE_CHARS),
-                       AfterValidator(no_nul)]
-    name: Label | None = None
-    tool_call_id: Label | None = None
-    created_at: Timestamp | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+from .results import MAX_MESSAGES_PER_APPEND as MAX_MESSAGES_PER_APPEND
+from .results import MAX_METADATA_CHARS as MAX_METADATA_CHARS
+from .results import TRANSCRIPT_PAGE as TRANSCRIPT_PAGE
+from .results import AppendResult as AppendResult
+from .results import MessageIn as MessageIn
+from .results import Role as Role
 
 
 class OversizeMessageError(PayloadTooLargeError):
     """A message (or an append) is larger than the documented limit (HTTP 413)."""
-
-
-class AppendResult(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    episode_id: UUID
-    first_seq: int
-    last_seq: int
-    message_count: int
-    tokens: int
 
 
 class EpisodeManager:
@@ -162,7 +124,7 @@ class EpisodeManager:
                 await conn.fetchval("episode_mark_closing", agent, ident)
                 await conn.execute("memory_touch", agent, ident)
                 await enqueue(conn, agent, "episode_close", ident)
-                await conn.execute("insert_events", agent, [{
+                await record_events(conn, agent, [{
                     "memory_id": str(ident), "event": "updated", "actor": "close_episode",
                     "old_values": {"state": "open"}, "new_values": {"state": "closing"}}])
         return await self.get(agent, ident)

@@ -17,6 +17,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict
 
 from ..db import Connection, Database
+from ..db.audit import record_events
 from ..errors import ConflictError, InvalidInputError, NotFoundError
 from ..memories.kinds import Kind, parse_agent_id
 from ..memories.manager import MemoryManager
@@ -97,7 +98,7 @@ class ConflictResolver:
                 events.append(_event(other, "superseded", {"status": "active"},
                                      {"status": "superseded", "superseded_by_id": str(keep),
                                       "resolution": how.value}, who))
-            await conn.execute("insert_events", agent, events)
+            await record_events(conn, agent, events)
             found = {r["id"]: Memory.from_row(r) for r in await conn.fetch(
                 "memory_records_by_ids", agent, [keep, other])}
         return [found[keep], found[other]]

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from enum import StrEnum
 from typing import Any
 from uuid import UUID
 
 from pgvector import Vector as PgVector
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from ..db import Connection, Database
+from ..db.audit import record_events
 from ..errors import InvalidInputError, NotFoundError
 from ..llm import LLMClient, LLMError
 from ..memories.fact_key import fact_hash
@@ -31,6 +31,9 @@ from ..memories.manager import MemoryManager, PreparedWrite
 from ..memories.params import parse_memory_id
 from ..memories.records import Memory, MemoryEvent
 from ..tokens import count_tokens
+from .results import FactHistory as FactHistory
+from .results import LearnAction as LearnAction
+from .results import LearnResult as LearnResult
 from .rules import (
     Candidate,
     Plan,
@@ -46,37 +49,6 @@ _log = logging.getLogger(__name__)
 CANDIDATES = 5
 CONFIRM_GAIN = 0.1
 CONTRADICTION_FACTOR = 0.5
-
-
-class LearnAction(StrEnum):
-    CREATED = "created"
-    CONFIRMED = "confirmed"
-    MERGED = "merged"
-    SUPERSEDED = "superseded"
-    REACTIVATED = "reactivated"
-    REJECTED = "rejected"
-
-
-class LearnResult(BaseModel):
-    """What learn_fact did.  ``related`` holds the fact confirmed, replaced or flagged."""
-
-    model_config = ConfigDict(frozen=True)
-
-    action: LearnAction
-    fact: Memory | None
-    reason: str | None = None
-    similarity: float | None = None
-    decided_by: str | None = None
-    related: list[UUID] = []
-
-
-class FactHistory(BaseModel):
-    """A fact's supersession chain (oldest first) and its audit events."""
-
-    model_config = ConfigDict(frozen=True)
-
-    chain: list[Memory]
-    events: list[MemoryEvent]
 
 
 class _Classified(BaseModel):
@@ -347,7 +319,7 @@ class FactLearner:
 
     async def _events(self, conn: Connection, agent: str, memory_id: UUID, event: str,
                       old: dict[str, Any], new: dict[str, Any]) -> None:
-        await conn.execute("insert_events", agent, [{
+        await record_events(conn, agent, [{
             "memory_id": str(memory_id), "event": event, "old_values": old,
             "new_values": new, "actor": "learn_fact"}])
 

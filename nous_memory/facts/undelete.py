@@ -24,6 +24,7 @@ from pgvector import Vector as PgVector
 from pydantic import BaseModel, ConfigDict
 
 from ..db import Connection, Database
+from ..db.audit import record_events
 from ..errors import ConflictError, NotFoundError
 from ..memories.fact_key import fact_hash
 from ..memories.kinds import FactDetail, Status, parse_agent_id
@@ -88,7 +89,7 @@ class Undeleter:
             if await conn.fetchval("undelete_memory", agent, ident, status.value) is None:
                 raise ConflictError(f"memory {ident} changed while it was restored; retry")
             await self._link(conn, agent, memory, action, related)
-            await conn.execute("insert_events", agent, [{
+            await record_events(conn, agent, [{
                 "memory_id": str(ident), "event": "restored", "actor": actor,
                 "old_values": {"status": Status.DELETED.value},
                 "new_values": {"status": status.value, "action": action.value,
@@ -152,7 +153,7 @@ class Undeleter:
             await conn.execute("fact_flag_conflict", agent, related, ident)
             for other in related:
                 await conn.execute("fact_flag_conflict", agent, [ident], other)
-            await conn.execute("insert_events", agent, [{
+            await record_events(conn, agent, [{
                 "memory_id": str(other), "event": "updated", "actor": "restore",
                 "old_values": {}, "new_values": {"conflicts_with_added": str(ident)}}
                 for other in related])

@@ -18,6 +18,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict
 
 from ..db import Database
+from ..db.audit import record_events
 from ..errors import ConflictError
 from ..memories.kinds import EpisodeDetail, EpisodeState, Kind, parse_agent_id, parse_new
 from ..memories.manager import MemoryManager
@@ -138,7 +139,7 @@ class HistoryImporter:
                                    max(times), min(times))
                 await conn.fetchval("episode_mark_closing", agent, episode.id)
                 await enqueue(conn, agent, "episode_close", episode.id)
-                await conn.execute("insert_events", agent, [{
+                await record_events(conn, agent, [{
                     "memory_id": str(episode.id), "event": "updated",
                     "actor": "history_import", "old_values": {"state": "open"},
                     "new_values": {"state": "closing", "source_key": session.key,

@@ -18,6 +18,7 @@ from typing import Any, Generic, cast
 
 from pydantic import BaseModel
 
+from .. import telemetry
 from ..errors import ConfigurationError, FieldProblem, InvalidInputError
 from .backoff import Backoff
 from .errors import LLMOutputError, LLMRequestError, LLMUnavailableError
@@ -217,6 +218,8 @@ class LLMClient:
 
     async def _record(self, call: LLMCall) -> None:
         """Bookkeeping must never cost the caller its answer: failures are only logged."""
+        telemetry.llm_call(call.purpose, call.model, call.outcome.value, call.prompt_tokens,
+                           call.completion_tokens, call.latency_ms)
         if self._recorder is None:
             return
         try:

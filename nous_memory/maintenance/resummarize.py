@@ -11,6 +11,7 @@ from pgvector import Vector as PgVector
 from pydantic import BaseModel, Field
 
 from ..db import Database
+from ..db.audit import record_events
 from ..errors import NotFoundError
 from ..llm import LLMClient, LLMError
 from ..memories.kinds import EpisodeDetail, SummarySource
@@ -68,7 +69,7 @@ class Resummarizer:
                 memory.summary)
             if version is None:
                 return  # edited meanwhile: the edit wins
-            await conn.execute("insert_events", agent, [{
+            await record_events(conn, agent, [{
                 "memory_id": str(ident), "event": "updated", "actor": "job:trim",
                 "old_values": {"summary": memory.summary,
                                "summary_source": memory.summary_source.value},

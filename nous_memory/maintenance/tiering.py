@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from uuid import UUID
 
 from ..db import Database
+from ..db.audit import record_events
 from ..errors import ConflictError, DatabaseError, NotFoundError
 from ..memories.kinds import parse_agent_id
 from ..memories.params import parse_memory_id
@@ -132,7 +133,7 @@ class Tiering:
             await conn.fetchrow("restore_finish", agent, ident)
             result = RestoreResult(id=ident, previous_storage=row["storage"],
                                    detail_chars=detail_chars, messages=messages)
-            await conn.execute("insert_events", agent, [{
+            await record_events(conn, agent, [{
                 "memory_id": str(ident), "event": "restored", "actor": actor,
                 "old_values": {"storage": row["storage"],
                                "parts": {k: {"reason": v["reason"],

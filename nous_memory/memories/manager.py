@@ -16,6 +16,7 @@ import numpy as np
 from pgvector import Vector as PgVector
 
 from ..db import Connection, Database
+from ..db.audit import record_events
 from ..embeddings.base import Embedder, Vector, embed_checked
 from ..embeddings.query_cache import QueryCache
 from ..errors import (
@@ -191,7 +192,7 @@ class MemoryManager:
             else None)}
         for kind, kind_rows in details.items():
             await conn.execute(_DETAIL_UPSERT[kind], agent, kind_rows)
-        await conn.execute("insert_events", agent, events)
+        await record_events(conn, agent, events)
         await self.cache(conn, agent, batch.embedded)
         return [
             Memory(id=memory_id, agent_id=agent, kind=new.kind, status=Status.ACTIVE,
@@ -337,7 +338,7 @@ class MemoryManager:
             return None
         await conn.execute(_DETAIL_UPSERT[current.kind], agent,
                            [_detail_row(agent, current.id, updated.detail)])
-        await conn.execute("insert_events", agent, [{
+        await record_events(conn, agent, [{
             "memory_id": str(current.id), "event": "updated", "actor": actor,
             "old_values": prepared.old, "new_values": prepared.new}])
         if embedded:
@@ -375,7 +376,7 @@ class MemoryManager:
                     raise NotFoundError("memory", ident)
                 event = {"event": "deleted", "old_values": {"status": before},
                          "new_values": {"status": Status.DELETED.value}}
-            await conn.execute("insert_events", agent,
+            await record_events(conn, agent,
                                [{"memory_id": str(ident), "actor": actor, **event}])
 
     async def counts(self, agent_id: str) -> dict[str, dict[str, int]]:

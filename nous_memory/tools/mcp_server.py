@@ -9,6 +9,7 @@ renderings of ``ToolBox``: the same schemas, the same calls, the same errors.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
@@ -17,8 +18,8 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from .. import __version__
-from .definitions import TOOLS
+from .. import __version__, telemetry
+from .definitions import TOOL_NAMES, TOOLS
 from .toolbox import ToolBox
 
 log = logging.getLogger("nous_memory.mcp")
@@ -69,7 +70,11 @@ def build_server(toolbox_for: ToolBoxFor) -> Server[Any]:
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
                         ) -> types.CallToolResult:
+        started = time.perf_counter()
         result = await toolbox_for(ctx).call(params.name, params.arguments or {})
+        known = params.name if params.name in TOOL_NAMES else "unknown"  # a bounded label
+        telemetry.TOOL_CALLS.labels(known, "error" if result.is_error else "ok").inc()
+        telemetry.TOOL_SECONDS.labels(known).observe(time.perf_counter() - started)
         return types.CallToolResult(content=[types.TextContent(type="text", text=result.text)],
                                     structured_content=result.data, is_error=result.is_error)
 

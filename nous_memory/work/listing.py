@@ -41,3 +41,18 @@ async def agent_queue(db: Database, agent_id: str, limit: int = 50) -> AgentQueu
     items = [QueuedWork(**dict(row)) for row in await db.fetch("work_items_of_agent",
                                                                agent_id, limit)]
     return AgentQueue(counts=counts, items=items)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueDepth:
+    """Open items of one task in one state, every agent at once, and the oldest's age."""
+
+    task: str
+    state: str
+    items: int
+    oldest_s: float
+
+
+async def queue_depths(db: Database) -> list[QueueDepth]:
+    return [QueueDepth(task=r["task"], state=r["state"], items=r["items"],
+                       oldest_s=r["oldest_s"]) for r in await db.fetch("work_queue_depths")]

@@ -83,3 +83,12 @@ LIMIT $2;
 -- name: work_counts_of_agent
 SELECT task, state, count(*) AS n FROM work_items WHERE agent_id = $1
 GROUP BY task, state ORDER BY task, state;
+
+-- name: work_queue_depths
+-- What /metrics shows of the queue, every agent at once: open items per task and state,
+-- and the age of the oldest (by run_after: a retried item waits from its new due time).
+-- Reads the open rows only, through the partial index work_items_ready.
+SELECT task, state, count(*) AS items,
+       coalesce(extract(epoch FROM now() - min(run_after)), 0)::float8 AS oldest_s
+FROM work_items WHERE state IN ('pending', 'running')
+GROUP BY task, state ORDER BY task, state;

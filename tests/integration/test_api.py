@@ -444,7 +444,8 @@ async def test_openapi_documents_paths_and_bodies(client: httpx.AsyncClient) -> 
     assert spec["info"]["title"] == "nous-memory"
     assert "422" in spec["info"]["description"]
     paths = spec["paths"]
-    assert set(paths) == {"/health", "/agents/{agent_id}/memories",
+    assert set(paths) == {"/health", "/ready", "/metrics", "/keys", "/keys/{name}",
+                          "/keys/{name}/rotate", "/agents/{agent_id}/memories",
                           "/agents/{agent_id}/memories/batch",
                           "/agents/{agent_id}/memories/{memory_id}",
                           "/agents/{agent_id}/memories/{memory_id}/history",

@@ -53,6 +53,8 @@ CONTEXT_LATENCY = ("--memories", "1000", "--per-agent", "500", "--chunks-per-age
 SMOKES: dict[str, Smoke] = {
     "calibrate_dedup.py": Smoke(argv=("--limit", "200"), headline="chosen_rule_threshold",
                                 database=False),
+    "client.py": Smoke(argv=("--memories", "30", "--calls", "2", "--warmup", "1",
+                             "--cli-runs", "1"), headline="cli_recall_url_s_p50"),
     "capacity.py": Smoke(argv=("--write-sample", "20", "--p95-ms", "10"),
                          headline="agents_per_node_in_memory", before="context_latency.py"),
     "context_latency.py": Smoke(argv=CONTEXT_LATENCY, headline="context_over_floor_p50"),

@@ -180,8 +180,8 @@ async def test_db_citus_script(cli: Cli) -> None:
     assert result.stdout == citus_script()
     data = (await cli("db", "citus-script", "--json")).json()
     assert data["sql"] == citus_script() and data["distributed"][0] == "memories"
-    assert set(data["coordinator_local"]) == {"agent_erasures", "job_runs", "schema_version",
-                                              "store_meta", "work_items"}
+    assert set(data["coordinator_local"]) == {"agent_erasures", "api_keys", "job_runs",
+                                              "schema_version", "store_meta", "work_items"}
 
 
 async def test_db_status(env: dict[str, str], database_url: str) -> None:

@@ -113,6 +113,16 @@ def check_database_url(compose: Compose, name: str = "api") -> None:
         "database differs from db"
 
 
+def check_api_probes_readiness(compose: Compose) -> None:
+    """The api is healthy when it can take traffic (/ready: database, model, worker), not
+    merely when its process answers (/health)."""
+    health = service(compose, "api").get("healthcheck")
+    assert isinstance(health, dict) and not health.get("disable"), "api has no healthcheck"
+    test = health.get("test")
+    text = " ".join(test) if isinstance(test, list) else str(test)
+    assert "/ready" in text, f"api healthcheck does not probe /ready: {text!r}"
+
+
 def check_depends_on_db_healthy(compose: Compose, name: str = "api") -> None:
     depends = service(compose, name).get("depends_on")
     assert isinstance(depends, dict), f"{name} depends_on has no conditions: {depends!r}"
@@ -178,6 +188,7 @@ COMPOSE_CHECKS: list[Callable[[Compose], None]] = [
     check_database_url,
     check_depends_on_db_healthy,
     check_api_port,
+    check_api_probes_readiness,
     check_api_command,
     check_console_scripts,
     check_scheduler_service,
@@ -245,6 +256,9 @@ BROKEN: list[tuple[str, Callable[[Compose], None], Callable[[Compose], None]]] =
     ("long syntax, no host_ip", _set(f"{_API}.ports", [{"target": 8765, "published": 8765}]),
      check_api_port),
     ("no ports", _set(f"{_API}.ports", None), check_api_port),
+    ("liveness probe", _set(f"{_API}.healthcheck.test", ["CMD", "curl", "-f",
+                                                         "http://127.0.0.1:8765/health"]),
+     check_api_probes_readiness),
     ("other command", _set(f"{_API}.command", "python -m http.server 8765"),
      check_api_command),
     ("unknown script", _set(f"{_API}.command", "nous-mem serve --host 0.0.0.0 --port 8765"),

@@ -12,12 +12,13 @@ from fastapi import FastAPI
 
 from ...config import Settings
 from ..auth import KeyRing
-from . import agents, changes, conflicts, episodes, memories, operations, portability
+from . import agents, changes, conflicts, episodes, keys, memories, operations, portability
 from .session import Gate
 
 
 def install(app: FastAPI, ring: KeyRing | None, settings: Settings) -> None:
     """Mount the inspector's pages on ``app`` under ``/ui``."""
     app.state.inspector_gate = Gate(ring, settings)
-    for module in (agents, memories, changes, conflicts, episodes, operations, portability):
+    for module in (agents, memories, changes, conflicts, episodes, operations, portability,
+                   keys):
         app.include_router(module.router)

@@ -124,7 +124,8 @@ async def read_form(request: Request) -> Form:
 
 
 async def posted(request: Request, viewer: Viewer) -> Form:
-    """A state-changing form, after its CSRF token checked out."""
+    """A state-changing form, after its CSRF token checked out (and the key may write)."""
+    viewer.require("read-write")
     form = await read_form(request)
     check_csrf(viewer.session, form.get("csrf"))
     return form

@@ -35,7 +35,7 @@ async def data_page(request: Request, store: Store, agent_id: str) -> Response:
 
 @router.get("/export")
 async def export(request: Request, store: Store, agent_id: str) -> Response:
-    await viewer_of(request, agent_id)
+    (await viewer_of(request, agent_id)).require("owner")
     stream = store.export_agent(agent_id)
     chunks = aiter(stream)
     first = await anext(chunks)  # an unknown agent fails here, before any byte is sent
@@ -55,6 +55,7 @@ async def export(request: Request, store: Store, agent_id: str) -> Response:
 @router.post("/import")
 async def import_file(request: Request, store: Store, agent_id: str) -> Response:
     viewer = await viewer_of(request, agent_id)
+    viewer.require("owner")
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind != "multipart/form-data":
         raise PageError(415, "Not a file upload", "Choose an export file in the form.")
@@ -88,6 +89,7 @@ async def _upload(request: Request, limit: int) -> AsyncGenerator[bytes]:
 @router.post("/forget-agent")
 async def forget_agent(request: Request, store: Store, agent_id: str) -> Response:
     viewer = await viewer_of(request, agent_id)
+    viewer.require("owner")
     form = await posted(request, viewer)
     if form.get("confirm") != agent_id:
         raise InvalidInputError.single("confirm", "type the agent's id to confirm the erasure")

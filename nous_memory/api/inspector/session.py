@@ -26,8 +26,10 @@ from typing import Any
 
 from fastapi import Request, Response
 
+from ...access import ROLES, Role
 from ...config import Settings
-from ..auth import KeyRing, is_loopback
+from ...db.audit import ACTOR
+from ..auth import KeyRing, digest_of, grant_for_digest, is_loopback
 from ..routes import get_store
 
 COOKIE = "nous_inspector"
@@ -92,9 +94,17 @@ class Viewer:
     agents: frozenset[str] | None
     session: Session
     signed_in: bool  # False when no keys are configured (loopback access)
+    role: Role = "owner"  # without keys (loopback) the visitor is the owner
+    key_name: str | None = None
 
     def allows(self, agent_id: str) -> bool:
         return self.agents is None or agent_id in self.agents
+
+    def require(self, role: Role) -> None:
+        """Refuse what this key's role may not do (a read-only key changes nothing)."""
+        if ROLES.index(self.role) < ROLES.index(role):
+            raise PageError(403, "Not allowed",
+                            f"This key's role ({self.role}) may not do this; it needs {role}.")
 
     def check(self, agent_id: str) -> None:
         if not self.allows(agent_id):
@@ -134,13 +144,18 @@ class Gate:
                                 "NOUS_MEMORY_API_KEYS to use it from elsewhere.")
             request.state.new_session = session is None
             return Viewer(agents=None, session=session or Session.fresh(), signed_in=False)
-        key = None
+        grant = None
         if session is not None and session.key_digest is not None:
-            key = next((k for k in self.ring.keys if hmac.compare_digest(
-                k.digest.hex(), session.key_digest)), None)
-        if key is None or session is None:
+            try:
+                digest = bytes.fromhex(session.key_digest)
+            except ValueError:
+                raise SignInRequired from None
+            grant = await grant_for_digest(request.app.state, self.ring, digest)
+        if grant is None or session is None:  # unknown, or revoked since sign-in
             raise SignInRequired
-        return Viewer(agents=key.agents, session=session, signed_in=True)
+        ACTOR.set(grant.name)  # the request's audit events name the key (reset per request)
+        return Viewer(agents=grant.agents, session=session, signed_in=True, role=grant.role,
+                      key_name=grant.name)
 
     async def anonymous(self, request: Request) -> Session:
         """The visitor's session before sign-in (made now if they have none)."""
@@ -154,8 +169,9 @@ class Gate:
         """A new session (new CSRF token) for a valid key, else None."""
         if self.ring is None:
             return None
-        key = self.ring.lookup(presented)
-        return None if key is None else Session.fresh(key.digest.hex())
+        digest = digest_of(presented)
+        grant = await grant_for_digest(request.app.state, self.ring, digest)
+        return None if grant is None else Session.fresh(digest.hex())
 
     async def set_cookie(self, request: Request, response: Response,
                          session: Session | None) -> None:

@@ -1,0 +1,67 @@
+"""API keys over HTTP, for an owner key of every agent: create (the secret is in this
+one response only), list, revoke and rotate.  Without configured keys (loopback only)
+the caller is the machine's owner and may manage them too, ready for when keys are on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query, Request
+from fastapi.encoders import jsonable_encoder
+
+from ..access import ApiKeyInfo
+from ..errors import InvalidInputError
+from .body import json_object, unknown_fields
+from .errors import problem_responses
+from .routes import Store
+
+router = APIRouter(prefix="/keys", tags=["keys"])
+Name = Annotated[str, Path(description="The key's name")]
+CREATE_FIELDS = ("name", "role", "agents")
+
+
+def _actor(request: Request) -> str:
+    key = getattr(request.state, "key", None)
+    return key.name if key is not None else "api"
+
+
+def _info(info: ApiKeyInfo) -> dict[str, Any]:
+    result: dict[str, Any] = jsonable_encoder(dataclasses.asdict(info))
+    return result
+
+
+@router.post("", status_code=201, summary="Create a key (its secret is shown once)",
+             responses=problem_responses(401, 403, 409, 422, 503))
+async def create_key(request: Request, store: Store) -> dict[str, Any]:
+    """Body: ``name``, ``role`` (read-only, read-write, owner) and ``agents`` (a list;
+    left out: every agent).  The response holds the secret; only its hash is stored."""
+    body = await json_object(request)
+    problems = unknown_fields(body, CREATE_FIELDS)
+    if problems:
+        raise InvalidInputError(problems)
+    info, secret = await store.create_key(
+        body.get("name", ""), role=body.get("role", ""), agents=body.get("agents"),
+        actor=_actor(request))
+    return {"key": _info(info), "secret": secret}
+
+
+@router.get("", summary="List keys (never their secrets)",
+            responses=problem_responses(401, 403, 503))
+async def list_keys(store: Store, include_revoked: Annotated[bool, Query(
+        description="Also revoked keys")] = False) -> list[dict[str, Any]]:
+    return [_info(info) for info in await store.list_keys(include_revoked=include_revoked)]
+
+
+@router.delete("/{name}", summary="Revoke a key (every replica refuses it within a second)",
+               responses=problem_responses(401, 403, 404, 503))
+async def revoke_key(name: Name, request: Request, store: Store) -> dict[str, Any]:
+    return _info(await store.revoke_key(name, actor=_actor(request)))
+
+
+@router.post("/{name}/rotate", summary="A new secret for a key; the old one stops working",
+             responses=problem_responses(401, 403, 404, 503))
+async def rotate_key(name: Name, request: Request, store: Store) -> dict[str, Any]:
+    info, secret = await store.rotate_key(name, actor=_actor(request))
+    return {"key": _info(info), "secret": secret}

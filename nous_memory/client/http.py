@@ -1,0 +1,157 @@
+"""The client's HTTP layer: one httpx connection pool, the key header, timeouts, retries
+with backoff for calls that are safe to repeat, and the service's error bodies turned
+back into the package's own exceptions.
+
+Only idempotent calls are retried after a response was lost (reads, and recall/context
+which change nothing a caller sees); any call is retried when the connection was never
+made, since the service then saw nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+import uuid
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+from pydantic_core import to_jsonable_python
+
+from ..errors import (
+    AuthenticationError,
+    ClientError,
+    ConflictError,
+    DatabaseUnavailableError,
+    FieldProblem,
+    InvalidInputError,
+    NotFoundError,
+    NousMemoryError,
+    PayloadTooLargeError,
+    PermissionDeniedError,
+    ServerError,
+    ServiceUnavailableError,
+)
+
+RETRY_STATUSES = frozenset({502, 503, 504})
+REQUEST_ID_HEADER = "X-Request-ID"
+_NOT_FOUND = re.compile(r"^(?P<what>.+) (?P<ident>\S+) not found$")
+
+
+def jsonable(value: Any) -> Any:
+    """Arguments as JSON values (datetimes, UUIDs, pydantic models, enums)."""
+    return to_jsonable_python(value)
+
+
+def error_from(response: httpx.Response) -> NousMemoryError:
+    """The exception the store would have raised for this error response."""
+    status = response.status_code
+    try:
+        detail: Any = response.json().get("detail")
+    except (ValueError, AttributeError):
+        detail = response.text[:500] or response.reason_phrase
+    if status in (413, 422) and isinstance(detail, list) and detail:
+        problems = [FieldProblem(str(p.get("field", "body")), str(p.get("reason", "invalid")))
+                    for p in detail if isinstance(p, dict)]
+        if problems:
+            return (PayloadTooLargeError if status == 413 else InvalidInputError)(problems)
+    message = str(detail)
+    if status == 404:
+        match = _NOT_FOUND.match(message)
+        return (NotFoundError(match["what"], match["ident"]) if match
+                else NotFoundError("resource", response.request.url.path))
+    errors: dict[int, type[NousMemoryError]] = {
+        401: AuthenticationError, 403: PermissionDeniedError, 409: ConflictError,
+        503: DatabaseUnavailableError}
+    if status in errors:
+        return errors[status](message)
+    if 400 <= status < 500:
+        return ClientError(f"HTTP {status}: {message}")
+    return ServerError(f"HTTP {status}: {message}")
+
+
+class Transport:
+    """Sends requests to one service; ``request`` raises the package's exceptions."""
+
+    def __init__(self, base_url: str, *, api_key: str | None = None,
+                 timeout_s: float = 30.0, connect_timeout_s: float = 5.0,
+                 max_attempts: int = 3, backoff_s: float = 0.2, max_backoff_s: float = 5.0,
+                 http: httpx.AsyncClient | None = None) -> None:
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be >= 1")
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.max_attempts = max_attempts
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self._http = http or httpx.AsyncClient(
+            base_url=base_url.rstrip("/"), headers=headers,
+            timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s))
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def json(self, method: str, path: str, *, idempotent: bool,
+                   body: Mapping[str, Any] | None = None,
+                   params: Mapping[str, Any] | None = None) -> Any:
+        """The decoded JSON of a successful response (None for 204)."""
+        response = await self.request(method, path, idempotent=idempotent, body=body,
+                                      params=params)
+        return None if response.status_code == 204 else response.json()
+
+    async def request(self, method: str, path: str, *, idempotent: bool,
+                      body: Mapping[str, Any] | None = None,
+                      params: Mapping[str, Any] | None = None,
+                      content: bytes | AsyncIterable[bytes] | None = None,
+                      headers: Mapping[str, str] | None = None) -> httpx.Response:
+        query = {k: jsonable(v) for k, v in (params or {}).items() if v is not None}
+        sent = {REQUEST_ID_HEADER: uuid.uuid4().hex, **(headers or {})}
+        for attempt in range(1, self.max_attempts + 1):
+            last = attempt == self.max_attempts
+            try:
+                response = await self._http.request(
+                    method, path, params=query, headers=sent, content=content,
+                    json=None if body is None else jsonable(body))
+            except httpx.ConnectError as exc:  # nothing reached the service: any call
+                if last or (content is not None and not isinstance(content, bytes)):
+                    raise ServiceUnavailableError(f"cannot reach the service: {exc}") from exc
+            except httpx.TransportError as exc:
+                if last or not idempotent:
+                    raise ServiceUnavailableError(
+                        f"the service did not answer {method} {path}: "
+                        f"{type(exc).__name__}") from exc
+            else:
+                if response.status_code < 400:
+                    return response
+                if last or not idempotent or response.status_code not in RETRY_STATUSES:
+                    raise error_from(response)
+                await self._sleep(attempt, response.headers.get("Retry-After"))
+                continue
+            await self._sleep(attempt, None)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @asynccontextmanager
+    async def stream(self, path: str, *, params: Mapping[str, Any] | None = None
+                     ) -> AsyncIterator[httpx.Response]:
+        """A GET whose body is read as it arrives (not retried once it has started)."""
+        request = self._http.build_request(
+            "GET", path, params={k: jsonable(v) for k, v in (params or {}).items()},
+            headers={REQUEST_ID_HEADER: uuid.uuid4().hex})
+        try:
+            response = await self._http.send(request, stream=True)
+        except httpx.TransportError as exc:
+            raise ServiceUnavailableError(f"cannot reach the service: {exc}") from exc
+        try:
+            if response.status_code >= 400:
+                await response.aread()
+                raise error_from(response)
+            yield response
+        finally:
+            await response.aclose()
+
+    async def _sleep(self, attempt: int, retry_after: str | None) -> None:
+        delay = min(self.backoff_s * 2 ** (attempt - 1), self.max_backoff_s)
+        if retry_after is not None and retry_after.isdigit():
+            delay = min(float(retry_after), self.max_backoff_s)
+        await asyncio.sleep(delay * (0.5 + random.random() / 2))  # jitter: no herd

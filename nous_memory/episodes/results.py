@@ -1,0 +1,47 @@
+"""The message an append takes and what it returns, apart from the episode manager (no
+database behind them), so the remote client builds the same types without the store."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any
+from uuid import UUID
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+
+from ..memories.kinds import MAX_MESSAGE_CHARS, Label, Timestamp, no_nul
+
+MAX_MESSAGES_PER_APPEND = 1_000
+MAX_METADATA_CHARS = 16_000
+TRANSCRIPT_PAGE = 10_000
+
+
+class Role(StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    SYSTEM = "system"
+    TOOL = "tool"
+
+
+class MessageIn(BaseModel):
+    """One message to append; ``metadata`` is stored and returned as given."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: Role
+    content: Annotated[str, StringConstraints(max_length=MAX_MESSAGE_CHARS),
+                       AfterValidator(no_nul)]
+    name: Label | None = None
+    tool_call_id: Label | None = None
+    created_at: Timestamp | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class AppendResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    episode_id: UUID
+    first_seq: int
+    last_seq: int
+    message_count: int
+    tokens: int

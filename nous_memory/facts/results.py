@@ -1,0 +1,42 @@
+"""What ``learn_fact`` and ``fact_history`` return, apart from the learner (no database
+behind them), so the remote client builds the same types without the store."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict
+
+from ..memories.records import Memory, MemoryEvent
+
+
+class LearnAction(StrEnum):
+    CREATED = "created"
+    CONFIRMED = "confirmed"
+    MERGED = "merged"
+    SUPERSEDED = "superseded"
+    REACTIVATED = "reactivated"
+    REJECTED = "rejected"
+
+
+class LearnResult(BaseModel):
+    """What learn_fact did.  ``related`` holds the fact confirmed, replaced or flagged."""
+
+    model_config = ConfigDict(frozen=True)
+
+    action: LearnAction
+    fact: Memory | None
+    reason: str | None = None
+    similarity: float | None = None
+    decided_by: str | None = None
+    related: list[UUID] = []
+
+
+class FactHistory(BaseModel):
+    """A fact's supersession chain (oldest first) and its audit events."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chain: list[Memory]
+    events: list[MemoryEvent]
