@@ -9,11 +9,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator
-from datetime import datetime
 from typing import Any
 
 from mcp_types import INVALID_REQUEST
-from pydantic import TypeAdapter, ValidationError
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -23,7 +21,6 @@ from ..memories.params import lone_surrogate_at
 from ..tools.mcp_lines import HEAD_BYTES, Refusal, peek_id
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
-_MOMENT = TypeAdapter(datetime)
 """Largest accepted request body (8 MiB); larger ones get 413 before they are parsed."""
 
 
@@ -171,14 +168,6 @@ async def json_object(request: Request) -> dict[str, Any]:
 async def optional_json_object(request: Request) -> dict[str, Any]:
     """The body as a JSON object; an absent body is an empty one."""
     return await json_object(request) if (await request.body()).strip() else {}
-
-
-def moment(value: object, field: str) -> datetime:
-    """An ISO 8601 time from a JSON body, or InvalidInputError naming ``field``."""
-    try:
-        return _MOMENT.validate_python(value)
-    except ValidationError as exc:
-        raise InvalidInputError.single(field, exc.errors()[0]["msg"]) from None
 
 
 def unknown_fields(body: dict[str, Any], allowed: tuple[str, ...] | frozenset[str]

@@ -26,7 +26,7 @@ from ..context.model import (
     Extraction,
 )
 from ..errors import FieldProblem, InvalidInputError
-from .body import json_object, moment, unknown_fields
+from .body import json_object, unknown_fields
 from .errors import problem_responses
 from .routes import AgentId, Store
 from .schemas import REF, request_body
@@ -88,8 +88,6 @@ async def assemble_context(agent_id: AgentId, request: Request, store: Store) ->
         raise InvalidInputError(problems)
     options = {name: value for name, value in body.items() if value is not None}
     query = options.pop("query")
-    if "as_of" in options:
-        options["as_of"] = moment(options["as_of"], "as_of")
     return await store.assemble_context(agent_id, query, **options)
 
 

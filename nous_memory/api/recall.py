@@ -18,7 +18,7 @@ from pydantic.json_schema import models_json_schema
 from ..context.recall import MAX_K, MAX_QUERY_CHARS, MIN_K, RecallResult
 from ..errors import FieldProblem, InvalidInputError
 from ..memories.kinds import Kind
-from .body import json_object, moment, unknown_fields
+from .body import json_object, unknown_fields
 from .errors import problem_responses
 from .routes import AgentId, Store
 from .schemas import REF, request_body
@@ -77,6 +77,4 @@ async def recall(agent_id: AgentId, request: Request, store: Store) -> RecallRes
         raise InvalidInputError(problems)
     options = {name: value for name, value in body.items()
                if value is not None and name != "query"}
-    if "as_of" in options:
-        options["as_of"] = moment(options["as_of"], "as_of")
     return await store.recall(agent_id, body["query"], **options)
