@@ -38,7 +38,10 @@ if CHROMIUM is None or DRIVER is None:
                 allow_module_level=True)
 
 from selenium import webdriver  # noqa: E402 - only once the browser is known to exist
-from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.common.exceptions import (  # noqa: E402
+    StaleElementReferenceException,
+    WebDriverException,
+)
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
@@ -148,6 +151,10 @@ def _attached(element: WebElement) -> bool:
         element.is_enabled()
     except StaleElementReferenceException:  # the old page is gone
         return False
+    except WebDriverException as exc:  # Chromium, mid-navigation, says it its own way
+        if "does not belong to the document" in (exc.msg or ""):
+            return False
+        raise
     return True
 
 
