@@ -44,6 +44,7 @@ class Smoke:
     database: bool = True  # NOUS_MEMORY_DATABASE_URL: a fresh, empty database
     llm: bool = False  # NOUS_MEMORY_LLM_BASE_URL/_MODEL: a scripted model (reading_model)
     before: str | None = None  # a script whose smoke run fills the database first
+    data: str | None = None  # the shared evaluation file it reads (shared/data/<data>)
 
 
 CONTEXT_LATENCY = ("--memories", "1000", "--per-agent", "500", "--chunks-per-agent", "20",
@@ -51,20 +52,25 @@ CONTEXT_LATENCY = ("--memories", "1000", "--per-agent", "500", "--chunks-per-age
 
 # script -> its smallest run that still takes every path, and its headline metric
 SMOKES: dict[str, Smoke] = {
-    "calibrate_dedup.py": Smoke(argv=("--limit", "200"), headline="chosen_rule_threshold",
+    "calibrate_dedup.py": Smoke(argv=("--limit", "200"),
+                                data="stsb/dev.csv", headline="chosen_rule_threshold",
                                 database=False),
     "client.py": Smoke(argv=("--memories", "30", "--calls", "2", "--warmup", "1",
                              "--cli-runs", "1"), headline="cli_recall_url_s_p50"),
     "capacity.py": Smoke(argv=("--write-sample", "20", "--p95-ms", "10"),
                          headline="agents_per_node_in_memory", before="context_latency.py"),
     "context_latency.py": Smoke(argv=CONTEXT_LATENCY, headline="context_over_floor_p50"),
-    "dedup_eval.py": Smoke(argv=("--limit", "40", "--learn-n", "10"), headline="dedup_f1"),
+    "dedup_eval.py": Smoke(argv=("--limit", "40", "--learn-n", "10"),
+                           data="stsb/dev.csv", headline="dedup_f1"),
     "embeddings.py": Smoke(argv=("--queries", "5", "--batches", "1", "--agreement", "20",
                                  "--rounds", "1"), headline="onnx_over_torch_query_p50",
                            database=False),
-    "episode_close.py": Smoke(argv=("--limit-sessions", "2"), headline="close_overhead_ms_p50"),
-    "fact_extraction.py": Smoke(argv=("--limit", "2"), headline="observation_coverage_rules",
-                                database=False, llm=True),
+    "episode_close.py": Smoke(argv=("--limit-sessions", "2"),
+                              data="locomo/locomo-dev.json", headline="close_overhead_ms_p50"),
+    "fact_extraction.py": Smoke(argv=("--limit", "2"),
+                                data="locomo/locomo-dev.json",
+                                headline="observation_coverage_rules", database=False,
+                                llm=True),
     "fairness.py": Smoke(argv=("--bulk", "500", "--transcript", "100", "--queries", "5"),
                          headline="fairness_p95_ratio"),
     "inspector.py": Smoke(argv=("--memories", "1000", "--messages", "250", "--requests", "3",
@@ -72,9 +78,11 @@ SMOKES: dict[str, Smoke] = {
     "jobs_scale.py": Smoke(argv=("--episodes", "300", "--agents", "3", "--batch", "40"),
                            headline="rows_per_s"),
     "longmemeval.py": Smoke(argv=("--questions", "2", "--sessions", "3"),
+                            data="longmemeval/longmemeval-s-dev.json.gz",
                             headline="lme_turn_recall_any@10"),
     "locomo_recall.py": Smoke(argv=("--conversations", "1", "--sessions", "2", "--trim-all",
-                                    "--archive-all"), headline="locomo_recall@10_cat1-4"),
+                                    "--archive-all"), data="locomo/locomo-dev.json",
+                              headline="locomo_recall@10_cat1-4"),
     "mcp_fuzz.py": Smoke(argv=("--requests", "20"), headline="rows_changed_by_invalid_calls"),
     "portability.py": Smoke(argv=("--memories", "50"), headline="export_rows_per_s"),
     "soak.py": Smoke(argv=("--clients", "2", "--minutes", "0.1", "--agents", "2"),
@@ -82,6 +90,7 @@ SMOKES: dict[str, Smoke] = {
     "tools.py": Smoke(argv=("--memories", "30", "--calls", "2", "--warmup", "1"),
                       headline="mcp_overhead_ms_p50"),
     "working_memory.py": Smoke(argv=("--limit", "1", "--turns", "120", "--window", "1024"),
+                               data="locomo/locomo-dev.json",
                                headline="max_prompt_tokens_over_budget"),
     "write_throughput.py": Smoke(argv=("--n", "64", "--rounds", "1"),
                                  headline="remember_many_over_embed"),
@@ -166,9 +175,19 @@ async def environment(smoke: Smoke, server: EmbeddedServer) -> AsyncIterator[dic
         yield env
 
 
+def shared_file(relative: str) -> Path:
+    """Where the bench scripts find a shared evaluation file (bench/shared_data.py)."""
+    wanted = Path("shared") / "data" / relative
+    return next((parent / wanted for parent in ROOT.parents if (parent / wanted).exists()),
+                ROOT.parent / wanted)
+
+
 @pytest.mark.parametrize("script", sorted(SMOKES))
 async def test_bench_script_runs_small(script: str, pg_server: EmbeddedServer) -> None:
     smoke = SMOKES[script]
+    if smoke.data is not None and not shared_file(smoke.data).exists():
+        pytest.skip(f"the evaluation data {smoke.data} is not beside this checkout "
+                    "(shared/data in an ancestor folder, as bench/shared_data.py looks)")
     async with environment(smoke, pg_server) as env:
         if smoke.before is not None:
             await run_script(smoke.before, SMOKES[smoke.before].argv, env)
