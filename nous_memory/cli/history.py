@@ -109,18 +109,20 @@ def _choose(files: list[HistoryFile], agent: str, args: argparse.Namespace
     if args.sample is not None:
         chosen = [f for f in files if f.sample == args.sample]
         if not chosen:
-            shown = ", ".join(samples[:10]) + (" ..." if len(samples) > 10 else "")
             raise InvalidInputError.single(
-                "sample", f"not in the file ({len(samples)} samples: {shown or 'none'})")
+                "sample", f"not in the file ({len(samples)} samples: {_listed(samples)})")
         return [(agent, chosen[0])]
     if args.all_samples:
         return [(agent if f.sample is None else f"{agent}-{f.sample}", f) for f in files]
     if len(files) > 1:
         raise InvalidInputError.single(
             "sample", f"the file holds {len(files)} histories; pass --sample ID (one of "
-                      f"{', '.join(samples[:5])}{' ...' if len(samples) > 5 else ''}) "
-                      "or --all-samples")
+                      f"{_listed(samples)}) or --all-samples")
     return [(agent, files[0])]
+
+
+def _listed(samples: list[str], most: int = 10) -> str:
+    return ", ".join(samples[:most]) + (" ..." if len(samples) > most else "") or "none"
 
 
 async def _ingest(store: MemoryStore, args: argparse.Namespace) -> Output:
@@ -144,7 +146,8 @@ async def _ingest(store: MemoryStore, args: argparse.Namespace) -> Output:
         open_, failed = await _close_all(store, [r.agent_id for r in results], out)
         data |= {"close_work_open": open_, "close_work_failed": failed}
         lines.append(f"close work: {'all done' if not open_ else f'{open_} left'}"
-                     + (f", {failed} failed (see 'nous-memory jobs queue')" if failed else ""))
+                     + (f", {failed} failed (the inspector's Operations page says why)"
+                        if failed else ""))
     else:
         lines.append("close work queued for the worker")
     data["seconds"] = round(time.monotonic() - started, 3)
