@@ -35,6 +35,11 @@ agent's topics (a synthetic vector: no model runs):
     (``query_embedding=``: the model's time is excluded; bench/context_latency.py
     measures context with it).  ``recall_sql`` is the statement alone (``timings``).
 
+Both recall paths are also measured for every class, through two more stores on the
+same database that always scan exactly or always use the indexes
+(``recall_exact_scan_max_rows`` 10**9 and 0): ``{class}_{exact,index}_path_recall_at_10``
+and ``..._recall_sql_ms_p50``, the evidence for the store's choice.
+
 Per class it prints the plan PostgreSQL chose for that agent's recall statement
 (EXPLAIN ANALYZE of the statement the store ran, as ``#`` lines: the scans and the
 indexes they use), then ``{class}_recall_at_10``, ``{class}_fewer_than_k`` (queries
@@ -47,6 +52,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import json
 import math
@@ -313,11 +319,13 @@ async def own_rows(store: MemoryStore, agent: str) -> tuple[list[uuid.UUID], np.
     return [r["id"] for r in rows], np.stack([r["embedding"].to_numpy() for r in rows])
 
 
-async def measure_class(store: MemoryStore, world: World, agents: list[Agent],
-                        args: argparse.Namespace, rng: np.random.Generator
-                        ) -> tuple[dict[str, list[float]], list[str]]:
+async def measure_class(store: MemoryStore, paths: dict[str, MemoryStore], world: World,
+                        agents: list[Agent], args: argparse.Namespace,
+                        rng: np.random.Generator) -> tuple[dict[str, list[float]], list[str]]:
     out: dict[str, list[float]] = {k: [] for k in (
         "recall_at_10", "fewer", "recall_sql", "recall", "context")}
+    for path in paths:
+        out[f"{path}_recall_at_10"], out[f"{path}_recall_sql"] = [], []
     rows = {a.name: await own_rows(store, a.name) for a in agents}
     plan: list[str] = []
     with StatementSpy() as spy:
@@ -336,8 +344,16 @@ async def measure_class(store: MemoryStore, world: World, agents: list[Agent],
             recalled = time.perf_counter()
             await store.assemble_context(agent.name, words, query_embedding=vector)
             done = time.perf_counter()
+            forced = {}
+            for path, other in paths.items():
+                answer = await other.recall(agent.name, NO_WORD, k=10, query_embedding=vector)
+                timed = await other.recall(agent.name, words, k=10, query_embedding=vector)
+                forced[path] = ({item.memory_id for item in answer.items}, timed.timings.sql_ms)
             if i < args.warmup:
                 continue
+            for path, (ids_found, sql_ms) in forced.items():
+                out[f"{path}_recall_at_10"].append(len(ids_found & exact) / len(exact))
+                out[f"{path}_recall_sql"].append(sql_ms)
             out["recall_at_10"].append(len(found & exact) / len(exact))
             out["fewer"].append(float(len(result.items) < min(10, len(ids))))
             out["recall_sql"].append(worded.timings.sql_ms)
@@ -360,8 +376,15 @@ async def run(args: argparse.Namespace) -> None:
                 built = await build(store, world, args)
             rng = np.random.default_rng([args.seed, 99])
             results = {}
-            for name, agents in world.classes().items():
-                results[name] = (agents, *await measure_class(store, world, agents, args, rng))
+            async with contextlib.AsyncExitStack() as stack:
+                # the same rows through each path, whatever the agent's size
+                paths = {path: await stack.enter_async_context(MemoryStore.open(
+                    database_url=store.dsn, embedder=store.embedder,
+                    recall_exact_scan_max_rows=limit))
+                    for path, limit in (("exact", 10**9), ("index", 0))}
+                for name, agents in world.classes().items():
+                    results[name] = (agents, *await measure_class(store, paths, world, agents,
+                                                                  args, rng))
     report(args, world, built, results)
 
 
@@ -391,6 +414,11 @@ def report(args: argparse.Namespace, world: World, built: dict[str, float],
         for metric in ("recall_sql", "recall", "context"):
             print(f"{name}_{metric}_ms_p50: {pct(out[metric], 0.5):.2f}")
             print(f"{name}_{metric}_ms_p95: {pct(out[metric], 0.95):.2f}")
+        for path in ("exact", "index"):
+            print(f"{name}_{path}_path_recall_at_10: "
+                  f"{statistics.mean(out[f'{path}_recall_at_10']):.4f}")
+            print(f"{name}_{path}_path_recall_sql_ms_p50: "
+                  f"{pct(out[f'{path}_recall_sql'], 0.5):.2f}")
     if "large" in results:
         sql = pct(results["large"][1]["recall_sql"], 0.5)
         print(f"# goal: large_recall_sql_ms_p50 < {GOAL_SQL_MS} at {args.large_size} "
