@@ -17,7 +17,9 @@ workers; both build times are printed):
     unrelated texts have cosine ~0.2 as real sentence embeddings do); each agent writes
     about a few topics (a large agent about many), each memory its topic's centroid
     plus Gaussian noise (cosine ~0.7 to the centroid, ~0.5 between two memories of a
-    topic), normalised.  Clustered, like real text, so HNSW works as it would there;
+    topic on average) that lies mostly in 16 directions of the topic's own (sentence
+    embeddings vary along few directions locally), normalised: clustered like real
+    text, with a 10th and a 20th neighbour 0.02-0.04 of cosine apart;
   - words: each topic has its own words (made-up tokens), a summary is 8 of them;
   - priors neutral: one creation time, importance 0.5, no confidence, never accessed,
     so nothing but the legs orders an answer.
@@ -81,7 +83,9 @@ WORDS_PER_TOPIC = 200
 WORDS_PER_SUMMARY = 8
 TOPICS_SMALL = (1, 6)  # topics per ordinary agent (inclusive range)
 TOPICS_LARGE = 60
-NOISE = 1.0  # norm of the noise added to a centroid (relative to the unit centroid)
+NOISE = 1.0  # norm of a memory's offset from its topic's centroid, within the topic's
+LOCAL_DIM = 16  # directions (local intrinsic dimension of sentence embeddings: 10-20)
+RESIDUAL = 0.2  # plus this much isotropic noise
 COMMON = 0.5  # weight of the direction every centroid shares
 CREATED = datetime(2026, 1, 1, tzinfo=UTC)
 CLASS_AGENTS = 20  # agents queried per ordinary class
@@ -107,6 +111,12 @@ class World:
         centroids = COMMON * common + raw
         self.centroids = (centroids / np.linalg.norm(centroids, axis=1, keepdims=True)
                           ).astype(np.float32)
+        # each topic's spread lies in a few directions of its own (LOCAL_DIM), as sentence
+        # embeddings vary along few directions locally: isotropic noise over all 384 would
+        # make every memory of a topic almost equally far from a query (a 10th and a 20th
+        # neighbour within 0.01 of cosine), which no real text does
+        self.spread = rng.normal(size=(args.topics, LOCAL_DIM, DIM)).astype(np.float32)
+        self.spread /= np.linalg.norm(self.spread, axis=2, keepdims=True)
         self.words = [[f"t{t}w{w}" for w in range(WORDS_PER_TOPIC)] for t in range(args.topics)]
         low, high = math.log(args.min_size), math.log(args.max_size)
         sizes = np.exp(rng.uniform(low, high, args.agents)).round().astype(int)
@@ -123,7 +133,11 @@ class World:
 
     def near(self, topics: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """One unit vector near each given topic's centroid."""
-        noise = rng.normal(0, NOISE / math.sqrt(DIM), (len(topics), DIM))
+        local = rng.normal(0, NOISE / math.sqrt(LOCAL_DIM), (len(topics), LOCAL_DIM))
+        noise = rng.normal(0, RESIDUAL / math.sqrt(DIM), (len(topics), DIM))
+        for topic in np.unique(topics):
+            rows = topics == topic
+            noise[rows] += local[rows] @ self.spread[topic]
         points = self.centroids[topics] + noise
         unit: np.ndarray = points / np.linalg.norm(points, axis=1, keepdims=True)
         return unit.astype(np.float32)
@@ -247,6 +261,7 @@ class StatementSpy:
 
     def __init__(self) -> None:
         self.last: tuple[str, tuple[Any, ...], dict[str, str]] | None = None
+        self.watching = False  # only the store under test, not the forced-path stores
         self._original: Callable[..., Any] = Connection.fetch
 
     def __enter__(self) -> StatementSpy:
@@ -254,7 +269,7 @@ class StatementSpy:
 
         async def fetch(conn: Connection, name: str, *args: Any) -> Any:
             rows = await original(conn, name, *args)
-            if name.startswith("recall") and name != "recall_agent_rows":
+            if spy.watching and name == "recall":
                 settings = await conn.raw.fetch(
                     "SELECT name, setting FROM pg_settings WHERE name IN "
                     "('plan_cache_mode', 'enable_seqscan', 'hnsw.iterative_scan', "
@@ -279,7 +294,8 @@ def plan_summary(plan: dict[str, Any]) -> list[str]:
             where = node.get("Index Name")
             out.append(f"{kind} on {node['Relation Name']}"
                        + (f" using {where}" if where else "")
-                       + f" ({node.get('Actual Rows', 0)} rows x {node.get('Actual Loops')})")
+                       + f" ({node.get('Actual Rows', 0):.0f} rows x {node.get('Actual Loops')}"
+                       f", {node.get('Actual Total Time', 0):.2f} ms)")
         for child in node.get("Plans", []):
             walk(child)
 
@@ -339,9 +355,11 @@ async def measure_class(store: MemoryStore, paths: dict[str, MemoryStore], world
             found = {item.memory_id for item in result.items}
             words = " ".join(world.words[topic][int(j)] for j in rng.integers(
                 0, WORDS_PER_TOPIC, 3))
+            spy.watching = True
             started = time.perf_counter()
             worded = await store.recall(agent.name, words, k=10, query_embedding=vector)
             recalled = time.perf_counter()
+            spy.watching = False
             await store.assemble_context(agent.name, words, query_embedding=vector)
             done = time.perf_counter()
             forced = {}

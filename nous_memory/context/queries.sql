@@ -141,6 +141,18 @@ SELECT GREATEST(
                            WHERE agent_id = $1 AND status <> 'deleted' LIMIT $2) AS m),
     (SELECT count(*) FROM (SELECT 1 FROM episode_chunks WHERE agent_id = $1 LIMIT $2) AS c));
 
+-- name: recall_corpus
+-- A large agent's BM25 corpus: its documents (every memory but the deleted ones, every
+-- chunk) and their total length in lexemes.  Counting them reads every row of the agent
+-- (bench/tenancy.py: about 200 ms at 100,000 memories), so recall over the indexes takes
+-- them as parameters, counted once in a while (context/recall.py), not on every call.
+SELECT (SELECT count(*) FROM memories WHERE agent_id = $1 AND status <> 'deleted')
+       + (SELECT count(*) FROM episode_chunks WHERE agent_id = $1) AS documents,
+       COALESCE((SELECT sum(length(search_tsv)) FROM memories
+                 WHERE agent_id = $1 AND status <> 'deleted'), 0)
+       + COALESCE((SELECT sum(length(search_tsv)) FROM episode_chunks
+                   WHERE agent_id = $1), 0) AS lexemes;
+
 -- name: recall
 -- Hybrid recall in one statement.  $1 agent, $2 query text, $3 query vector, $4 model,
 -- $5 kinds, $6 memory statuses, $7 include chunks, $8 candidates per leg, $9 k,
@@ -158,6 +170,8 @@ SELECT GREATEST(
 -- against as_of), or NULL; $26: its prior, for an item said within it.  A third leg
 -- (time) ranks the chunks said within that time by vector distance, so what happened
 -- then is a candidate even when the query's words and meaning point elsewhere.
+-- $27/$28: a large agent's BM25 corpus (recall_corpus: documents and their total length),
+-- 0 and 0 for a small one, whose corpus is counted from its rows in memory.
 -- Each row also carries what recall's final ordering needs (context/ordering.py): the
 -- query lexemes it matched, when it was said, a chunk's turns and a fact's
 -- source turn.
@@ -273,12 +287,7 @@ corpus AS (
           UNION ALL
           SELECT count(*), sum(len) FROM chunk_rows
           UNION ALL
-          SELECT count(*), sum(length(search_tsv)) FROM memories
-          WHERE NOT $21 AND agent_id = $1 AND status = ANY($6::text[])
-            AND kind = ANY($5::text[])
-          UNION ALL
-          SELECT count(*), sum(length(c.search_tsv)) FROM gone, episode_chunks c
-          WHERE NOT $21 AND $7 AND c.agent_id = $1 AND c.episode_id <> ALL(gone.ids)
+          SELECT $27::bigint, $28::bigint WHERE NOT $21  -- recall_corpus, counted apart
          ) AS parts
 ),
 weights AS MATERIALIZED (

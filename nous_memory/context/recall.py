@@ -45,6 +45,11 @@ from .when import Window, resolve
 EXACT_SCAN_MAX_ROWS = 20_000
 AGENT_ROWS_TTL_S = 30.0  # how long a counted agent size is trusted (a count costs < 5 ms)
 AGENT_ROWS_CACHED = 10_000  # agents whose size is remembered (least recently used go)
+# A large agent's BM25 corpus (document count and total length) is counted at most this
+# often: counting reads every row of the agent (about 200 ms at 100,000 memories on
+# bench/tenancy.py, where it was most of a large agent's recall),
+# and the two figures move by a fraction of a percent in that time.
+CORPUS_TTL_S = 300.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -213,6 +218,7 @@ class Recaller:
         self._fusion = fusion or Fusion()
         self._exact_max = exact_scan_max_rows
         self._agent_rows: OrderedDict[str, tuple[int, float]] = OrderedDict()
+        self._corpus: OrderedDict[str, tuple[int, int, float]] = OrderedDict()
 
     async def recall(self, agent_id: str, query: str, *, kinds: Sequence[Kind | str] | None = None,
                      k: int = 10, include_superseded: bool = False,
@@ -262,12 +268,13 @@ class Recaller:
         exact = await self._scans_exactly(req.agent)
         if exact and self._db.has_scan_pool:
             async with self._db.scanning() as conn:  # one round trip: no transaction
-                return await conn.fetch("recall", *args[:20], True, *args[20:])
+                return await conn.fetch("recall", *args[:20], True, *args[20:], 0, 0)
+        corpus = (0, 0) if exact else await self._corpus_of(req.agent)
         async with self._db.transaction() as conn:
             await conn.fetchval("recall_plan_settings",
                                 "force_generic_plan" if exact else "force_custom_plan",
                                 "off" if exact else "on")
-            return await conn.fetch("recall", *args[:20], exact, *args[20:])
+            return await conn.fetch("recall", *args[:20], exact, *args[20:], *corpus)
 
     async def _scans_exactly(self, agent: str) -> bool:
         """Whether this agent is small enough to be read whole (its size is counted, up to
@@ -284,6 +291,21 @@ class Recaller:
                 self._agent_rows.popitem(last=False)
         self._agent_rows.move_to_end(agent)
         return known[0] <= self._exact_max
+
+    async def _corpus_of(self, agent: str) -> tuple[int, int]:
+        """A large agent's BM25 corpus: its documents and their total length (counted at
+        most once per ``CORPUS_TTL_S``)."""
+        now = time.monotonic()
+        known = self._corpus.get(agent)
+        if known is None or now - known[2] > CORPUS_TTL_S:
+            row = await self._db.fetchrow("recall_corpus", agent)
+            assert row is not None
+            known = (int(row["documents"]), int(row["lexemes"]), now)
+            self._corpus[agent] = known
+            if len(self._corpus) > AGENT_ROWS_CACHED:
+                self._corpus.popitem(last=False)
+        self._corpus.move_to_end(agent)
+        return known[0], known[1]
 
     def check_vector(self, value: Sequence[float] | np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         try:
