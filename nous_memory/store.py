@@ -33,7 +33,6 @@ from .conversation import (
 from .db import Database, EmbeddedServer, SchemaStatus
 from .db.setup import ensure_database, prepare_schema, redact_dsn
 from .embeddings import Embedder, embedder_from_settings
-from .episodes.chunks import TranscriptMessage
 from .episodes.close import CloseSettings, EpisodeCloser
 from .episodes.learn import EpisodeLearner
 from .episodes.lifecycle import AppendResult, EpisodeManager, MessageIn
@@ -55,6 +54,7 @@ from .maintenance import JobResult, Maintenance, MaintenancePolicy, RestoreResul
 from .maintenance.runs import JobRuns
 from .memories.kinds import Kind, Status, parse_agent_id
 from .memories.manager import MemoryManager
+from .memories.messages import TranscriptMessage
 from .memories.records import Memory, MemoryEvent, Page
 from .owner import OwnerView
 from .work.worker import Worker

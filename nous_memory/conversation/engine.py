@@ -9,22 +9,23 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 from uuid import UUID
 
 from .. import blocks
 from ..db import Database
 from ..llm import LLMClient, LLMError
+from ..memories.messages import to_message
 from ..tokens import count_tokens
 from . import breaker, llm_fold, rules
 from .facets import Facets, merge, rule_facets
 from .pairs import ConvMessage, call_for, content_hash, pair_index, safe_cut
 from .policy import Policy, should_summarize
 from .prompt import chat_message, message_tokens
+from .results import Gap as Gap
+from .results import Op, Source
+from .results import SummarizeResult as SummarizeResult
 from .storage import (
     NewRecord,
-    Op,
-    Source,
     State,
     SummaryRecord,
     episode_state,
@@ -34,41 +35,11 @@ from .storage import (
     invalidate,
     latest_analyses,
     load_state,
-    to_message,
     unfolded,
 )
 
 MAX_REBUILD_STEPS = 200
 INVALIDATE_TRIES = 3
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Gap:
-    """Where the watermark had to stop, and why."""
-
-    seq: int
-    reason: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SummarizeResult:
-    episode_id: UUID
-    folded: int  # messages folded by this call
-    steps: int  # chain records written by this call (folds, compactions, chapter closes)
-    watermark_seq: int
-    summary_id: int | None
-    source: Source | None = None
-    op: Op | None = None
-    reasons: tuple[str, ...] = ()
-    gaps: tuple[Gap, ...] = ()
-    invalidated: str | None = None  # why the chain was rebuilt from the raw messages
-    lost_race: bool = False  # another worker folded first; this call wrote nothing
-    deferred: bool = False  # a fold is due but was left to the worker (it needs the LLM)
-
-    def as_json(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["episode_id"] = str(self.episode_id)
-        return data
 
 
 @dataclass(slots=True)

@@ -8,31 +8,14 @@ bumps the state's version, so a fold computed from the old text cannot land.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
 from uuid import UUID
 
 from ..db import Database
 from ..errors import ConflictError, InvalidInputError, NotFoundError, longer_than
 from ..memories.kinds import MAX_MESSAGE_CHARS, is_utf8
 from ..tokens import count_tokens
+from .results import MessageChange as MessageChange
 from .storage import invalidate_in
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MessageChange:
-    episode_id: UUID
-    seq: int
-    action: str  # edited | deleted
-    at: datetime
-    invalidated: bool  # the change was behind the watermark: the summary is rebuilt
-    versions: int = 1  # stored versions of the message (edits + the current one)
-
-    def as_json(self) -> dict[str, Any]:
-        return {"episode_id": str(self.episode_id), "seq": self.seq, "action": self.action,
-                "at": self.at.isoformat(), "invalidated": self.invalidated,
-                "versions": self.versions}
 
 
 def _check_seq(seq: object) -> int:

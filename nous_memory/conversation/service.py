@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -18,65 +15,17 @@ from ..memories.params import parse_memory_id
 from ..tokens import count_tokens
 from ..work.queue import TaskHandler, WorkContext, enqueue
 from . import messages, storage
-from .engine import Summarizer, SummarizeResult, View, summary_text
+from .engine import Summarizer, View, summary_text
 from .facets import Facets, merge
 from .pairs import ConvMessage
 from .policy import KNOBS, Policy, resolve
 from .prompt import ContextProvider, assemble, prompt_tokens, summary_parts
+from .results import ConversationSummary as ConversationSummary
+from .results import Prompt as Prompt
+from .results import SummarizeResult
 
 MAX_HISTORY_PAGE = 500
 SUMMARIZE_TASK = "conversation_summarize"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConversationSummary:
-    """The current rolling summary of an episode (what the close pipeline can read)."""
-
-    episode_id: UUID
-    text: str  # story and chapter, as a prompt shows them
-    story: str
-    chapter: str
-    facets: Facets
-    watermark_seq: int  # the last folded message (-1: nothing folded yet)
-    summary_id: int | None
-    story_id: int | None
-    source: str | None
-    depth: int
-    tokens: int
-    invalidated_reason: str | None
-    breaker_failures: int
-    breaker_open_until: datetime | None
-
-    def as_json(self) -> dict[str, Any]:
-        return {"episode_id": str(self.episode_id), "text": self.text, "story": self.story,
-                "chapter": self.chapter, "facets": self.facets.model_dump(),
-                "watermark_seq": self.watermark_seq, "summary_id": self.summary_id,
-                "story_id": self.story_id, "source": self.source, "depth": self.depth,
-                "tokens": self.tokens, "invalidated_reason": self.invalidated_reason,
-                "breaker_failures": self.breaker_failures,
-                "breaker_open_until": (self.breaker_open_until.isoformat()
-                                       if self.breaker_open_until else None)}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Prompt:
-    """Chat messages for the next call and how the budget was spent."""
-
-    messages: list[dict[str, Any]]
-    tokens: int
-    budget_tokens: int
-    summary_tokens: int
-    context_tokens: int
-    tail_messages: int
-    dropped_messages: int  # unfolded messages left out to stay in budget
-    truncated: bool  # the newest message was cut to fit
-    watermark_seq: int
-    summarized: SummarizeResult | None
-
-    def as_json(self) -> dict[str, Any]:
-        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        data["summarized"] = self.summarized.as_json() if self.summarized else None
-        return data
 
 
 async def current_summary(db: Database, agent_id: str,

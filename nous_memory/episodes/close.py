@@ -32,10 +32,11 @@ from ..memories.kinds import (
     FactsState,
     SummarySource,
 )
+from ..memories.messages import TranscriptMessage
 from ..memories.summaries import leading_sentences
 from ..tokens import count_tokens
 from ..work.queue import enqueue
-from .chunks import TranscriptMessage, chunk_messages
+from .chunks import chunk_messages
 
 _log = logging.getLogger(__name__)
 

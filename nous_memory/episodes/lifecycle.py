@@ -39,11 +39,11 @@ from ..memories.kinds import (
     problems_from,
 )
 from ..memories.manager import MemoryManager
+from ..memories.messages import TranscriptMessage, to_message
 from ..memories.params import parse_memory_id
 from ..memories.records import Memory
 from ..tokens import count_tokens
 from ..work.queue import enqueue
-from .chunks import TranscriptMessage
 from .results import MAX_MESSAGES_PER_APPEND as MAX_MESSAGES_PER_APPEND
 from .results import MAX_METADATA_CHARS as MAX_METADATA_CHARS
 from .results import TRANSCRIPT_PAGE as TRANSCRIPT_PAGE
@@ -155,13 +155,6 @@ class EpisodeManager:
         rows = await self._db.fetch("episode_messages", episode.agent_id, episode.id,
                                     max(from_seq, 0), limit)
         return [to_message(r) for r in rows]
-
-
-def to_message(row: Mapping[str, Any]) -> TranscriptMessage:
-    return TranscriptMessage(seq=row["seq"], role=row["role"], content=row["content"],
-                             name=row["name"], tool_call_id=row["tool_call_id"],
-                             tokens=row["tokens"],
-                             created_at=row["created_at"], metadata=row["metadata"] or {})
 
 
 def parse_messages(messages: Sequence[Mapping[str, Any] | MessageIn]) -> list[MessageIn]:
