@@ -78,6 +78,14 @@ class MemoryClient:
     expand = _blocking(AsyncMemoryClient.expand)
     import_agent = _blocking(AsyncMemoryClient.import_agent)
     forget_agent = _blocking(AsyncMemoryClient.forget_agent)
+    build_prompt = _blocking(AsyncMemoryClient.build_prompt)
+    summarize_conversation = _blocking(AsyncMemoryClient.summarize_conversation)
+    conversation_summary = _blocking(AsyncMemoryClient.conversation_summary)
+    summary_history = _blocking(AsyncMemoryClient.summary_history)
+    conversation_policy = _blocking(AsyncMemoryClient.conversation_policy)
+    set_conversation_policy = _blocking(AsyncMemoryClient.set_conversation_policy)
+    edit_message = _blocking(AsyncMemoryClient.edit_message)
+    delete_message = _blocking(AsyncMemoryClient.delete_message)
 
 
 async def _make(url: str, options: dict[str, Any]) -> AsyncMemoryClient:

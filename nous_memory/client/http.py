@@ -16,6 +16,7 @@ import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from pydantic_core import to_jsonable_python
@@ -38,6 +39,12 @@ from ..errors import (
 RETRY_STATUSES = frozenset({502, 503, 504})
 REQUEST_ID_HEADER = "X-Request-ID"
 _NOT_FOUND = re.compile(r"^(?P<what>.+) (?P<ident>\S+) not found$")
+
+
+def agent_path(agent_id: str, *rest: object) -> str:
+    """``/agents/{agent}/...``, each segment quoted whole (ids and refs such as
+    ``episode:1a2b#c3``)."""
+    return "/".join(["/agents", *(quote(str(p), safe="") for p in (agent_id, *rest))])
 
 
 def jsonable(value: Any) -> Any:

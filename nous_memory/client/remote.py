@@ -14,21 +14,21 @@ import os
 from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, BinaryIO
-from urllib.parse import quote
 from uuid import UUID
 
 from pydantic import TypeAdapter
 
 from ..context.model import DEFAULT_BUDGET_TOKENS, Context, Extraction
 from ..context.results import Expanded, RecallResult
-from ..episodes.chunks import TranscriptMessage
 from ..episodes.results import TRANSCRIPT_PAGE, AppendResult, MessageIn
 from ..errors import InvalidInputError
 from ..facts.results import FactHistory, LearnResult
 from ..memories.kinds import Kind, Status
+from ..memories.messages import TranscriptMessage
 from ..memories.records import Memory, MemoryEvent, Page
 from ..portability.records import ErasureReceipt, ExportSummary, ImportSummary
-from .http import Transport
+from .conversation import ConversationCalls
+from .http import Transport, agent_path
 
 URL_ENV = "NOUS_MEMORY_URL"
 KEY_ENV = "NOUS_MEMORY_API_KEY"
@@ -38,12 +38,7 @@ _MEMORIES = TypeAdapter(list[Memory])
 _EVENTS = TypeAdapter(list[MemoryEvent])
 
 
-def _seg(value: object) -> str:
-    """One path segment: ids and refs (``episode:1a2b#c3``) quoted whole."""
-    return quote(str(value), safe="")
-
-
-class AsyncMemoryClient:
+class AsyncMemoryClient(ConversationCalls):
     """A remote ``MemoryStore``: ``async with AsyncMemoryClient(url, api_key=...) as m:``."""
 
     def __init__(self, url: str, *, api_key: str | None = None, timeout_s: float = 30.0,
@@ -70,8 +65,7 @@ class AsyncMemoryClient:
     async def aclose(self) -> None:
         await self._t.aclose()
 
-    def _agent(self, agent_id: str, *rest: object) -> str:
-        return "/".join(["/agents", _seg(agent_id), *(_seg(p) for p in rest)])
+    _agent = staticmethod(agent_path)
 
     # ------------------------------------------------------------------ service
 
