@@ -1,46 +1,31 @@
 """Working memory over the service: the prompt for an episode's next call, its rolling
 summary and chain, the summary policy, and message edits and deletes.
 
-The same names, arguments and records as ``MemoryStore`` (the records come from
-``conversation.results``, which loads no database layer).  Calls that only read, or whose
-repetition changes nothing a caller sees (a prompt, a policy put), are retried; a fold
-asked for explicitly and a message change are not.
+The same names, arguments and records as ``MemoryStore``.  The records come from
+``conversation.results``, which loads no database layer; each method imports what it
+returns, so a process that never calls one (the CLI's recall) never loads them.  Calls
+that only read, or whose repetition changes nothing a caller sees (a prompt, a policy
+put), are retried; a fold asked for explicitly and a message change are not.
 """
 
 from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from pydantic import TypeAdapter
+from .http import Transport, agent_path, parse
 
-from ..conversation.policy import Policy
-from ..conversation.results import (
-    ConversationSummary,
-    MessageChange,
-    Prompt,
-    SummarizeResult,
-    SummaryRecord,
-)
-from .http import Transport, agent_path
-
-T = TypeVar("T")
-
-
-_ADAPTERS: dict[object, TypeAdapter[Any]] = {}
-
-
-def _parse(kind: type[T], data: Any) -> T:
-    """The record from its JSON; each adapter is built on first use, so a process that
-    never reads these records never pays for it."""
-    adapter = _ADAPTERS.get(kind)
-    if adapter is None:
-        adapter = _ADAPTERS[kind] = TypeAdapter(kind)
-    parsed: T = adapter.validate_python(data)
-    return parsed
-
+if TYPE_CHECKING:
+    from ..conversation.policy import Policy
+    from ..conversation.results import (
+        ConversationSummary,
+        MessageChange,
+        Prompt,
+        SummarizeResult,
+        SummaryRecord,
+    )
 
 class ConversationCalls:
     """Working memory's methods of ``AsyncMemoryClient``."""
@@ -52,10 +37,12 @@ class ConversationCalls:
                            context_tokens: int | None = None, summarize: bool = True,
                            policy: Mapping[str, Any] | None = None) -> Prompt:
         """Retried: a fold it runs is the one the policy says is due, repeated or not."""
+        from ..conversation.results import Prompt
+
         body = {"system": system, "budget_tokens": budget_tokens, "query": query,
                 "context_tokens": context_tokens, "summarize": summarize,
                 "policy": None if policy is None else dict(policy)}
-        return _parse(Prompt, await self._t.json(
+        return parse(Prompt, await self._t.json(
             "POST", agent_path(agent_id, "episodes", episode_id, "prompt"), idempotent=True,
             body={k: v for k, v in body.items() if v is not None}))
 
@@ -63,45 +50,59 @@ class ConversationCalls:
                                      force: bool = False,
                                      policy: Mapping[str, Any] | None = None
                                      ) -> SummarizeResult:
+        from ..conversation.results import SummarizeResult
+
         body: dict[str, Any] = {"force": force}
         if policy is not None:
             body["policy"] = dict(policy)
         data = await self._t.json(
             "POST", agent_path(agent_id, "episodes", episode_id, "summary"),
             idempotent=False, body=body)
-        return _parse(SummarizeResult, data["result"])
+        return parse(SummarizeResult, data["result"])
 
     async def conversation_summary(self, agent_id: str, episode_id: UUID | str, /
                                    ) -> ConversationSummary:
-        return _parse(ConversationSummary, await self._t.json(
+        from ..conversation.results import ConversationSummary
+
+        return parse(ConversationSummary, await self._t.json(
             "GET", agent_path(agent_id, "episodes", episode_id, "summary"), idempotent=True))
 
     async def summary_history(self, agent_id: str, episode_id: UUID | str, /, *,
                               limit: int = 100, offset: int = 0
                               ) -> builtins.list[SummaryRecord]:
+        from ..conversation.results import SummaryRecord
+
         data = await self._t.json(
             "GET", agent_path(agent_id, "episodes", episode_id, "summary", "history"),
             idempotent=True, params={"limit": limit, "offset": offset})
-        return _parse(builtins.list[SummaryRecord], data["records"])
+        return parse(builtins.list[SummaryRecord], data["records"])
 
     async def conversation_policy(self, agent_id: str, /) -> Policy:
-        return _parse(Policy, await self._t.json(
+        from ..conversation.policy import Policy
+
+        return parse(Policy, await self._t.json(
             "GET", agent_path(agent_id, "conversation-policy"), idempotent=True))
 
     async def set_conversation_policy(self, agent_id: str, /, **knobs: Any) -> Policy:
         """Knobs to store (``None`` removes one); the effective policy comes back."""
-        return _parse(Policy, await self._t.json(
+        from ..conversation.policy import Policy
+
+        return parse(Policy, await self._t.json(
             "PUT", agent_path(agent_id, "conversation-policy"), idempotent=True, body=knobs))
 
     async def edit_message(self, agent_id: str, episode_id: UUID | str, seq: int, /,
                            content: str) -> MessageChange:
         """Not retried: every edit keeps one more version of the message."""
-        return _parse(MessageChange, await self._t.json(
+        from ..conversation.results import MessageChange
+
+        return parse(MessageChange, await self._t.json(
             "PATCH", agent_path(agent_id, "episodes", episode_id, "messages", seq),
             idempotent=False, body={"content": content}))
 
     async def delete_message(self, agent_id: str, episode_id: UUID | str, seq: int, /
                              ) -> MessageChange:
-        return _parse(MessageChange, await self._t.json(
+        from ..conversation.results import MessageChange
+
+        return parse(MessageChange, await self._t.json(
             "DELETE", agent_path(agent_id, "episodes", episode_id, "messages", seq),
             idempotent=False))

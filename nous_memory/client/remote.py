@@ -16,8 +16,6 @@ from datetime import datetime
 from typing import Any, BinaryIO
 from uuid import UUID
 
-from pydantic import TypeAdapter
-
 from ..context.model import DEFAULT_BUDGET_TOKENS, Context, Extraction
 from ..context.results import Expanded, RecallResult
 from ..episodes.results import TRANSCRIPT_PAGE, AppendResult, MessageIn
@@ -28,14 +26,11 @@ from ..memories.messages import TranscriptMessage
 from ..memories.records import Memory, MemoryEvent, Page
 from ..portability.records import ErasureReceipt, ExportSummary, ImportSummary
 from .conversation import ConversationCalls
-from .http import Transport, agent_path
+from .http import Transport, agent_path, parse
 
 URL_ENV = "NOUS_MEMORY_URL"
 KEY_ENV = "NOUS_MEMORY_API_KEY"
 EXPORT_HEADER_KEY, EXPORT_END_KEY = "nous_memory_export", "end"  # portability.lines
-
-_MEMORIES = TypeAdapter(list[Memory])
-_EVENTS = TypeAdapter(list[MemoryEvent])
 
 
 class AsyncMemoryClient(ConversationCalls):
@@ -91,7 +86,7 @@ class AsyncMemoryClient(ConversationCalls):
                             items: Sequence[Mapping[str, Any]]) -> builtins.list[Memory]:
         data = await self._t.json("POST", self._agent(agent_id, "memories", "batch"),
                                   idempotent=False, body={"items": list(items)})
-        return _MEMORIES.validate_python(data["items"])
+        return parse(builtins.list[Memory], data["items"])
 
     async def get(self, agent_id: str, memory_id: UUID | str, *,
                   include_deleted: bool = False) -> Memory:
@@ -112,7 +107,7 @@ class AsyncMemoryClient(ConversationCalls):
                            idempotent=False, params={"purge": purge})
 
     async def history(self, agent_id: str, memory_id: UUID | str) -> builtins.list[MemoryEvent]:
-        return _EVENTS.validate_python(await self._t.json(
+        return parse(builtins.list[MemoryEvent], await self._t.json(
             "GET", self._agent(agent_id, "memories", memory_id, "history"), idempotent=True))
 
     async def list(self, agent_id: str, *, kind: Kind | str | None = None,
@@ -151,7 +146,7 @@ class AsyncMemoryClient(ConversationCalls):
 
     async def facts_from_episode(self, agent_id: str,
                                  episode_id: UUID | str) -> builtins.list[Memory]:
-        return _MEMORIES.validate_python(await self._t.json(
+        return parse(builtins.list[Memory], await self._t.json(
             "GET", self._agent(agent_id, "episodes", episode_id, "facts"), idempotent=True))
 
     # ------------------------------------------------------------------ episodes

@@ -4,9 +4,9 @@
 pure decision; ``current_summary`` returns an episode's summary and facets for the close
 pipeline; ``results`` holds what the store returns.
 
-The entry points that run SQL are imported on first use (PEP 562): the records, the
-policy and the facets load without the database layer, so the remote client can return
-them.
+Every name is imported on first use (PEP 562): ``results`` (the records the store
+returns) loads without the database layer or the rest of the package, so the remote
+client returns the same records cheaply.
 """
 
 from __future__ import annotations
@@ -14,17 +14,27 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .facets import Facets
-from .pairs import ConvMessage
-from .policy import Decision, Policy, resolve, should_summarize
-from .prompt import ContextProvider
-from .results import ConversationSummary, Gap, MessageChange, Prompt, SummarizeResult, SummaryRecord
-
 if TYPE_CHECKING:
+    from .facets import Facets
+    from .pairs import ConvMessage
+    from .policy import Decision, Policy, resolve, should_summarize
+    from .prompt import ContextProvider
+    from .results import (
+        ConversationSummary,
+        Gap,
+        MessageChange,
+        Prompt,
+        SummarizeResult,
+        SummaryRecord,
+    )
     from .service import WorkingMemory, current_summary, rolling_summary_text
 
-_LAZY = {"WorkingMemory": ".service", "current_summary": ".service",
-         "rolling_summary_text": ".service"}
+_LAZY = {"Facets": ".facets", "ConvMessage": ".pairs", "Decision": ".policy",
+         "Policy": ".policy", "resolve": ".policy", "should_summarize": ".policy",
+         "ContextProvider": ".prompt", "ConversationSummary": ".results", "Gap": ".results",
+         "MessageChange": ".results", "Prompt": ".results", "SummarizeResult": ".results",
+         "SummaryRecord": ".results", "WorkingMemory": ".service",
+         "current_summary": ".service", "rolling_summary_text": ".service"}
 
 __all__ = [
     "ContextProvider",
@@ -47,7 +57,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """The entry points that run SQL, imported when first asked for."""
+    """A name of the package, imported when first asked for."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
