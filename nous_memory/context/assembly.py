@@ -25,6 +25,7 @@ from pgvector import Vector as PgVector
 
 from .. import blocks
 from ..db import Database
+from ..errors import loggable
 from ..facts.rules import censor_matches
 from ..memories.kinds import Kind, parse_agent_id
 from ..memories.manager import MemoryManager
@@ -308,8 +309,9 @@ class ContextAssembler:
 
     def _finished(self, task: asyncio.Task[Any]) -> None:
         self._background.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            _log.warning("deferred context write failed: %s", task.exception())
+        exc = None if task.cancelled() else task.exception()
+        if exc is not None:
+            _log.warning("deferred context write failed: %s", loggable(exc))
 
     async def drain(self) -> None:
         """Wait for the deferred writes of earlier calls (queue, cache, access counts)."""

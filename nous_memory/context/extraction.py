@@ -21,6 +21,7 @@ from uuid import UUID
 from pydantic import BaseModel, Field
 
 from ..db import Database
+from ..errors import loggable
 from ..llm import LLMClient, LLMError
 from ..tokens import count_tokens
 from ..work.queue import TaskHandler, WorkContext, enqueue
@@ -135,7 +136,9 @@ class Extractor:
             elif task.exception() is None:
                 done[ident] = task.result()
             else:
-                _log.warning("sync extraction of %s failed: %s", ident, task.exception())
+                exc = task.exception()
+                assert exc is not None
+                _log.warning("sync extraction of %s failed: %s", ident, loggable(exc))
         await asyncio.gather(*tasks.values(), return_exceptions=True)
         return done
 

@@ -24,6 +24,7 @@ from .. import blocks
 from ..conversation.prompt import fit
 from ..db import Connection
 from ..db.audit import record_events
+from ..errors import loggable
 from ..llm import LLMClient, LLMError
 from ..memories.kinds import (
     MAX_LABEL_CHARS,
@@ -266,7 +267,7 @@ class EpisodeCloser:
             except LLMError as exc:
                 failure = str(exc)
                 _log.warning("close of episode %s fell back to the rule summary: %s",
-                             episode_id, exc)
+                             episode_id, loggable(exc))
         if extraction is not None:
             summary, source = extraction.summary.strip(), SummarySource.LLM
         else:

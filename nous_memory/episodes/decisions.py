@@ -19,7 +19,7 @@ from uuid import UUID
 import numpy as np
 
 from ..db import Connection, Database
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, loggable
 from ..memories.kinds import DecisionDetail, DecisionOutcome, Kind, NewMemory, parse_new
 from ..memories.manager import MemoryManager, PreparedUpdate, PreparedWrite
 from .close import EpisodeExtraction
@@ -61,7 +61,8 @@ class DecisionMatcher:
                 parsed.append(parse_new(Kind.DECISION, {**fields,
                                                         "source_episode_id": episode_id}))
             except InvalidInputError as exc:
-                _log.info("skipped an extracted decision of episode %s: %s", episode_id, exc)
+                _log.info("skipped an extracted decision of episode %s: %s", episode_id,
+                          loggable(exc))
         matches = await self._match(agent, parsed)
         news = [n for n, match in zip(parsed, matches, strict=True) if match is None]
         updates: list[PreparedUpdate] = []

@@ -25,7 +25,7 @@ from pgvector import Vector as PgVector
 
 from ..db import Connection, Database
 from ..db.audit import record_events
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, loggable
 from ..facts.learning import FactLearner, LearnResult
 from ..memories.kinds import MAX_LIST_ITEMS, FactsExtractor, FactsState
 from ..memories.manager import MemoryManager, PreparedWrite
@@ -150,12 +150,13 @@ class EpisodeLearner:
                   **({"source_seq": seqs[i]} if seqs is not None else {})}
                  for i, fact in enumerate(extracted)]
         prepared: list[PreparedWrite] = []
-        for fact, ready in zip(extracted, await self._facts.prepare_many(
-                agent, items, instructions=INSTRUCTIONS), strict=True):
+        for ready in await self._facts.prepare_many(agent, items, instructions=INSTRUCTIONS):
             if isinstance(ready, InvalidInputError):
-                _log.info("skipped an extracted fact of episode %s: %s", episode_id, ready)
+                _log.info("skipped an extracted fact of episode %s: %s", episode_id,
+                          loggable(ready))
             elif isinstance(ready, LearnResult):
-                _log.info("extracted fact rejected (%s): %r", ready.reason, fact.content)
+                _log.info("an extracted fact of episode %s rejected: %s", episode_id,
+                          ready.action)
             else:
                 prepared.append(ready)
         return prepared

@@ -7,7 +7,7 @@ from uuid import UUID
 
 from ..conversation import rolling_summary_text
 from ..db import Database
-from ..errors import NotFoundError, NousMemoryError
+from ..errors import NotFoundError, NousMemoryError, loggable
 from ..memories.kinds import EpisodeState, FactsState
 from ..work.queue import TaskHandler, WorkContext
 from .close import EpisodeCloser
@@ -39,7 +39,8 @@ class EpisodeTasks:
                 await self._episodes.close(row["agent_id"], row["memory_id"])
                 closed += 1
             except NousMemoryError as exc:  # deleted or changed meanwhile: skip this one
-                _log.warning("idle close of episode %s skipped: %s", row["memory_id"], exc)
+                _log.warning("idle close of episode %s skipped: %s", row["memory_id"],
+                             loggable(exc))
         return closed
 
     async def process(self, ctx: WorkContext) -> None:

@@ -23,7 +23,7 @@ from pydantic import BaseModel
 
 from ..db import Connection, Database
 from ..db.audit import record_events
-from ..errors import InvalidInputError, NotFoundError
+from ..errors import InvalidInputError, NotFoundError, loggable
 from ..llm import LLMClient, LLMError
 from ..memories.fact_key import fact_hash
 from ..memories.kinds import FactDetail, Kind, NewMemory, parse_agent_id, parse_new
@@ -207,7 +207,8 @@ class FactLearner:
                                                 messages=messages, schema=_Classification,
                                                 max_tokens=300)
         except LLMError as exc:
-            _log.warning("fact classifier unavailable, using the value rule: %s", exc)
+            _log.warning("fact classifier unavailable, using the value rule: %s",
+                         loggable(exc))
             return {}
         return {candidates[v.candidate].id: v.relation for v in result.value.verdicts
                 if 0 <= v.candidate < len(candidates)}

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from ..db import Database
 from ..db.audit import record_events
-from ..errors import NotFoundError
+from ..errors import NotFoundError, loggable
 from ..llm import LLMClient, LLMError
 from ..memories.kinds import EpisodeDetail, SummarySource
 from ..memories.manager import MemoryManager
@@ -94,6 +94,7 @@ class Resummarizer:
                 return leading_sentences(reply.value.summary, SUMMARY_MAX_CHARS), \
                     SummarySource.LLM
             except LLMError as exc:
-                _log.warning("summary regeneration fell back to the rule summary: %s", exc)
+                _log.warning("summary regeneration fell back to the rule summary: %s",
+                             loggable(exc))
         return episode_rule_summary(detail.model_copy(update={"detail": full})), \
             SummarySource.RULE

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
 from ..db import Database
+from ..errors import loggable
 from .queue import LeaseLost, TaskHandler, WorkContext, WorkItem
 
 _log = logging.getLogger(__name__)
@@ -117,7 +118,8 @@ class Worker:
                 "work_retry", item.agent_id, item.id, self.worker_id, MAX_ATTEMPTS,
                 delay, f"{type(exc).__name__}: {exc}"[:2000])
             log = _log.warning if state == "pending" else _log.error
-            log("work item %s (%s) failed, now %s: %s", item.id, item.task, state, exc)
+            log("work item %s (%s) failed, now %s: %s (the whole error is the item's "
+                "last error)", item.id, item.task, state, loggable(exc))
         return True
 
     @contextlib.asynccontextmanager
