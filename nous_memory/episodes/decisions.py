@@ -22,6 +22,7 @@ from ..db import Connection, Database
 from ..errors import InvalidInputError
 from ..memories.kinds import DecisionDetail, DecisionOutcome, Kind, NewMemory, parse_new
 from ..memories.manager import MemoryManager, PreparedUpdate, PreparedWrite
+from ..work.tasks import Task
 from .close import EpisodeExtraction
 
 _log = logging.getLogger(__name__)
@@ -81,7 +82,7 @@ class DecisionMatcher:
         created = len(await self._memories.write(conn, prepared.news)) if prepared.news else 0
         updated = 0
         for update in prepared.updates:
-            if await self._memories.write_update(conn, update, actor="episode_learn"):
+            if await self._memories.write_update(conn, update, actor=Task.EPISODE_LEARN.value):
                 updated += 1
             else:  # edited meanwhile: the owner's edit stands
                 _log.info("decision %s changed while an episode was learned; not updated",

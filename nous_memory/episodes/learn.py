@@ -2,7 +2,7 @@
 decisions.
 
 Close processing writes its summary and chunks without vectors and keeps the LLM's
-extraction in ``episode_extractions``; this ``episode_learn`` work item does the slow
+extraction in ``episode_extractions``; this ``Task.EPISODE_LEARN`` work item does the slow
 part (embedding, fact dedup lookups) outside any transaction and writes everything in
 one, so a close costs one LLM call plus one short transaction.  Until it has run, the
 episode is found by full text, and its ``facts_state`` stays ``pending``.
@@ -29,7 +29,8 @@ from ..errors import InvalidInputError
 from ..facts.learning import FactLearner, LearnResult
 from ..memories.kinds import MAX_LIST_ITEMS, FactsExtractor, FactsState
 from ..memories.manager import MemoryManager, PreparedWrite
-from ..work.queue import TaskHandler, WorkContext
+from ..work.queue import WorkContext
+from ..work.tasks import Task
 from .chunks import embedding_text
 from .close import INSTRUCTIONS, EpisodeExtraction, ExtractedFact
 from .decisions import DecisionMatcher, PreparedDecisions
@@ -47,9 +48,6 @@ class EpisodeLearner:
         self._memories = memories
         self._facts = facts
         self._decisions = DecisionMatcher(db, memories)
-
-    def handlers(self) -> dict[str, TaskHandler]:
-        return {"episode_learn": self.process}
 
     async def process(self, ctx: WorkContext) -> None:
         agent, ident = ctx.item.agent_id, ctx.item.memory_id
@@ -92,7 +90,7 @@ class EpisodeLearner:
             await conn.execute("episode_facts_state", agent, ident, FactsState.EXTRACTED.value)
             await conn.execute("episode_facts_extractor", agent, ident, FactsExtractor.LLM.value)
             await record_events(conn, agent, [{
-                "memory_id": str(ident), "event": "updated", "actor": "episode_learn",
+                "memory_id": str(ident), "event": "updated", "actor": Task.EPISODE_LEARN.value,
                 "old_values": {"facts_state": FactsState.PENDING.value},
                 "new_values": {"facts_state": FactsState.EXTRACTED.value,
                                "facts": _tally(learned),
@@ -121,7 +119,7 @@ class EpisodeLearner:
             await conn.execute("episode_facts_extractor", agent, ident,
                                FactsExtractor.RULES.value)
             await record_events(conn, agent, [{
-                "memory_id": str(ident), "event": "updated", "actor": "episode_learn",
+                "memory_id": str(ident), "event": "updated", "actor": Task.EPISODE_LEARN.value,
                 "old_values": {"facts_extractor": FactsExtractor.NONE.value},
                 "new_values": {"facts_extractor": FactsExtractor.RULES.value,
                                "facts": _tally(learned)}}])

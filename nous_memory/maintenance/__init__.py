@@ -13,7 +13,7 @@ from uuid import UUID
 from ..db import Database
 from ..llm import LLMClient
 from ..memories.manager import MemoryManager
-from ..work.queue import TaskHandler
+from ..work.queue import WorkContext
 from .backfill import Backfill
 from .batches import BatchHook, JobResult
 from .compression import Compression
@@ -41,9 +41,9 @@ class Maintenance:
         self._resummarizer = Resummarizer(db, memories, llm)
         self._backfill = Backfill(db, policy, llm_configured=llm is not None)
 
-    def handlers(self) -> dict[str, TaskHandler]:
-        """Work-queue tasks the jobs queue (``summary_regenerate``)."""
-        return self._resummarizer.handlers()
+    async def regenerate_summary(self, ctx: WorkContext) -> None:
+        """Runs ``Task.SUMMARY_REGENERATE``, which the trim job queues."""
+        await self._resummarizer.process(ctx)
 
     async def trim(self, *, now: datetime, dry_run: bool = False,
                    agent_id: str | None = None, on_batch: BatchHook | None = None

@@ -1,4 +1,4 @@
-"""The ``summary_regenerate`` work item (queued by the trim job for episodes whose
+"""The ``Task.SUMMARY_REGENERATE`` work item (queued by the trim job for episodes whose
 summary is too short to be useful): a new summary from the episode's full detail, cold
 part included.  With an LLM, one structured call; without, the extractive rule summary.
 A result that is no longer than the old summary is dropped (nothing gained)."""
@@ -18,7 +18,8 @@ from ..memories.kinds import EpisodeDetail, SummarySource
 from ..memories.manager import MemoryManager
 from ..memories.summaries import episode_rule_summary, leading_sentences
 from ..tokens import count_tokens
-from ..work.queue import TaskHandler, WorkContext
+from ..work.queue import WorkContext
+from ..work.tasks import Task
 
 _log = logging.getLogger(__name__)
 
@@ -41,9 +42,6 @@ class Resummarizer:
         self._db = db
         self._memories = memories
         self._llm = llm
-
-    def handlers(self) -> dict[str, TaskHandler]:
-        return {"summary_regenerate": self.process}
 
     async def process(self, ctx: WorkContext) -> None:
         agent, ident = ctx.item.agent_id, ctx.item.memory_id
@@ -87,7 +85,7 @@ class Resummarizer:
                 f"\n[detail cut at {DETAIL_CAP_CHARS} of {len(full)} characters]")
             try:
                 reply = await self._llm.structured(
-                    agent_id=agent, purpose="summary_regenerate", schema=SummaryReply,
+                    agent_id=agent, purpose=Task.SUMMARY_REGENERATE, schema=SummaryReply,
                     messages=[{"role": "system", "content": INSTRUCTIONS},
                               {"role": "user", "content": f"<episode>\ntitle: "
                                f"{detail.title or '-'}\n{text}{cut}\n</episode>"}])
