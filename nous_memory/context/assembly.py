@@ -25,9 +25,9 @@ from pgvector import Vector as PgVector
 
 from .. import blocks
 from ..db import Database
+from ..embeddings.cache import EmbeddingCache
 from ..facts.rules import censor_matches
 from ..memories.kinds import Kind, parse_agent_id
-from ..memories.manager import MemoryManager
 from ..tokens import count_tokens
 from .access import AccessLog
 from .extraction import (
@@ -131,10 +131,10 @@ def ref_of(kind: str, memory_id: UUID) -> str:
 
 
 class ContextAssembler:
-    def __init__(self, db: Database, memories: MemoryManager, recaller: Recaller,
+    def __init__(self, db: Database, embeddings: EmbeddingCache, recaller: Recaller,
                  extractor: Extractor, access: AccessLog) -> None:
         self._db = db
-        self._memories = memories
+        self._embeddings = embeddings
         self._recaller = recaller
         self._extractor = extractor
         self._access = access
@@ -164,14 +164,14 @@ class ContextAssembler:
         if query_embedding is not None:
             vector = self._recaller.check_vector(query_embedding)
         else:
-            vector = await self._memories.query_vector(agent, req.query)
+            vector = await self._embeddings.query_vector(agent, req.query)
         embedded = time.perf_counter()
         # the always-on read runs beside recall's statement, not beside the model (which
         # keeps every core busy)
         always = asyncio.create_task(self._db.fetch(
             "context_always_on", agent, list(PROFILE_CATEGORIES), CENSOR_LIMIT,
             PINNED_FACT_LIMIT if Section.FACTS in req.budgets else 0, PgVector(vector),
-            self._memories.model_name))
+            self._embeddings.model_name))
         tier2: Tier2Read | None = None
         try:
             ranked = await self._recaller.ranked_rows(ranking, vector)

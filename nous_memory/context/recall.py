@@ -24,9 +24,9 @@ import numpy as np
 from pgvector import Vector as PgVector
 
 from ..db import Database
+from ..embeddings.cache import EmbeddingCache
 from ..errors import FieldProblem, InvalidInputError, longer_than
 from ..memories.kinds import Kind, Status, is_utf8, parse_agent_id, parse_kind
-from ..memories.manager import MemoryManager
 from .ordering import final_order
 from .results import MAX_K as MAX_K
 from .results import MAX_QUERY_CHARS as MAX_QUERY_CHARS
@@ -202,13 +202,13 @@ def parse_request(agent_id: object, query: object, kinds: object, k: object,
 class Recaller:
     """Runs recall for any agent; every statement is scoped to the request's agent."""
 
-    def __init__(self, db: Database, memories: MemoryManager, *,
+    def __init__(self, db: Database, embeddings: EmbeddingCache, *,
                  priors: Priors | None = None, fusion: Fusion | None = None,
                  exact_scan_max_rows: int = EXACT_SCAN_MAX_ROWS) -> None:
         if exact_scan_max_rows < 0:
             raise ValueError("exact_scan_max_rows must be >= 0")
         self._db = db
-        self._memories = memories
+        self._embeddings = embeddings
         self._priors = priors or Priors()
         self._fusion = fusion or Fusion()
         self._exact_max = exact_scan_max_rows
@@ -221,7 +221,7 @@ class Recaller:
         started = time.perf_counter()
         req = parse_request(agent_id, query, kinds, k, include_superseded, as_of)
         if query_embedding is None:
-            vector = (await self._memories.embed_query(req.agent, req.query))
+            vector = (await self._embeddings.embed_query(req.agent, req.query))
         else:
             vector = self.check_vector(query_embedding)
         embedded = time.perf_counter()
@@ -251,7 +251,7 @@ class Recaller:
         if req.include_superseded:
             statuses.append(Status.SUPERSEDED.value)
         p, f = self._priors, self._fusion
-        args = (req.agent, req.query, PgVector(vector), self._memories.model_name,
+        args = (req.agent, req.query, PgVector(vector), self._embeddings.model_name,
                 [kind.value for kind in req.kinds], statuses, Kind.EPISODE in req.kinds,
                 leg_size(req.k), depth, f.rrf_k, p.recency, p.half_life_days,
                 p.importance, p.confidence, p.use, float(p.use_saturation), f.text_weight,
@@ -290,7 +290,7 @@ class Recaller:
             array = np.asarray(value, dtype=np.float32)
         except (TypeError, ValueError):
             raise InvalidInputError.single("query_embedding", "must be a list of numbers") from None
-        dim = self._memories.dimension
+        dim = self._embeddings.dimension
         if array.ndim != 1 or array.shape[0] != dim:
             raise InvalidInputError.single("query_embedding",
                                            f"must have {dim} numbers (the store's dimension)")

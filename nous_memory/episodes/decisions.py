@@ -19,6 +19,7 @@ from uuid import UUID
 import numpy as np
 
 from ..db import Connection, Database
+from ..embeddings.cache import EmbeddingCache
 from ..errors import InvalidInputError
 from ..memories.kinds import DecisionDetail, DecisionOutcome, Kind, NewMemory, parse_new
 from ..memories.manager import MemoryManager, PreparedUpdate, PreparedWrite
@@ -47,9 +48,11 @@ class PreparedDecisions:
 
 
 class DecisionMatcher:
-    def __init__(self, db: Database, memories: MemoryManager) -> None:
+    def __init__(self, db: Database, memories: MemoryManager,
+                 embeddings: EmbeddingCache) -> None:
         self._db = db
         self._memories = memories
+        self._embeddings = embeddings
 
     async def prepare(self, agent: str, episode_id: UUID,
                       extraction: EpisodeExtraction) -> PreparedDecisions:
@@ -99,7 +102,7 @@ class DecisionMatcher:
         if not rows:
             return [None] * len(parsed)
         asking = [i for i, k in enumerate(keys) if k]
-        vectors = await self._memories.embed_texts(
+        vectors = await self._embeddings.embed_texts(
             agent, [_detail(parsed[i]).description for i in asking]
             + [r["description"] for r in rows])
         mine = np.asarray(vectors[:len(asking)])

@@ -25,6 +25,7 @@ from pgvector import Vector as PgVector
 
 from ..db import Connection, Database
 from ..db.audit import record_events
+from ..embeddings.cache import EmbeddingCache
 from ..errors import InvalidInputError
 from ..facts.learning import FactLearner, LearnResult
 from ..memories.kinds import MAX_LIST_ITEMS, FactsExtractor, FactsState
@@ -43,11 +44,12 @@ LLM_DEFAULT_CONFIDENCE = 0.7  # an LLM fact without a confidence: still above th
 
 
 class EpisodeLearner:
-    def __init__(self, db: Database, memories: MemoryManager, facts: FactLearner) -> None:
+    def __init__(self, db: Database, memories: MemoryManager, embeddings: EmbeddingCache,
+                 facts: FactLearner) -> None:
         self._db = db
-        self._memories = memories
+        self._embeddings = embeddings
         self._facts = facts
-        self._decisions = DecisionMatcher(db, memories)
+        self._decisions = DecisionMatcher(db, memories, embeddings)
 
     async def process(self, ctx: WorkContext) -> None:
         agent, ident = ctx.item.agent_id, ctx.item.memory_id
@@ -56,7 +58,7 @@ class EpisodeLearner:
         raw = await self._db.fetchval("episode_extraction_pending", agent, ident)
         texts = [embedding_text(c["content"], c["context"]) for c in chunks] + (
             [summary] if summary is not None else [])
-        vectors = await self._memories.embed_texts(agent, texts)
+        vectors = await self._embeddings.embed_texts(agent, texts)
         extraction = EpisodeExtraction.model_validate(raw) if raw is not None else None
         facts: list[PreparedWrite] = []
         decisions = PreparedDecisions(news=None, updates=[])
@@ -127,7 +129,7 @@ class EpisodeLearner:
     async def _set_embeddings(self, conn: Connection, agent: str, ident: UUID,
                               chunks: list[Any], summary: str | None,
                               vectors: list[Any]) -> None:
-        model = self._memories.model_name
+        model = self._embeddings.model_name
         if chunks:
             await conn.execute("chunks_set_embeddings", agent, ident, model,
                                [c["chunk_no"] for c in chunks],

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from ..db import Database
 from ..db.audit import record_events
+from ..embeddings.cache import EmbeddingCache
 from ..errors import NotFoundError
 from ..llm import LLMClient, LLMError
 from ..memories.kinds import EpisodeDetail, SummarySource
@@ -38,9 +39,11 @@ class SummaryReply(BaseModel):
 
 
 class Resummarizer:
-    def __init__(self, db: Database, memories: MemoryManager, llm: LLMClient | None) -> None:
+    def __init__(self, db: Database, memories: MemoryManager, embeddings: EmbeddingCache,
+                 llm: LLMClient | None) -> None:
         self._db = db
         self._memories = memories
+        self._embeddings = embeddings
         self._llm = llm
 
     async def process(self, ctx: WorkContext) -> None:
@@ -59,11 +62,11 @@ class Resummarizer:
         if len(summary) <= len(memory.summary):
             await ctx.skip()  # nothing better to offer; the old summary stays
             return
-        vector = (await self._memories.embed_texts(agent, [summary]))[0]
+        vector = (await self._embeddings.embed_texts(agent, [summary]))[0]
         async with ctx.commit() as conn:
             version = await conn.fetchval(
                 "memory_resummarize_if", agent, ident, summary, source.value,
-                count_tokens(summary), PgVector(vector), self._memories.model_name,
+                count_tokens(summary), PgVector(vector), self._embeddings.model_name,
                 memory.summary)
             if version is None:
                 return  # edited meanwhile: the edit wins
