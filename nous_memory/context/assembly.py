@@ -52,8 +52,9 @@ from .model import (
     Tier,
     parse_request,
 )
-from .recall import Recaller, make_ref
+from .recall import Recaller
 from .recall import parse_request as parse_recall_request
+from .refs import make_ref
 from .sections import assemble, order_section
 from .truncation import truncate
 
@@ -103,7 +104,7 @@ def candidate_from_row(row: Mapping[str, Any]) -> Candidate:
                          tier=Tier.VERBATIM, cosine=row["cosine"], said_at=row["said_at"],
                          matched=bool(row["lexemes"]) or bool(row["p_time"]))
     kind = Kind(row["kind"])
-    return Candidate(ref=make_ref(kind.value, row["memory_id"]), memory_id=row["memory_id"],
+    return Candidate(ref=make_ref(kind, row["memory_id"]), memory_id=row["memory_id"],
                      kind=kind.value, section=SECTION_OF_KIND[kind], text=row["text"],
                      score=row["final"], cosine=row["cosine"],
                      said_at=row["said_at"] if kind in DATED_KINDS else None,
@@ -124,10 +125,6 @@ class Tier2Read:
 
     max_tokens: int
     rows: asyncio.Task[list[Any]]
-
-
-def ref_of(kind: str, memory_id: UUID) -> str:
-    return f"{kind}:{memory_id.hex[:8]}"
 
 
 class ContextAssembler:
@@ -232,7 +229,7 @@ class ContextAssembler:
             out.append(cand)
         for ident, row in pinned.items():
             kind = Kind(row["kind"])
-            out.append(Candidate(ref=ref_of(kind.value, ident), memory_id=ident,
+            out.append(Candidate(ref=make_ref(kind, ident), memory_id=ident,
                                  kind=kind.value, section=SECTION_OF_KIND[kind],
                                  text=row["summary"], score=float(row["importance"]),
                                  pinned=True))

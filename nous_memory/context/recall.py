@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from uuid import UUID
 
 import numpy as np
 from pgvector import Vector as PgVector
@@ -28,6 +27,7 @@ from ..embeddings.cache import EmbeddingCache
 from ..errors import FieldProblem, InvalidInputError, longer_than
 from ..memories.kinds import Kind, Status, is_utf8, parse_agent_id, parse_kind
 from .ordering import final_order
+from .refs import make_ref
 from .results import MAX_K as MAX_K
 from .results import MAX_QUERY_CHARS as MAX_QUERY_CHARS
 from .results import MIN_K as MIN_K
@@ -112,11 +112,6 @@ class Priors:
         high = (1 + self.recency + self.importance / 2 + self.confidence / 2 + self.use
                 + self.speaker + self.time)
         return high / low
-
-
-def make_ref(kind: str, memory_id: UUID, chunk_no: int | None = None) -> str:
-    base = f"{kind}:{memory_id.hex[:8]}"
-    return base if chunk_no is None else f"{base}#c{chunk_no}"
 
 
 def leg_size(k: int) -> int:
@@ -304,7 +299,7 @@ def _item(row: Mapping[str, Any]) -> RecallItem:
     chunk_no = row["chunk_no"]
     kind = Kind(row["kind"])
     return RecallItem(
-        ref=make_ref(kind.value, row["memory_id"], chunk_no), source=row["source"],
+        ref=make_ref(kind, row["memory_id"], chunk_no), source=row["source"],
         memory_id=row["memory_id"], kind=kind, chunk_no=chunk_no, text=row["text"],
         tokens=row["tokens"], message_metadata=row["message_metadata"] or [],
         created_at=row["created_at"], ended_at=row["ended_at"], said_at=row["said_at"],
