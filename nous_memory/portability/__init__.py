@@ -13,8 +13,9 @@ client returns) needs no database driver.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from .erase import Eraser
@@ -48,11 +49,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Each name, imported when first asked for."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY)
