@@ -73,6 +73,8 @@ class MemoryClient:
     close_episode = _blocking(AsyncMemoryClient.close_episode)
     get_episode = _blocking(AsyncMemoryClient.get_episode)
     transcript = _blocking(AsyncMemoryClient.transcript)
+    ingest = _blocking(AsyncMemoryClient.ingest)
+    ingest_status = _blocking(AsyncMemoryClient.ingest_status)
     recall = _blocking(AsyncMemoryClient.recall)
     assemble_context = _blocking(AsyncMemoryClient.assemble_context)
     expand = _blocking(AsyncMemoryClient.expand)

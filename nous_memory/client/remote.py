@@ -11,9 +11,9 @@ from __future__ import annotations
 import builtins
 import json
 import os
-from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 from uuid import UUID
 
 from ..context.model import DEFAULT_BUDGET_TOKENS, Context, Extraction
@@ -27,6 +27,9 @@ from ..memories.records import Memory, MemoryEvent, Page
 from ..portability.records import ErasureReceipt, ExportSummary, ImportSummary
 from .conversation import ConversationCalls
 from .http import Transport, agent_path, parse
+
+if TYPE_CHECKING:
+    from ..history.results import IngestProgress, IngestResult, IngestStatus
 
 URL_ENV = "NOUS_MEMORY_URL"
 KEY_ENV = "NOUS_MEMORY_API_KEY"
@@ -189,6 +192,34 @@ class AsyncMemoryClient(ConversationCalls):
             created_at=None if m.get("created_at") is None
             else datetime.fromisoformat(m["created_at"]),
             metadata=m.get("metadata") or {}) for m in page["messages"]]
+
+    # ------------------------------------------------------------------ history import
+
+    async def ingest(self, agent_id: str, sessions: Sequence[Any], /, *,
+                     progress: Callable[[IngestProgress], None] | None = None
+                     ) -> IngestResult:
+        """``sessions``: ``HistorySession`` records or their mappings, as for the store
+        (the record is not imported here: its module loads the database layer).  One
+        call to the service (up to 1,000 sessions, all or nothing); retried, since
+        sessions already imported are skipped.  ``progress`` is called once, when the
+        service has answered."""
+        from ..history.results import IngestProgress, IngestResult
+
+        result = parse(IngestResult, await self._t.json(
+            "POST", self._agent(agent_id, "imports"), idempotent=True,
+            body={"sessions": builtins.list(sessions)}))
+        if progress is not None:
+            progress(IngestProgress(
+                sessions_done=result.sessions_imported + result.sessions_skipped,
+                sessions_total=len(sessions), turns_done=result.turns_imported,
+                skipped=result.sessions_skipped))
+        return result
+
+    async def ingest_status(self, agent_id: str, /) -> IngestStatus:
+        from ..history.results import IngestStatus
+
+        return parse(IngestStatus, await self._t.json(
+            "GET", self._agent(agent_id, "imports"), idempotent=True))
 
     # ------------------------------------------------------------------ recall, context
 

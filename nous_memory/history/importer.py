@@ -11,11 +11,8 @@ imported, so facts restated later supersede the earlier ones.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
-
-from pydantic import BaseModel, ConfigDict
 
 from ..db import Database
 from ..db.audit import record_events
@@ -26,44 +23,11 @@ from ..tokens import count_tokens
 from ..work.queue import enqueue
 from ..work.tasks import EPISODE_PROCESSING, Task
 from .records import CheckedSession, HistorySession, parse_sessions
+from .results import IngestProgress as IngestProgress
+from .results import IngestResult as IngestResult
+from .results import IngestStatus as IngestStatus
 
 BATCH_SESSIONS = 50  # sessions whose keys are checked, and episodes prepared, together
-
-
-class IngestResult(BaseModel):
-    """What an import did: sessions imported now, skipped as already there, and the
-    episodes it created (in session order)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    agent_id: str
-    sessions_imported: int
-    sessions_skipped: int
-    turns_imported: int
-    episode_ids: list[UUID]
-
-
-class IngestStatus(BaseModel):
-    """Where an agent's imports stand: sessions imported so far, episodes whose close
-    work (chunks, embeddings, facts) is still queued or running, and close work that
-    failed for good (the owner's work-queue view says why)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    agent_id: str
-    sessions: int
-    closing: int
-    failed: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class IngestProgress:
-    """Reported after every session: how far the import is."""
-
-    sessions_done: int
-    sessions_total: int
-    turns_done: int
-    skipped: int
 
 
 Progress = Callable[[IngestProgress], None]

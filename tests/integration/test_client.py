@@ -13,6 +13,7 @@ import os
 import sys
 import textwrap
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ from nous_memory.errors import (
     NousMemoryError,
     PermissionDeniedError,
 )
+from nous_memory.history import HistorySession, HistoryTurn, IngestProgress
 from tests.integration.client_helpers import Normaliser, served
 from tests.unit.test_readme import readme_blocks
 
@@ -190,6 +192,22 @@ async def scenario(m: Any, agent: str) -> list[tuple[str, Any]]:
         "e_policy": ["InvalidInputError", ["policy.protect_tail"]],
         "e_limit": ["InvalidInputError", ["limit"]],
         "e_message": ["NotFoundError", None], "e_other": ["NotFoundError", None]}
+
+    # history import: a record and a mapping, the same again (skipped), its status
+    sessions: list[Any] = [
+        HistorySession(key="trip-1", started_at=datetime(2024, 5, 3, 9, tzinfo=UTC),
+                       title="Lisbon", turns=[
+                           HistoryTurn(role="user", name="Ana", content="We moved to Lisbon."),
+                           HistoryTurn(role="assistant", content="Congratulations!")]),
+        {"key": "trip-2", "started_at": "2024-06-01T10:00:00+00:00",
+         "turns": [{"role": "user", "content": "Ana starts at the clinic in June."}]}]
+    reports: list[IngestProgress] = []
+    ingested = record("ingest", await m.ingest(agent, sessions, progress=reports.append))
+    assert ingested.sessions_imported == 2 and reports[-1].sessions_done == 2
+    again = record("ingest_again", await m.ingest(agent, sessions))
+    assert again.sessions_skipped == 2 and again.episode_ids == []
+    record("ingest_status", await m.ingest_status(agent))
+    record("e_session", await _error(m.ingest(agent, [{"key": "x", "turns": []}])))
 
     exported = io.BytesIO()
     summary = record("export", await m.export_agent_to(agent, exported))
