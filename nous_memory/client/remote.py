@@ -24,7 +24,7 @@ from ..facts.results import FactHistory, LearnResult
 from ..memories.kinds import Kind, Status
 from ..memories.messages import TranscriptMessage
 from ..memories.records import Memory, MemoryEvent, Page
-from ..portability.records import ErasureReceipt, ExportSummary, ImportSummary
+from ..portability.reports import ErasureReceipt, ExportSummary, ImportSummary
 from .conversation import ConversationCalls
 from .http import Transport, agent_path, parse
 

@@ -27,7 +27,7 @@ from .. import blocks
 from ..db import Database
 from ..embeddings.cache import EmbeddingCache
 from ..errors import loggable
-from ..facts.rules import censor_matches
+from ..facts.consolidation import censor_matches
 from ..memories.kinds import Kind, parse_agent_id
 from ..tokens import count_tokens
 from .access import AccessLog

@@ -1,6 +1,6 @@
 """History import: a person's past conversations brought in as closed episodes.
 
-- ``records``: the sessions and turns of a history, validated before anything is written;
+- ``sessions``: the sessions and turns of a history, validated before anything is written;
 - ``files``: readers for history files (JSON Lines of sessions; LongMemEval- and
   LoCoMo-shaped JSON);
 - ``importer``: the import itself, one transaction per session, idempotent by session
@@ -19,12 +19,12 @@ from ..lazy import lazy_attributes
 if TYPE_CHECKING:
     from .files import HistoryFile, read_history
     from .importer import HistoryImporter
-    from .records import MAX_SESSION_TURNS, HistorySession, HistoryTurn, parse_sessions
     from .results import IngestProgress, IngestResult, IngestStatus
+    from .sessions import MAX_SESSION_TURNS, HistorySession, HistoryTurn, parse_sessions
 
 _LAZY = {"HistoryFile": ".files", "read_history": ".files", "HistoryImporter": ".importer",
-         "MAX_SESSION_TURNS": ".records", "HistorySession": ".records",
-         "HistoryTurn": ".records", "parse_sessions": ".records",
+         "MAX_SESSION_TURNS": ".sessions", "HistorySession": ".sessions",
+         "HistoryTurn": ".sessions", "parse_sessions": ".sessions",
          "IngestProgress": ".results", "IngestResult": ".results", "IngestStatus": ".results"}
 
 __all__ = ["MAX_SESSION_TURNS", "HistoryFile", "HistoryImporter", "HistorySession",

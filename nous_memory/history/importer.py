@@ -22,10 +22,10 @@ from ..memories.manager import MemoryManager
 from ..tokens import count_tokens
 from ..work.queue import enqueue
 from ..work.tasks import EPISODE_PROCESSING, Task
-from .records import CheckedSession, HistorySession, parse_sessions
 from .results import IngestProgress as IngestProgress
 from .results import IngestResult as IngestResult
 from .results import IngestStatus as IngestStatus
+from .sessions import CheckedSession, HistorySession, parse_sessions
 
 BATCH_SESSIONS = 50  # sessions whose keys are checked, and episodes prepared, together
 
