@@ -248,30 +248,40 @@ async def run_jobs(store: MemoryStore, report: Report) -> None:
     await report.run("worker drain after jobs", lambda: store.worker(worker_id="ops").drain())
 
 
-async def isolation(store: MemoryStore, agents: dict[str, str]) -> int:
+async def seen_by(store: MemoryStore, agent: str, others: list[str]) -> list[str]:
+    """Every text the agent reads back through list, recall, context and export."""
+    seen: list[str] = []
+    cursor = None
+    while True:
+        page = await store.list(agent, limit=100, cursor=cursor,
+                                status=["active", "archived", "superseded", "deleted"])
+        seen += [item.summary or "" for item in page.items]
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    for other in others:
+        hits = await store.recall(agent, f"what does {other} prefer", k=20)
+        seen += [item.text for item in hits.items]
+    context = await store.assemble_context(agent, " ".join(others), budget_tokens=2000)
+    seen.append(context.model_dump_json())
+    out = io.BytesIO()
+    await store.export_agent_to(agent, out)
+    seen.append(out.getvalue().decode())
+    return seen
+
+
+async def isolation(store: MemoryStore, report: Report, agents: dict[str, str]) -> int:
     """Rows or text of another agent seen by each agent through list, recall, context and
     export: each agent's content carries its own marker word."""
     violations = 0
     for agent, marker in agents.items():
         others = [m for a, m in agents.items() if a != agent]
-        seen: list[str] = []
-        cursor = None
-        while True:
-            page = await store.list(agent, limit=100, cursor=cursor,
-                                    status=["active", "archived", "superseded", "deleted"])
-            seen += [item.summary or "" for item in page.items]
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        for other in others:
-            hits = await store.recall(agent, f"what does {other} prefer", k=20)
-            seen += [item.text for item in hits.items]
-        context = await store.assemble_context(agent, " ".join(others), budget_tokens=2000)
-        seen.append(context.model_dump_json())
-        out = io.BytesIO()
-        await store.export_agent_to(agent, out)
-        seen.append(out.getvalue().decode())
-        bad = sum(1 for text in seen for other in others if other in text)
+        seen = await report.run(f"isolation reads of {agent}",
+                                lambda agent=agent, others=others: seen_by(store, agent, others))
+        bad = sum(1 for text in seen or [] for other in others if other in text)
+        if marker not in "".join(seen or []):
+            print(f"# ISOLATION {agent} did not see its own rows")
+            bad += 1
         if bad:
             print(f"# ISOLATION {agent} saw {bad} texts of other agents")
         violations += bad
@@ -327,7 +337,7 @@ async def main(args: argparse.Namespace) -> int:
             await service_operations(store, report, tag)
             await run_jobs(store, report)
             await portability(store, report, next(iter(agents)))
-            violations = await isolation(store, agents)
+            violations = await isolation(store, report, agents)
             recall_ms, context_ms = await load(store, tag, args.load_agents,
                                                args.load_memories, args.recalls)
     finally:

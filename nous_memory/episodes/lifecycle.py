@@ -121,7 +121,7 @@ class EpisodeManager:
                 # a no-op while its work item is open; re-queues one that failed for good
                 await enqueue(conn, agent, "episode_close", ident)
             elif row["state"] == EpisodeState.OPEN:
-                await conn.fetchval("episode_mark_closing", agent, ident)
+                await conn.fetchval("episode_mark_closing", agent, ident, datetime.now(UTC))
                 await conn.execute("memory_touch", agent, ident)
                 await enqueue(conn, agent, "episode_close", ident)
                 await record_events(conn, agent, [{

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -137,7 +138,8 @@ class HistoryImporter:
                 times = [r["created_at"] for r in stamps]
                 await conn.execute("episode_after_append", agent, episode.id, len(rows),
                                    max(times), min(times))
-                await conn.fetchval("episode_mark_closing", agent, episode.id)
+                await conn.fetchval("episode_mark_closing", agent, episode.id,
+                                    datetime.now(UTC))
                 await enqueue(conn, agent, "episode_close", episode.id)
                 await record_events(conn, agent, [{
                     "memory_id": str(episode.id), "event": "updated",
