@@ -129,9 +129,10 @@ async def agent_operations(store: MemoryStore, report: Report, agent: str, marke
     old = await r("remember old episode", lambda: store.remember(
         agent, "episode", title=f"{marker} kitchen", detail=f"{marker} compared quotes. " * 300,
         started_at=(ended - timedelta(hours=1)).isoformat(), ended_at=ended.isoformat()))
+    later = ended + timedelta(days=1)  # past archive_episodes' cut below: the jobs' episode
     await r("remember old episode 2", lambda: store.remember(
         agent, "episode", title=f"{marker} garden", detail=f"{marker} planted beans. " * 300,
-        started_at=(ended - timedelta(hours=1)).isoformat(), ended_at=ended.isoformat()))
+        started_at=(later - timedelta(hours=1)).isoformat(), ended_at=later.isoformat()))
     await r("remember_many", lambda: store.remember_many(agent, [
         {"kind": "fact", "content": f"{marker} {w} note", "subject": marker}
         for w in WORDS[:8]]))
@@ -248,7 +249,13 @@ async def run_jobs(store: MemoryStore, report: Report) -> None:
     await report.run("worker drain after jobs", lambda: store.worker(worker_id="ops").drain())
 
 
-async def seen_by(store: MemoryStore, agent: str, others: list[str]) -> list[str]:
+# what every agent's content has in common (and no marker: a query is echoed back, and
+# the extraction it queues is in the agent's export)
+SHARED_QUERIES = ("what does he prefer", "who lives in Lisbon", "what was planned",
+                  "release notes", "kitchen quotes")
+
+
+async def seen_by(store: MemoryStore, agent: str) -> list[str]:
     """Every text the agent reads back through list, recall, context and export."""
     seen: list[str] = []
     cursor = None
@@ -259,11 +266,11 @@ async def seen_by(store: MemoryStore, agent: str, others: list[str]) -> list[str
         cursor = page.next_cursor
         if not cursor:
             break
-    for other in others:
-        hits = await store.recall(agent, f"what does {other} prefer", k=20)
+    for query in SHARED_QUERIES:
+        hits = await store.recall(agent, query, k=20)
         seen += [item.text for item in hits.items]
-    context = await store.assemble_context(agent, " ".join(others), budget_tokens=2000)
-    seen.append(context.model_dump_json())
+        context = await store.assemble_context(agent, query, budget_tokens=2000)
+        seen.append(context.model_dump_json())
     out = io.BytesIO()
     await store.export_agent_to(agent, out)
     seen.append(out.getvalue().decode())
@@ -277,8 +284,12 @@ async def isolation(store: MemoryStore, report: Report, agents: dict[str, str]) 
     for agent, marker in agents.items():
         others = [m for a, m in agents.items() if a != agent]
         seen = await report.run(f"isolation reads of {agent}",
-                                lambda agent=agent, others=others: seen_by(store, agent, others))
-        bad = sum(1 for text in seen or [] for other in others if other in text)
+                                lambda agent=agent: seen_by(store, agent))
+        leaks = [(other, text) for text in seen or [] for other in others if other in text]
+        for other, text in leaks[:3]:
+            at = text.index(other)
+            print(f"# ISOLATION {agent} read {other}: ...{text[max(0, at - 80):at + 40]!r}")
+        bad = len(leaks)
         if marker not in "".join(seen or []):
             print(f"# ISOLATION {agent} did not see its own rows")
             bad += 1

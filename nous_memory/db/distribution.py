@@ -108,6 +108,13 @@ CROSS_TENANT_QUERIES: Final[dict[str, str]] = {
 }
 
 
+# Named queries the store runs only on a single PostgreSQL, each with the one it runs on
+# Citus instead (the store knows which it is on: Database.distributed).
+SINGLE_NODE_ONLY: Final[dict[str, str]] = {
+    "known_agents": "known_agents_distributed",
+}
+
+
 def citus_script() -> str:
     """The SQL an operator runs once on the Citus coordinator of a migrated database."""
     first = DISTRIBUTED[0]
