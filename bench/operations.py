@@ -217,6 +217,24 @@ async def portability(store: MemoryStore, report: Report, agent: str) -> None:
     await r("import_agent after forget", lambda: store.import_agent(io.BytesIO(data)))
 
 
+async def close_without_llm(report: Report, overrides: dict[str, Any], agent: str,
+                            marker: str) -> None:
+    """An episode closed by a store without an LLM (its facts from the rules), for the
+    backfill job to queue for the LLM upgrade."""
+    plain = {k: v for k, v in overrides.items() if not k.startswith("llm_")}
+    async with MemoryStore.open(**plain, llm_base_url=None, llm_model=None) as store:
+        episode = await report.run("start_episode without LLM", lambda: store.start_episode(
+            agent, title=f"{marker} without a model"))
+        if episode is None:
+            return
+        await report.run("append without LLM", lambda: store.append(agent, episode.id, [
+            {"role": "user", "content": f"{marker} said the invoice is due Monday."}]))
+        await report.run("close_episode without LLM",
+                         lambda: store.close_episode(agent, episode.id))
+        await report.run("worker drain without LLM",
+                         lambda: store.worker(worker_id="ops-plain").drain())
+
+
 async def service_operations(store: MemoryStore, report: Report, tag: str) -> None:
     r = report.run
     await r("agents", lambda: store.agents(limit=50))
@@ -234,7 +252,8 @@ async def run_jobs(store: MemoryStore, report: Report) -> None:
     """Every job, dry then real; the clock is far ahead so every age threshold passes
     (retention needs NOUS_MEMORY_RETENTION_DAYS, which main() sets when unset)."""
     runner = JobRunner(store, clock=lambda: datetime.now(UTC) + LONG_AGO)
-    for name in sorted(JOBS, key=lambda job: job != "trim"):  # trim before archive
+    # backfill while the episodes are hot, trim before archive takes them
+    for name in sorted(JOBS, key=lambda job: {"backfill": 0, "trim": 1}.get(job, 2)):
         for dry in (True, False):
             label = f"job {name}{' dry_run' if dry else ''}"
 
@@ -345,6 +364,8 @@ async def main(args: argparse.Namespace) -> int:
             agents = {f"{tag}-{i}": f"zq{tag}m{i}" for i in range(args.agents)}
             for agent, marker in agents.items():
                 await agent_operations(store, report, agent, marker)
+                if llm is not None:
+                    await close_without_llm(report, overrides, agent, marker)
             await service_operations(store, report, tag)
             await run_jobs(store, report)
             await portability(store, report, next(iter(agents)))

@@ -67,7 +67,7 @@ WITH batch AS (
 ), cold AS (
     INSERT INTO memory_archive (agent_id, memory_id, part, start_offset, content, reason,
                                 archived_at, checksum)
-    SELECT agent_id, memory_id, 'detail', $5, tail, 'trim', $6, checksum
+    SELECT $1, memory_id, 'detail', $5, tail, 'trim', $6, checksum
     FROM batch
 ), hot AS (
     UPDATE episodes e SET detail = b.head, storage = 'trimmed'
@@ -77,7 +77,7 @@ WITH batch AS (
 ), audit AS (
     INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
                                created_at)
-    SELECT agent_id, memory_id, 'trimmed',
+    SELECT $1, memory_id, 'trimmed',
            jsonb_build_object('storage', 'hot', 'detail_chars', chars),
            jsonb_build_object('storage', 'trimmed', 'hot_chars', $5,
                               'cold_chars', chars - $5),
@@ -162,7 +162,7 @@ WITH eps AS (
 ), cold AS (
     INSERT INTO memory_archive (agent_id, memory_id, part, start_offset, messages, reason,
                                 archived_at, checksum)
-    SELECT agent_id, episode_id, 'transcript', head, tail, 'trim', $6, checksum FROM batch
+    SELECT $1, episode_id, 'transcript', head, tail, 'trim', $6, checksum FROM batch
 ), gone AS (
     DELETE FROM episode_messages m USING batch b
     WHERE m.agent_id = $1 AND m.episode_id > $2::uuid AND m.episode_id <= $3::uuid
@@ -175,7 +175,7 @@ WITH eps AS (
 ), audit AS (
     INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
                                created_at)
-    SELECT b.agent_id, b.episode_id, 'trimmed',
+    SELECT $1, b.episode_id, 'trimmed',
            jsonb_build_object('storage', eps.storage, 'messages', b.head + b.cold),
            jsonb_build_object('storage', 'trimmed', 'hot_messages', b.head,
                               'cold_messages', b.cold),
@@ -219,7 +219,7 @@ WITH batch AS (
 ), cold_detail AS (
     INSERT INTO memory_archive (agent_id, memory_id, part, start_offset, content, reason,
                                 archived_at, checksum)
-    SELECT agent_id, memory_id, 'detail', 0, detail, 'archive', $5, checksum
+    SELECT $1, memory_id, 'detail', 0, detail, 'archive', $5, checksum
     FROM whole
     ON CONFLICT (agent_id, memory_id, part) DO UPDATE SET
         start_offset = 0, content = EXCLUDED.content, reason = 'archive',
@@ -242,7 +242,7 @@ WITH batch AS (
 ), cold_transcript AS (
     INSERT INTO memory_archive (agent_id, memory_id, part, messages, reason, archived_at,
                                 checksum)
-    SELECT agent_id, episode_id, 'transcript', messages, 'archive', $5,
+    SELECT $1, episode_id, 'transcript', messages, 'archive', $5,
            hashtextextended(messages::text, 0)
     FROM transcript
     ON CONFLICT (agent_id, memory_id, part) DO UPDATE SET
@@ -260,7 +260,7 @@ WITH batch AS (
 ), audit AS (
     INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
                                created_at)
-    SELECT b.agent_id, b.memory_id, 'archived',
+    SELECT $1, b.memory_id, 'archived',
            jsonb_build_object('storage', b.storage),
            jsonb_build_object('storage', 'archived',
                               'detail_chars', coalesce(w.chars, 0),
@@ -339,7 +339,7 @@ WITH batch AS (
 ), audit AS (
     INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
                                created_at)
-    SELECT agent_id, memory_id, 'expired',
+    SELECT $1, memory_id, 'expired',
            jsonb_build_object('part', part, 'reason', reason, 'archived_at', archived_at,
                               'chars', chars, 'messages', messages),
            jsonb_build_object('storage', 'expired'), 'job:retention', $4
@@ -371,7 +371,7 @@ WITH hit AS (
 ), audit AS (
     INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
                                created_at)
-    SELECT agent_id, id, 'promoted', jsonb_build_object('tags', tags),
+    SELECT $1, id, 'promoted', jsonb_build_object('tags', tags),
            jsonb_build_object('tags', array_append(tags, 'core'),
                               'confirmations', confirmation_count),
            'job:lifecycle', $4
@@ -405,7 +405,7 @@ WITH hit AS (
 ), audit AS (
     INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
                                created_at)
-    SELECT agent_id, id, 'flagged', jsonb_build_object('tags', tags),
+    SELECT $1, id, 'flagged', jsonb_build_object('tags', tags),
            jsonb_build_object('tags', array_append(tags, 'needs_review'),
                               'uses', activation_count, 'effectiveness', effectiveness),
            'job:lifecycle', $5
@@ -439,7 +439,7 @@ WITH hit AS (
 ), audit AS (
     INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
                                created_at)
-    SELECT agent_id, id, 'retired', jsonb_build_object('status', 'active'),
+    SELECT $1, id, 'retired', jsonb_build_object('status', 'active'),
            jsonb_build_object('status', 'archived', 'activations', activation_count,
                               'false_positives', false_positive_count),
            'job:lifecycle', $5
