@@ -257,7 +257,7 @@ async def run_jobs(store: MemoryStore, report: Report) -> None:
         for dry in (True, False):
             label = f"job {name}{' dry_run' if dry else ''}"
 
-            async def job(name: str = name, dry: bool = dry) -> Any:
+            async def job(name: str = name, dry: bool = dry, label: str = label) -> Any:
                 run = await runner.run(name, dry_run=dry)
                 if run.status == "failed":
                     raise RuntimeError(run.error or "failed")

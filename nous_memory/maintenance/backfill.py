@@ -23,7 +23,6 @@ from ..memories.kinds import parse_agent_id
 from .batches import FIRST_KEY, BatchHook, JobResult, Sweeps
 from .policy import MaintenancePolicy
 
-
 CANDIDATE_PAGE = 500
 
 
