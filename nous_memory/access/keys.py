@@ -32,6 +32,13 @@ CACHE_MAX = 10_000
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
+def may_act_for(agents: frozenset[str] | None, agent_id: str) -> bool:
+    """The one rule of agent access: a key scoped to agents acts for those only; an
+    unscoped key (None) for every agent.  API routes, the inspector and the model's
+    tools all ask here."""
+    return agents is None or agent_id in agents
+
+
 def hash_secret(secret: str) -> bytes:
     return hashlib.sha256(secret.encode("utf-8")).digest()
 
@@ -46,7 +53,7 @@ class KeyGrant:
     agents: frozenset[str] | None
 
     def allows(self, agent_id: str) -> bool:
-        return self.agents is None or agent_id in self.agents
+        return may_act_for(self.agents, agent_id)
 
     def can(self, needed: Role) -> bool:
         return ROLES.index(self.role) >= ROLES.index(needed)

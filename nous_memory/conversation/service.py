@@ -16,7 +16,8 @@ from ..llm import LLMClient
 from ..memories.kinds import is_utf8, parse_agent_id
 from ..memories.params import parse_memory_id
 from ..tokens import count_tokens
-from ..work.queue import TaskHandler, WorkContext, enqueue
+from ..work.queue import WorkContext, enqueue
+from ..work.tasks import Task
 from . import messages, storage
 from .engine import Summarizer, SummarizeResult, View, summary_text
 from .facets import Facets, merge
@@ -25,7 +26,6 @@ from .policy import KNOBS, Policy, resolve
 from .prompt import ContextProvider, assemble, prompt_tokens, summary_parts
 
 MAX_HISTORY_PAGE = 500
-SUMMARIZE_TASK = "conversation_summarize"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -201,7 +201,7 @@ class WorkingMemory:
                 agent, episode, policy, llm_inline=not self.background_llm,
                 extra_tokens=extra)
             if result.deferred:
-                await enqueue(self._db, agent, SUMMARIZE_TASK, episode,
+                await enqueue(self._db, agent, Task.CONVERSATION_SUMMARIZE, episode,
                               payload={"policy": dict(overrides or {}), "extra_tokens": extra})
         else:
             await storage.episode_state(self._db, agent, episode)
@@ -224,11 +224,8 @@ class WorkingMemory:
                       dropped_messages=built.dropped_messages, truncated=built.truncated,
                       watermark_seq=current.watermark_seq, summarized=result)
 
-    def handlers(self) -> dict[str, TaskHandler]:
-        """The work-queue task build_prompt queues when a fold needs the LLM."""
-        return {SUMMARIZE_TASK: self._summarize_task}
-
-    async def _summarize_task(self, ctx: WorkContext) -> None:
+    async def summarize_task(self, ctx: WorkContext) -> None:
+        """Runs ``Task.CONVERSATION_SUMMARIZE``: the fold build_prompt left to the worker."""
         item = ctx.item
         overrides = item.payload.get("policy")
         extra = item.payload.get("extra_tokens")

@@ -43,6 +43,7 @@ from ..memories.params import parse_memory_id
 from ..memories.records import Memory
 from ..tokens import count_tokens
 from ..work.queue import enqueue
+from ..work.tasks import EPISODE_PROCESSING, Task
 from .chunks import TranscriptMessage
 from .results import MAX_MESSAGES_PER_APPEND as MAX_MESSAGES_PER_APPEND
 from .results import MAX_METADATA_CHARS as MAX_METADATA_CHARS
@@ -119,11 +120,11 @@ class EpisodeManager:
                 raise NotFoundError("episode", ident)
             if row["state"] == EpisodeState.CLOSING:
                 # a no-op while its work item is open; re-queues one that failed for good
-                await enqueue(conn, agent, "episode_close", ident)
+                await enqueue(conn, agent, Task.EPISODE_CLOSE, ident)
             elif row["state"] == EpisodeState.OPEN:
                 await conn.fetchval("episode_mark_closing", agent, ident, datetime.now(UTC))
                 await conn.execute("memory_touch", agent, ident)
-                await enqueue(conn, agent, "episode_close", ident)
+                await enqueue(conn, agent, Task.EPISODE_CLOSE, ident)
                 await record_events(conn, agent, [{
                     "memory_id": str(ident), "event": "updated", "actor": "close_episode",
                     "old_values": {"state": "open"}, "new_values": {"state": "closing"}}])
@@ -140,7 +141,8 @@ class EpisodeManager:
         still queued or running for this episode."""
         agent = parse_agent_id(agent_id)
         ident = parse_memory_id(episode_id, "episode_id")
-        return bool(await self._db.fetchval("work_open_for", agent, ident, PROCESSING_TASKS))
+        return bool(await self._db.fetchval("work_open_for", agent, ident,
+                                               list(EPISODE_PROCESSING)))
 
     async def transcript(self, agent_id: str, episode_id: UUID | str, *, from_seq: int = 0,
                          limit: int = TRANSCRIPT_PAGE) -> list[TranscriptMessage]:
@@ -222,10 +224,6 @@ async def read_transcript(db: Database, agent: str, ident: UUID) -> list[Transcr
     cold = await db.fetch("episode_messages_cold", agent, ident)
     tail = [m for m in map(to_message, cold) if m.seq not in hot]
     return sorted(messages + tail, key=lambda m: m.seq) if tail else messages
-
-
-# a close and its follow-up (a later upgrade attempt is not waited for)
-PROCESSING_TASKS = ["episode_close", "episode_learn"]
 
 
 def episode_detail(memory: Memory) -> EpisodeDetail:

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from ..db import Connection, Database
 from ..db.audit import record_events
+from ..embeddings.cache import EmbeddingCache
 from ..errors import InvalidInputError, NotFoundError
 from ..llm import LLMClient, LLMError
 from ..memories.fact_key import fact_hash
@@ -69,10 +70,11 @@ _CLASSIFY_SYSTEM = (
 
 
 class FactLearner:
-    def __init__(self, db: Database, memories: MemoryManager, thresholds: Thresholds,
-                 llm: LLMClient | None = None) -> None:
+    def __init__(self, db: Database, memories: MemoryManager, embeddings: EmbeddingCache,
+                 thresholds: Thresholds, llm: LLMClient | None = None) -> None:
         self._db = db
         self._memories = memories
+        self._embeddings = embeddings
         self._thresholds = thresholds
         self._llm = llm
 
@@ -189,7 +191,7 @@ class FactLearner:
         await conn.execute("enable_iterative_scan")
         rows = await conn.fetch("nearest_active_facts", agent,
                                 PgVector(prepared.embedded.vectors[0]),
-                                self._memories.model_name, CANDIDATES)
+                                self._embeddings.model_name, CANDIDATES)
         return [Candidate(id=r["id"], content=r["content"], cosine=float(r["cosine"]))
                 for r in rows]
 
@@ -286,8 +288,8 @@ class FactLearner:
         if reword is not None:
             content = reword.summaries[0][0]
             await conn.execute("memory_reword", agent, fact_id, content, count_tokens(content),
-                               PgVector(reword.embedded.vectors[0]), self._memories.model_name)
-            await self._memories.cache(conn, agent, reword.embedded)
+                               PgVector(reword.embedded.vectors[0]), self._embeddings.model_name)
+            await self._embeddings.save(conn, agent, reword.embedded)
         else:
             await conn.execute("memory_touch", agent, fact_id)
         await conn.execute("fact_confirm", agent, fact_id, confidence, content,

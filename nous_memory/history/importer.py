@@ -25,6 +25,7 @@ from ..memories.kinds import EpisodeDetail, EpisodeState, Kind, parse_agent_id, 
 from ..memories.manager import MemoryManager
 from ..tokens import count_tokens
 from ..work.queue import enqueue
+from ..work.tasks import EPISODE_PROCESSING, Task
 from .records import CheckedSession, HistorySession, parse_sessions
 
 BATCH_SESSIONS = 50  # sessions whose keys are checked, and episodes prepared, together
@@ -108,7 +109,7 @@ class HistoryImporter:
 
     async def status(self, agent_id: str) -> IngestStatus:
         agent = parse_agent_id(agent_id)
-        row = await self._db.fetchrow("history_status", agent)
+        row = await self._db.fetchrow("history_status", agent, list(EPISODE_PROCESSING))
         assert row is not None
         return IngestStatus(agent_id=agent, sessions=row["sessions"],
                             closing=row["closing"], failed=row["failed"])
@@ -140,7 +141,7 @@ class HistoryImporter:
                                    max(times), min(times))
                 await conn.fetchval("episode_mark_closing", agent, episode.id,
                                     datetime.now(UTC))
-                await enqueue(conn, agent, "episode_close", episode.id)
+                await enqueue(conn, agent, Task.EPISODE_CLOSE, episode.id)
                 await record_events(conn, agent, [{
                     "memory_id": str(episode.id), "event": "updated",
                     "actor": "history_import", "old_values": {"state": "open"},
