@@ -41,8 +41,8 @@ from .episodes.lifecycle import AppendResult, EpisodeManager, MessageIn
 from .episodes.tasks import EpisodeTasks
 from .errors import DatabaseError
 from .facts.conflicts import ConflictResolver
+from .facts.consolidation import Thresholds
 from .facts.learning import FactHistory, FactLearner, LearnResult
-from .facts.rules import Thresholds
 from .facts.undelete import Undeleter
 from .history import (
     HistoryImporter,

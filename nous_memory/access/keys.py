@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Literal
 
 import asyncpg
+from pydantic import BaseModel, ConfigDict
 
 from ..db import Database
 from ..errors import ConflictError, FieldProblem, InvalidInputError, NotFoundError
@@ -59,9 +60,10 @@ class KeyGrant:
         return ROLES.index(self.role) >= ROLES.index(needed)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ApiKeyInfo:
+class ApiKeyInfo(BaseModel):
     """A key as its owner sees it: never the secret or its digest."""
+
+    model_config = ConfigDict(frozen=True)
 
     id: int
     name: str

@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, BinaryIO, Concatenate, ParamSpec, TypeVar
 
-from ..portability.records import ExportSummary
+from ..portability.reports import ExportSummary
 from .remote import AsyncMemoryClient
 
 P = ParamSpec("P")

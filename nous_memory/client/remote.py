@@ -27,7 +27,7 @@ from ..errors import InvalidInputError
 from ..facts.results import FactHistory, LearnResult
 from ..memories.kinds import Kind, Status
 from ..memories.records import Memory, MemoryEvent, Page
-from ..portability.records import ErasureReceipt, ExportSummary, ImportSummary
+from ..portability.reports import ErasureReceipt, ExportSummary, ImportSummary
 from .http import Transport
 
 URL_ENV = "NOUS_MEMORY_URL"

@@ -26,7 +26,7 @@ from pgvector import Vector as PgVector
 from .. import blocks
 from ..db import Database
 from ..embeddings.cache import EmbeddingCache
-from ..facts.rules import censor_matches
+from ..facts.consolidation import censor_matches
 from ..memories.kinds import Kind, parse_agent_id
 from ..tokens import count_tokens
 from .access import AccessLog

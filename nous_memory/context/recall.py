@@ -3,7 +3,7 @@
 Four legs (vector and full text, over ``memories`` and over ``episode_chunks``) are fused
 by reciprocal rank fusion (RRF); recency, importance, confidence and use then nudge the
 fused score within documented bounds (``Priors``).  Fused scores order results only:
-thresholds belong to raw cosine similarity (DESIGN principle 5).
+thresholds belong to raw cosine similarity (docs/architecture.md, principle 5).
 
 Recall never reads ``episode_messages``: chunks, summaries and memory rows stay hot when
 an episode's transcript is archived, so closed and archived episodes stay reachable.

@@ -1,4 +1,5 @@
-"""Working memory: rolling conversation summaries for open episodes (DESIGN section 7).
+"""Working memory: rolling conversation summaries for open episodes
+(docs/architecture.md, section 7).
 
 ``WorkingMemory`` (service.py) is the entry point; ``should_summarize`` (policy.py) is the
 pure decision; ``current_summary`` returns an episode's summary and facets for the close

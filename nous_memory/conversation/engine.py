@@ -16,7 +16,7 @@ from .. import blocks
 from ..db import Database
 from ..llm import LLMClient, LLMError
 from ..tokens import count_tokens
-from . import breaker, llm_fold, rules
+from . import breaker, extractive, llm_fold
 from .facets import Facets, merge, rule_facets
 from .pairs import ConvMessage, call_for, content_hash, pair_index, safe_cut
 from .policy import Policy, should_summarize
@@ -239,7 +239,7 @@ class Summarizer:
                     passed.add(message.seq)
                 continue
             try:
-                kind, text = rules.analyze(message, call_for(messages, i, pairs))
+                kind, text = extractive.analyze(message, call_for(messages, i, pairs))
             except (ValueError, TypeError, KeyError, AttributeError) as exc:
                 failures[message.seq] = f"analysis missing: the analyser failed ({exc!r})"
                 continue
@@ -306,10 +306,10 @@ class Summarizer:
     def _rule_step(self, old: str, old_facets: Facets, delta: list[tuple[ConvMessage, str]],
                    *, op: Op, depth: int) -> _Step:
         analyses = [a for _, a in delta]
-        facets = merge(old_facets, rule_facets([(m.speaker, rules.extract(
+        facets = merge(old_facets, rule_facets([(m.speaker, extractive.extract(
             " ".join(blocks.strip(m.content).split()), 2000)) for m, _ in delta
             if m.role != "tool"]))
-        return _Step(delta=delta, text=rules.append(old, analyses), facets=facets,
+        return _Step(delta=delta, text=extractive.append(old, analyses), facets=facets,
                      source="rule", op=op, depth=depth)
 
     async def _llm_step(self, agent: str, episode: UUID, policy: Policy, state: State,
@@ -365,7 +365,7 @@ class Summarizer:
             except LLMError as exc:
                 step.notes.append(f"llm compaction failed: {exc}")
             step.failed = True
-        step.text = rules.fit_summary(step.text, goal, policy.summary_token_cap)
+        step.text = extractive.fit_summary(step.text, goal, policy.summary_token_cap)
         step.notes.append(f"compacted to the newest tail ({len(step.text)} chars)")
         if not keep_op and step.source == "rule":
             step.op = "compaction"
@@ -386,9 +386,9 @@ class Summarizer:
                 step.notes.append("llm story merge over its size: rules used")
             except LLMError as exc:
                 step.notes.append(f"llm story merge failed: {exc}")
-        merged = rules.append(old, [rules.extract(" ".join(step.text.split()),
+        merged = extractive.append(old, [extractive.extract(" ".join(step.text.split()),
                                                   policy.story_chars // 2)])
-        step.story = (rules.tail_compact(merged, policy.story_chars), facets, "rule")
+        step.story = (extractive.tail_compact(merged, policy.story_chars), facets, "rule")
         step.notes.append("chapter closed into the story (rule)")
 
     async def _record_breaker(self, agent: str, episode: UUID, policy: Policy, state: State,

@@ -32,10 +32,7 @@ from ..memories.manager import MemoryManager, PreparedWrite
 from ..memories.params import parse_memory_id
 from ..memories.records import Memory, MemoryEvent
 from ..tokens import count_tokens
-from .results import FactHistory as FactHistory
-from .results import LearnAction as LearnAction
-from .results import LearnResult as LearnResult
-from .rules import (
+from .consolidation import (
     Candidate,
     Plan,
     Thresholds,
@@ -44,6 +41,9 @@ from .rules import (
     decide,
     rejection_reason,
 )
+from .results import FactHistory as FactHistory
+from .results import LearnAction as LearnAction
+from .results import LearnResult as LearnResult
 
 _log = logging.getLogger(__name__)
 

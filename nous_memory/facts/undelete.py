@@ -32,8 +32,8 @@ from ..memories.kinds import FactDetail, Status, parse_agent_id
 from ..memories.manager import MemoryManager
 from ..memories.params import parse_memory_id
 from ..memories.records import Memory
+from .consolidation import Candidate, Plan, Thresholds, decide
 from .learning import CANDIDATES, FactLearner
-from .rules import Candidate, Plan, Thresholds, decide
 
 
 class RestoreAction(StrEnum):

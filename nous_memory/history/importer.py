@@ -26,7 +26,7 @@ from ..memories.manager import MemoryManager
 from ..tokens import count_tokens
 from ..work.queue import enqueue
 from ..work.tasks import EPISODE_PROCESSING, Task
-from .records import CheckedSession, HistorySession, parse_sessions
+from .sessions import CheckedSession, HistorySession, parse_sessions
 
 BATCH_SESSIONS = 50  # sessions whose keys are checked, and episodes prepared, together
 

@@ -19,8 +19,8 @@ from .backfill import Backfill
 from .batches import BatchHook, JobResult
 from .compression import Compression
 from .housekeeping import Housekeeping
-from .lifecycle import CORE_TAG, REVIEW_TAG, run_lifecycle
 from .policy import MaintenancePolicy
+from .promotion import CORE_TAG, REVIEW_TAG, run_lifecycle
 from .resummarize import Resummarizer
 from .tiering import RestoreResult, Tiering
 

@@ -5,9 +5,9 @@
 - ``export``: the streamed export of one agent from one snapshot;
 - ``importer``: the all-or-nothing import into the same or another agent id;
 - ``erase``: forgetting an agent, with a content-free receipt;
-- ``records``: what each of them reports.
+- ``reports``: what each of them reports.
 
-Its modules are imported on first use (PEP 562): ``records`` alone (what the remote
+Its modules are imported on first use (PEP 562): ``reports`` alone (what the remote
 client returns) needs no database driver.
 """
 
@@ -21,14 +21,14 @@ if TYPE_CHECKING:
     from .export import Exporter, ExportStream
     from .importer import ImportConflictError, Importer
     from .lines import ExportFileError, TruncatedExportError
-    from .records import ErasureReceipt, ExportSummary, ImportSummary, StoreFacts
+    from .reports import ErasureReceipt, ExportSummary, ImportSummary, StoreFacts
     from .tables import CARRIED, EXCLUDED
 
 _LAZY = {"Eraser": ".erase", "Exporter": ".export", "ExportStream": ".export",
          "ImportConflictError": ".importer", "Importer": ".importer",
          "ExportFileError": ".lines", "TruncatedExportError": ".lines",
-         "ErasureReceipt": ".records", "ExportSummary": ".records",
-         "ImportSummary": ".records", "StoreFacts": ".records", "CARRIED": ".tables",
+         "ErasureReceipt": ".reports", "ExportSummary": ".reports",
+         "ImportSummary": ".reports", "StoreFacts": ".reports", "CARRIED": ".tables",
          "EXCLUDED": ".tables"}
 
 __all__ = [

@@ -15,7 +15,7 @@ from ..db.bulk import agent_tables, count_agent_rows, delete_agent_rows
 from ..embeddings.cache import EmbeddingCache
 from ..errors import ConflictError, InvalidInputError, NotFoundError
 from ..memories.kinds import parse_agent_id
-from .records import ErasureReceipt
+from .reports import ErasureReceipt
 
 MAX_ACTOR_CHARS = 200
 SWEEPS = 3  # rows a concurrent writer committed meanwhile are swept up again

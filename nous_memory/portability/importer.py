@@ -51,7 +51,7 @@ from .lines import (
     parse_trailer,
     row_values,
 )
-from .records import ImportSummary, StoreFacts
+from .reports import ImportSummary, StoreFacts
 from .tables import CARRIED, CARRIED_BY_NAME, EXCLUDED, Carried
 
 BATCH_ROWS = 500
