@@ -20,6 +20,7 @@ from typing import Any
 
 from ..db import Connection, Database
 from ..memories.kinds import parse_agent_id
+from ..work.tasks import Task
 from .batches import FIRST_KEY, BatchHook, JobResult, Sweeps
 from .policy import MaintenancePolicy
 
@@ -69,10 +70,12 @@ class Backfill:
                 # episodes never tried first, then those whose upgrades failed
                 fresh = await _queue(conn, "backfill_upgrade_candidates",
                                      "backfill_upgrades_enqueue", p.backfill_per_run, agent,
-                                     False, p.backfill_spacing_s, position=0)
+                                     Task.EPISODE_UPGRADE, False, p.backfill_spacing_s,
+                                     position=0)
                 retried = await _queue(conn, "backfill_upgrade_candidates",
                                        "backfill_upgrades_enqueue", p.backfill_per_run - fresh,
-                                       agent, True, p.backfill_spacing_s, position=fresh)
+                                       agent, Task.EPISODE_UPGRADE, True,
+                                       p.backfill_spacing_s, position=fresh)
                 left = await conn.fetchrow("backfill_upgrades_left", agent)
             assert left is not None
             sweeps.add("queued", fresh + retried)
@@ -93,7 +96,7 @@ class Backfill:
             async with sweeps.transaction() as conn:
                 queued = await _queue(conn, "backfill_rules_candidates",
                                       "backfill_rules_enqueue", self._policy.backfill_per_run,
-                                      agent)
+                                      agent, Task.EPISODE_LEARN)
             sweeps.add("queued_for_rules", queued)
             await sweeps.batch_done("queued_for_rules", queued)
         return JobResult(counts=sweeps.counts, skipped=not queued, dry_run=dry_run,

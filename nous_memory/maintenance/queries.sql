@@ -100,25 +100,25 @@ SELECT (SELECT count(*) FROM batch)::int AS n,
 -- name: trim_queue_work
 -- The work a trim batch found for agent $1, queued on the coordinator's queue (a
 -- statement of its own: Citus does not join the queue with distributed tables): a
--- summary_regenerate item for each of the episodes $2 with a short summary, an
--- episode_upgrade item for each of $3 with unextracted facts; once per episode (an item
--- it ever had, unless failed, counts).
+-- $4 item (the summary task) for each of the episodes $2 with a short summary, a $5
+-- item (the upgrade task) for each of $3 with unextracted facts; once per episode (an
+-- item it ever had, unless failed, counts).
 WITH short AS (
     SELECT u.id FROM unnest($2::uuid[]) AS u(id)
     WHERE NOT EXISTS (SELECT 1 FROM work_items w
                       WHERE w.agent_id = $1 AND w.memory_id = u.id
-                        AND w.task = 'summary_regenerate' AND w.state <> 'failed')
+                        AND w.task = $4 AND w.state <> 'failed')
 ), unextracted AS (
     SELECT u.id FROM unnest($3::uuid[]) AS u(id)
     WHERE NOT EXISTS (SELECT 1 FROM work_items w
                       WHERE w.agent_id = $1 AND w.memory_id = u.id
-                        AND w.task = 'episode_upgrade' AND w.state <> 'failed')
+                        AND w.task = $5 AND w.state <> 'failed')
 ), queued AS (
     INSERT INTO work_items (agent_id, task, memory_id, run_after, payload)
-    SELECT $1, 'summary_regenerate', id, now(), '{"reason": "short summary"}'::jsonb
+    SELECT $1, $4, id, now(), '{"reason": "short summary"}'::jsonb
     FROM short
     UNION ALL
-    SELECT $1, 'episode_upgrade', id, now(), '{}'::jsonb FROM unextracted
+    SELECT $1, $5, id, now(), '{}'::jsonb FROM unextracted
     ON CONFLICT (agent_id, task, memory_id, dedup_key) WHERE state IN ('pending', 'running')
     DO NOTHING
 )
@@ -649,10 +649,10 @@ ORDER BY e.agent_id, e.memory_id
 LIMIT $3;
 
 -- name: backfill_upgrades_enqueue
--- Of the candidate episodes ($1 agent ids, $2 memory ids, in key order), up to $3 get an
--- episode_upgrade work item: with $4 false those never tried (no upgrade item at all),
--- with $4 true those whose upgrades all failed (retried after the others).  The k-th
--- item of the run ($6 queued before this call) is due at now() + k * $5 seconds, so the
+-- Of the candidate episodes ($1 agent ids, $2 memory ids, in key order), up to $3 get a
+-- $4 work item (the upgrade task): with $5 false those never tried (no upgrade item at all),
+-- with $5 true those whose upgrades all failed (retried after the others).  The k-th
+-- item of the run ($7 queued before this call) is due at now() + k * $6 seconds, so the
 -- worker spreads the LLM calls.  Queued episodes stop qualifying, so each run continues
 -- where the last one stopped.
 WITH picked AS (
@@ -660,16 +660,16 @@ WITH picked AS (
     FROM unnest($1::text[], $2::uuid[]) WITH ORDINALITY AS c(agent_id, memory_id, n)
     WHERE NOT EXISTS (SELECT 1 FROM work_items w
                       WHERE w.agent_id = c.agent_id AND w.memory_id = c.memory_id
-                        AND w.task = 'episode_upgrade' AND w.state <> 'failed')
-      AND $4::boolean = EXISTS (SELECT 1 FROM work_items f
+                        AND w.task = $4 AND w.state <> 'failed')
+      AND $5::boolean = EXISTS (SELECT 1 FROM work_items f
                                 WHERE f.agent_id = c.agent_id AND f.memory_id = c.memory_id
-                                  AND f.task = 'episode_upgrade' AND f.state = 'failed')
+                                  AND f.task = $4 AND f.state = 'failed')
     ORDER BY c.n
     LIMIT $3
 ), queued AS (
     INSERT INTO work_items (agent_id, task, memory_id, run_after, payload)
-    SELECT agent_id, 'episode_upgrade', memory_id,
-           now() + make_interval(secs => $5::float8 * ($6 + row_number() OVER (
+    SELECT agent_id, $4, memory_id,
+           now() + make_interval(secs => $6::float8 * ($7 + row_number() OVER (
                ORDER BY n) - 1)),
            '{"reason": "backfill"}'::jsonb
     FROM picked
@@ -704,19 +704,19 @@ LIMIT $3;
 
 -- name: backfill_rules_enqueue
 -- Of the candidate episodes ($1 agent ids, $2 memory ids), up to $3 without an open
--- episode_learn item get one: its rule pass learns their stated facts and marks them
+-- $4 item (the learning task) get one: its rule pass learns their stated facts and marks them
 -- 'rules'.
 WITH picked AS (
     SELECT c.agent_id, c.memory_id
     FROM unnest($1::text[], $2::uuid[]) WITH ORDINALITY AS c(agent_id, memory_id, n)
     WHERE NOT EXISTS (SELECT 1 FROM work_items w
                       WHERE w.agent_id = c.agent_id AND w.memory_id = c.memory_id
-                        AND w.task = 'episode_learn' AND w.state IN ('pending', 'running'))
+                        AND w.task = $4 AND w.state IN ('pending', 'running'))
     ORDER BY c.n
     LIMIT $3
 ), queued AS (
     INSERT INTO work_items (agent_id, task, memory_id, run_after, payload)
-    SELECT agent_id, 'episode_learn', memory_id, now(), '{"reason": "backfill"}'::jsonb
+    SELECT agent_id, $4, memory_id, now(), '{"reason": "backfill"}'::jsonb
     FROM picked
     ON CONFLICT (agent_id, task, memory_id, dedup_key) WHERE state IN ('pending', 'running')
     DO NOTHING

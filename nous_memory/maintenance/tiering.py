@@ -22,6 +22,7 @@ from ..db.audit import record_events
 from ..errors import ConflictError, DatabaseError, NotFoundError
 from ..memories.kinds import parse_agent_id
 from ..memories.params import parse_memory_id
+from ..work.tasks import Task
 from .batches import BatchHook, JobResult, Sweeps
 from .policy import MaintenancePolicy
 
@@ -41,7 +42,8 @@ async def _queue_trim_work(conn: Connection, agent: str, row: Mapping[str, Any]
     """The work a trim batch found, queued on the coordinator's queue (its own statement:
     Citus does not join the queue with distributed tables)."""
     queued = await conn.fetchrow("trim_queue_work", agent, row["short_ids"],
-                                 row["unextracted_ids"])
+                                 row["unextracted_ids"], Task.SUMMARY_REGENERATE,
+                                 Task.EPISODE_UPGRADE)
     assert queued is not None
     return dict(queued)
 
