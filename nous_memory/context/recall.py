@@ -259,9 +259,12 @@ class Recaller:
             async with self._db.scanning() as conn:  # one round trip: no transaction
                 return await conn.fetch("recall", *args[:20], True, *args[20:])
         async with self._db.transaction() as conn:
+            generic = exact and not self._db.distributed
             await conn.fetchval("recall_plan_settings",
-                                "force_generic_plan" if exact else "force_custom_plan",
+                                "force_generic_plan" if generic else "force_custom_plan",
                                 "off" if exact else "on")
+            if self._db.distributed:  # the scan settings, sent on to the agent's worker
+                await conn.execute("recall_scan_small" if exact else "recall_scan_large")
             return await conn.fetch("recall", *args[:20], exact, *args[20:])
 
     async def _scans_exactly(self, agent: str) -> bool:

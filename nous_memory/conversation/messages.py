@@ -8,6 +8,7 @@ bumps the state's version, so a fold computed from the old text cannot land.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from uuid import UUID
 
 from ..db import Database
@@ -55,7 +56,11 @@ async def change(db: Database, agent: str, episode: UUID, seq: object, *,
         if delete:
             at = await conn.fetchval("conv_message_delete", agent, episode, number)
         else:
-            at = await conn.fetchval("conv_message_edit", agent, episode, number, text, tokens)
+            moment = datetime.now(UTC)
+            earlier = [{"content": message["content"], "tokens": message["tokens"],
+                        "edited_at": moment.isoformat()}]
+            at = await conn.fetchval("conv_message_edit", agent, episode, number, text, tokens,
+                                     earlier, moment)
         await conn.execute("conv_state_ensure", agent, episode)
         # Touch first: a fold in flight may hold the old text, so its compare-and-swap must
         # fail; and the row lock this takes means a fold that landed just before is seen

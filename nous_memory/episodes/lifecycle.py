@@ -122,7 +122,7 @@ class EpisodeManager:
                 # a no-op while its work item is open; re-queues one that failed for good
                 await enqueue(conn, agent, Task.EPISODE_CLOSE, ident)
             elif row["state"] == EpisodeState.OPEN:
-                await conn.fetchval("episode_mark_closing", agent, ident)
+                await conn.fetchval("episode_mark_closing", agent, ident, datetime.now(UTC))
                 await conn.execute("memory_touch", agent, ident)
                 await enqueue(conn, agent, Task.EPISODE_CLOSE, ident)
                 await record_events(conn, agent, [{

@@ -11,6 +11,7 @@ imported, so facts restated later supersede the earlier ones.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -102,7 +103,8 @@ class HistoryImporter:
                 times = [r["created_at"] for r in stamps]
                 await conn.execute("episode_after_append", agent, episode.id, len(rows),
                                    max(times), min(times))
-                await conn.fetchval("episode_mark_closing", agent, episode.id)
+                await conn.fetchval("episode_mark_closing", agent, episode.id,
+                                    datetime.now(UTC))
                 await enqueue(conn, agent, Task.EPISODE_CLOSE, episode.id)
                 await record_events(conn, agent, [{
                     "memory_id": str(episode.id), "event": "updated",

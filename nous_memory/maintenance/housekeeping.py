@@ -28,8 +28,8 @@ class Housekeeping:
                   on_batch: BatchHook | None = None) -> JobResult:
         size = self._policy.batch_size
         async with Sweeps.open(self._db, dry_run=dry_run, on_batch=on_batch) as sweeps:
-            await sweeps.drain("cache_expired", "expire_extraction_cache", now, size,
-                               batch=size)
+            await sweeps.drain_agents("cache_expired", ("expired_cache_agents", now),
+                                      "expire_extraction_cache", now, size, batch=size)
             await sweeps.drain("work_requeued", "requeue_stuck_work", now, MAX_ATTEMPTS, size,
                                batch=size)
         counts = dict(sweeps.counts)

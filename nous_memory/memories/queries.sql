@@ -171,6 +171,13 @@ WITH RECURSIVE a AS (
 )
 SELECT agent_id FROM a WHERE agent_id IS NOT NULL LIMIT $1;
 
+-- name: known_agents_distributed
+-- cross-agent: known_agents on Citus, which runs a recursive CTE only within one shard:
+-- each shard groups its agent ids (the shards hold disjoint agents), the coordinator
+-- merges the pages.
+SELECT agent_id FROM memories WHERE agent_id > $2
+GROUP BY agent_id ORDER BY agent_id LIMIT $1;
+
 -- name: agent_storage
 -- Bytes one agent's rows take (as stored: compressed values count compressed), by area.
 SELECT
