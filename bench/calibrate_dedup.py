@@ -24,7 +24,7 @@ import numpy as np
 from backends import LocalEmbedder, add_backend_option, local_embedder
 from shared_data import shared_data
 
-from nous_memory.facts.rules import relation
+from nous_memory.facts.consolidation import relation
 
 DATA = shared_data("stsb")
 MIN_PRECISION = 0.93

@@ -3,6 +3,7 @@ instance next to the same call on the in-process store, and what the CLI costs f
 ``recall`` with ``--url`` next to without.
 
     python bench/client.py [--memories 500] [--calls 40] [--warmup 3] [--cli-runs 5]
+                           [--baseline DIR]
 
 Builds a fresh database (an embedded PostgreSQL in a temporary directory, or
 NOUS_MEMORY_DATABASE_URL when set) with one agent of --memories memories, then serves it
@@ -14,6 +15,9 @@ Prints ``client_<op>_ms_p50`` beside ``store_<op>_ms_p50`` for every operation, 
 median over operations of the difference (``client_overhead_ms_p50``), the CLI's wall
 time for one ``recall`` without ``--url`` (``cli_recall_local_s_p50``: start-up, database,
 model) and the headline ``cli_recall_url_s_p50`` (goal <= 0.5 s, checked on a ``#`` line).
+With ``--baseline DIR`` (another checkout, e.g. an export of the previous ``main``), the
+same ``--url`` command also runs with that checkout's package first on the path, its runs
+alternating with this one's against the same service: ``cli_recall_url_baseline_s_p50``.
 """
 
 from __future__ import annotations
@@ -41,11 +45,22 @@ CLI_GOAL_S = 0.5
 QUERIES = ["Where does the user's sister live?", "Which database did we choose?",
            "What does the user eat?", "Who is on the team?", "When is the next trip?"]
 SCRIPT = Path(sys.executable).with_name("nous-memory")
+ROOT = Path(__file__).resolve().parent.parent  # this checkout: its package, not an install
 Op = Callable[[Any, int], Awaitable[object]]
 
 
 def cli() -> list[str]:
     return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "nous_memory.cli"]
+
+
+async def seed_episode(store: MemoryStore) -> str:
+    """An open episode of 40 turns for the working-memory calls."""
+    episode = await store.start_episode(AGENT, title="Bench conversation")
+    await store.append(AGENT, episode.id, [
+        {"role": "user" if i % 2 == 0 else "assistant",
+         "content": f"Turn {i}: we talk about the trip to stop {i // 2} and its timing."}
+        for i in range(40)])
+    return str(episode.id)
 
 
 async def seed(store: MemoryStore, count: int) -> list[str]:
@@ -58,7 +73,7 @@ async def seed(store: MemoryStore, count: int) -> list[str]:
     return ids
 
 
-def operations(ids: list[str]) -> dict[str, Op]:
+def operations(ids: list[str], episode: str) -> dict[str, Op]:
     """Each operation on either face; ``n`` varies arguments (writes never repeat)."""
     return {
         "remember": lambda m, n: m.remember(AGENT, "fact", content=f"Bench note {n} {id(m)}"),
@@ -70,6 +85,9 @@ def operations(ids: list[str]) -> dict[str, Op]:
         "assemble_context": lambda m, n: m.assemble_context(
             AGENT, QUERIES[n % len(QUERIES)], budget_tokens=800, extraction="off"),
         "expand": lambda m, n: m.expand(AGENT, ids[n % len(ids)]),
+        "build_prompt": lambda m, n: m.build_prompt(AGENT, episode, "Be brief.", 600,
+                                                    summarize=False),
+        "conversation_summary": lambda m, n: m.conversation_summary(AGENT, episode),
     }
 
 
@@ -89,29 +107,42 @@ async def serve(env: dict[str, str], port: int) -> asyncio.subprocess.Process:
     raise SystemExit("the service did not become ready")
 
 
-async def time_cli(argv: list[str], env: dict[str, str], runs: int) -> tuple[float, float]:
-    """Median wall and CPU (user + system) time of the whole process, start to exit: on
-    a loaded machine the wall time waits for the cores, the CPU time does not."""
-    walls: list[float] = []
-    cpus: list[float] = []
+async def time_cli(variants: dict[str, tuple[list[str], dict[str, str]]],
+                   runs: int) -> dict[str, tuple[float, float]]:
+    """Median wall and CPU (user + system) time of the whole process, start to exit, per
+    variant (argv and environment), the variants' runs alternating: on a loaded machine
+    the wall time waits for the cores, the CPU time does not."""
+    walls: dict[str, list[float]] = {name: [] for name in variants}
+    cpus: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(runs):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        started = time.perf_counter()
-        proc = await asyncio.create_subprocess_exec(
-            *argv, env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
-        _, err = await proc.communicate()
-        walls.append(time.perf_counter() - started)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-        if proc.returncode != 0:
-            raise SystemExit(f"{' '.join(argv)} failed: {err.decode()[-2000:]}")
-    return statistics.median(walls), statistics.median(cpus)
+        for name, (argv, env) in variants.items():
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            started = time.perf_counter()
+            proc = await asyncio.create_subprocess_exec(
+                *argv, env=env, stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE)
+            _, err = await proc.communicate()
+            walls[name].append(time.perf_counter() - started)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus[name].append(after.ru_utime - before.ru_utime
+                              + after.ru_stime - before.ru_stime)
+            if proc.returncode != 0:
+                raise SystemExit(f"{' '.join(argv)} failed: {err.decode()[-2000:]}")
+    return {name: (statistics.median(walls[name]), statistics.median(cpus[name]))
+            for name in variants}
+
+
+def with_path(env: dict[str, str], checkout: Path) -> dict[str, str]:
+    """``env`` with ``checkout``'s package first on the path (before an installed one)."""
+    rest = env.get("PYTHONPATH")
+    return {**env, "PYTHONPATH": f"{checkout}{os.pathsep}{rest}" if rest else str(checkout)}
 
 
 async def measure(args: argparse.Namespace, data_dir: Path) -> None:
     async with MemoryStore.open(data_dir=data_dir) as store:
         await store.warm_up()
         ids = await seed(store, args.memories)
+        episode = await seed_episode(store)
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "NOUS_MEMORY_DATABASE_URL": store.dsn}
         env.pop("NOUS_MEMORY_URL", None)
         port = free_port()
@@ -121,7 +152,7 @@ async def measure(args: argparse.Namespace, data_dir: Path) -> None:
             async with AsyncMemoryClient(url) as client:
                 faces = {"store": store, "client": client}
                 timings: dict[tuple[str, str], list[float]] = {}
-                ops = operations(ids)
+                ops = operations(ids, episode)
                 for n in range(args.warmup + args.calls):
                     for name, op in ops.items():
                         order = ("store", "client") if n % 2 else ("client", "store")
@@ -132,13 +163,18 @@ async def measure(args: argparse.Namespace, data_dir: Path) -> None:
                                 timings.setdefault((name, face), []).append(
                                     (time.perf_counter() - started) * 1000)
             query = ["recall", "--agent", AGENT, QUERIES[0]]
-            remote = await time_cli([*cli(), "--url", url, *query], env, args.cli_runs)
-            local = await time_cli([*cli(), *query], env, args.cli_runs)
+            variants = {"url": ([*cli(), "--url", url, *query], with_path(env, ROOT)),
+                        "local": ([*cli(), *query], with_path(env, ROOT))}
+            if args.baseline is not None:
+                variants["baseline"] = ([*cli(), "--url", url, *query],
+                                        with_path(env, args.baseline.resolve()))
+            timed = await time_cli(variants, args.cli_runs)
         finally:
             proc.terminate()
             await proc.wait()
     overheads = []
-    for name in operations(ids):
+    remote, local = timed["url"], timed["local"]
+    for name in operations(ids, episode):
         mine = statistics.median(timings[(name, "store")])
         theirs = statistics.median(timings[(name, "client")])
         overheads.append(theirs - mine)
@@ -148,6 +184,9 @@ async def measure(args: argparse.Namespace, data_dir: Path) -> None:
     print(f"cli_recall_local_cpu_s_p50: {local[1]:.3f}")
     print(f"cli_recall_local_s_p50: {local[0]:.3f}")
     print(f"cli_recall_url_cpu_s_p50: {remote[1]:.3f}")
+    if "baseline" in timed:
+        print(f"cli_recall_url_baseline_cpu_s_p50: {timed['baseline'][1]:.3f}")
+        print(f"cli_recall_url_baseline_s_p50: {timed['baseline'][0]:.3f}")
     load = os.getloadavg()
     print(f"# machine: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} "
           f"{load[2]:.2f} (wall times wait for the cores; CPU times do not)")
@@ -162,6 +201,9 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=40)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--cli-runs", type=int, default=5)
+    parser.add_argument("--baseline", type=Path, metavar="DIR",
+                        help="another checkout whose package the --url command also runs "
+                             "from, alternating with this one (e.g. the previous main)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="nous-bench-client-") as data_dir:
         asyncio.run(measure(args, Path(data_dir)))

@@ -261,7 +261,7 @@ async def measure(store: MemoryStore, agents: list[AgentData], args: argparse.Na
         "t_embed", "t_candidates", "t_extraction", "t_assemble")}
 
     async def with_embedding(agent: str, query: str, timed: bool) -> None:
-        store.memories.recent_queries.clear()  # a new query: the model runs in the call
+        store.embeddings.recent_queries.clear()  # a new query: the model runs in the call
         started = time.perf_counter()
         ctx = await store.assemble_context(agent, query)
         repeated = time.perf_counter()

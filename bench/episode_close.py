@@ -173,9 +173,9 @@ def instrument(store: MemoryStore, worker: Any, db: Any) -> None:
     decisions = learner._decisions
     decisions.prepare = timed_async(  # type: ignore[method-assign]
         "decisions_prepare", decisions.prepare)
-    memories = store.memories
-    memories.embed_texts = timed_async(  # type: ignore[method-assign]
-        "chunk_summary_embed", memories.embed_texts)
+    embeddings = store.embeddings
+    embeddings.embed_texts = timed_async(  # type: ignore[method-assign]
+        "chunk_summary_embed", embeddings.embed_texts)
 
     for task, handler in list(worker._handlers.items()):
         def labelled(ctx: Any, _task: str = task, _handler: Any = handler) -> Any:

@@ -7,8 +7,7 @@ driver, numpy or a model.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .errors import (
     ClientError,
@@ -26,6 +25,7 @@ from .errors import (
     SchemaError,
     ServerError,
 )
+from .lazy import lazy_attributes
 from .memories.kinds import (
     CensorAction,
     CensorDetail,
@@ -91,11 +91,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """The heavy names, imported when first asked for."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY)

@@ -171,3 +171,20 @@ class EmbeddingMismatchError(ServerError):
 
 class ConfigurationError(ServerError, ValueError):
     """Settings are inconsistent or invalid."""
+
+
+# --- logs --------------------------------------------------------------------
+
+
+def loggable(exc: BaseException) -> str:
+    """What a log line says of an error: its class and, where the text is made of names
+    and ids only, that text; never words a caller, the database or a model supplied
+    (they can be a memory's).  The whole message stays where the error is recorded (the
+    work item's last error, the LLM call's row), which the inspector shows."""
+    name = type(exc).__name__
+    if isinstance(exc, InvalidInputError):
+        return f"{name} ({', '.join(p.field for p in exc.problems)})"
+    if isinstance(exc, NotFoundError):
+        return f"{name}: {exc}"
+    text = getattr(exc, "log_text", None) if isinstance(exc, NousMemoryError) else None
+    return f"{name}: {text}" if isinstance(text, str) and text else name

@@ -15,6 +15,7 @@ from .config import Settings
 from .db import Database, SchemaStatus
 from .db.meta import shared_secret
 from .embeddings import Embedder
+from .embeddings.cache import EmbeddingCache
 from .episodes.provenance import learned_from
 from .facts.conflicts import ConflictPair, ConflictResolver, Resolution
 from .facts.undelete import Undeleted, Undeleter
@@ -45,6 +46,7 @@ class OwnerView:
     schema: SchemaStatus
     embedder: Embedder
     memories: MemoryManager
+    embeddings: EmbeddingCache
     conflicts: ConflictResolver
     undeleter: Undeleter
     job_runs: JobRuns
@@ -77,7 +79,7 @@ class OwnerView:
         """Erase every row of one agent in one transaction; a content-free receipt stays."""
         from .portability import Eraser
 
-        return await Eraser(self._db, self.memories).forget(agent_id, actor=actor)
+        return await Eraser(self._db, self.embeddings).forget(agent_id, actor=actor)
 
     def _exporter(self) -> Exporter:
         from .portability import Exporter

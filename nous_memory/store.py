@@ -33,15 +33,15 @@ from .conversation import (
 from .db import Database, EmbeddedServer, SchemaStatus
 from .db.setup import ensure_database, prepare_schema, redact_dsn
 from .embeddings import Embedder, embedder_from_settings
-from .episodes.chunks import TranscriptMessage
+from .embeddings.cache import EmbeddingCache
 from .episodes.close import CloseSettings, EpisodeCloser
 from .episodes.learn import EpisodeLearner
 from .episodes.lifecycle import AppendResult, EpisodeManager, MessageIn
 from .episodes.tasks import EpisodeTasks
 from .errors import DatabaseError
 from .facts.conflicts import ConflictResolver
+from .facts.consolidation import Thresholds
 from .facts.learning import FactHistory, FactLearner, LearnResult
-from .facts.rules import Thresholds
 from .facts.undelete import Undeleter
 from .history import (
     HistoryImporter,
@@ -55,8 +55,10 @@ from .maintenance import JobResult, Maintenance, MaintenancePolicy, RestoreResul
 from .maintenance.runs import JobRuns
 from .memories.kinds import Kind, Status, parse_agent_id
 from .memories.manager import MemoryManager
+from .memories.messages import TranscriptMessage
 from .memories.records import Memory, MemoryEvent, Page
 from .owner import OwnerView
+from .pipeline import build_worker
 from .work.worker import Worker
 
 
@@ -71,16 +73,17 @@ class MemoryStore(OwnerView):
         self._db = db
         self._dsn = dsn
         self._server = server
-        self.memories = MemoryManager(db, embedder)
+        self.embeddings = EmbeddingCache(db, embedder)
+        self.memories = MemoryManager(db, self.embeddings)
         self.llm = llm_from_settings(settings, db)
         thresholds = Thresholds(
             confirm=settings.fact_confirm_threshold, rule=settings.fact_rule_threshold,
             candidate=settings.fact_candidate_threshold)
-        self.facts = FactLearner(db, self.memories, thresholds, self.llm)
-        self.undeleter = Undeleter(db, self.memories, self.facts, thresholds)
+        self.facts = FactLearner(db, self.memories, self.embeddings, thresholds, self.llm)
+        self.undeleter = Undeleter(db, self.memories, self.embeddings, self.facts, thresholds)
         self.conflicts = ConflictResolver(db, self.memories)
         self.episodes = EpisodeManager(db, self.memories)
-        self.learner = EpisodeLearner(db, self.memories, self.facts)
+        self.learner = EpisodeLearner(db, self.memories, self.embeddings, self.facts)
         self.importer = HistoryImporter(db, self.memories)
         self.closer = EpisodeCloser(self.llm, CloseSettings(
             input_cap_tokens=settings.close_input_cap_tokens,
@@ -89,11 +92,11 @@ class MemoryStore(OwnerView):
         self.conversation = WorkingMemory(db, self.llm,
                                           defaults_json=settings.conversation_policy_json)
         # maintenance jobs: the store-level bodies of the scheduled jobs
-        self.maintenance = Maintenance(db, self.memories, self.llm,
+        self.maintenance = Maintenance(db, self.memories, self.embeddings, self.llm,
                                        MaintenancePolicy.from_settings(settings))
         self.job_runs = JobRuns(db)
         self.keys = Keys(db)
-        self.recaller = Recaller(db, self.memories,
+        self.recaller = Recaller(db, self.embeddings,
                                  exact_scan_max_rows=settings.recall_exact_scan_max_rows)
         self._init_context()
 
@@ -276,12 +279,10 @@ class MemoryStore(OwnerView):
         """A work-queue worker on this store (``await worker.run(stop_event)``)."""
         tasks = EpisodeTasks(self._db, self.episodes, self.closer,
                              idle_close_after_s=self.settings.episode_idle_close_s)
-        handlers = {**tasks.handlers(), **self.learner.handlers(),
-                    **self.conversation.handlers(), **self.maintenance.handlers(),
-                    **self.extractor.handlers()}
-        return Worker(self._db, handlers, idle_sweep=tasks.close_idle,
-                      worker_id=worker_id, lease_s=self.settings.worker_lease_s,
-                      poll_s=poll_s)
+        return build_worker(self._db, episodes=tasks, learner=self.learner,
+                            conversation=self.conversation, extractor=self.extractor,
+                            maintenance=self.maintenance, worker_id=worker_id,
+                            lease_s=self.settings.worker_lease_s, poll_s=poll_s)
 
     # ------------------------------------------------------------------ working memory
 
@@ -366,7 +367,7 @@ class MemoryStore(OwnerView):
         self.access = AccessLog(self._db)
         self.extractor = Extractor(self._db, self.llm, ttl_s=self.settings.extraction_ttl_s,
                                    sync_timeout_s=self.settings.extraction_sync_timeout_s)
-        self.contexts = ContextAssembler(self._db, self.memories, self.recaller,
+        self.contexts = ContextAssembler(self._db, self.embeddings, self.recaller,
                                          self.extractor, self.access)
         self.expander = Expander(self._db, self.memories, self.facts, self.access)
         self.conversation.context_provider = self.contexts.for_prompt

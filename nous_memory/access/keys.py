@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Literal
 
 import asyncpg
+from pydantic import BaseModel, ConfigDict
 
 from ..db import Database
 from ..errors import ConflictError, FieldProblem, InvalidInputError, NotFoundError
@@ -30,6 +31,13 @@ PREFIX_CHARS = 12  # what a listing shows of a secret: enough to tell keys apart
 CACHE_S = 0.5  # how long a process trusts a lookup: revocation holds within this
 CACHE_MAX = 10_000
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def may_act_for(agents: frozenset[str] | None, agent_id: str) -> bool:
+    """The one rule of agent access: a key scoped to agents acts for those only; an
+    unscoped key (None) for every agent.  API routes, the inspector and the model's
+    tools all ask here."""
+    return agents is None or agent_id in agents
 
 
 def hash_secret(secret: str) -> bytes:
@@ -46,15 +54,16 @@ class KeyGrant:
     agents: frozenset[str] | None
 
     def allows(self, agent_id: str) -> bool:
-        return self.agents is None or agent_id in self.agents
+        return may_act_for(self.agents, agent_id)
 
     def can(self, needed: Role) -> bool:
         return ROLES.index(self.role) >= ROLES.index(needed)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ApiKeyInfo:
+class ApiKeyInfo(BaseModel):
     """A key as its owner sees it: never the secret or its digest."""
+
+    model_config = ConfigDict(frozen=True)
 
     id: int
     name: str

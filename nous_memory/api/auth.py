@@ -16,7 +16,6 @@ in constant time.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import ipaddress
 import logging
@@ -27,7 +26,7 @@ from typing import Annotated, Any
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
-from ..access import KeyGrant, Role
+from ..access import KeyGrant, Role, hash_secret
 from ..db.audit import ACTOR
 from ..errors import ConfigurationError, InvalidInputError
 from ..memories.kinds import parse_agent_id
@@ -38,11 +37,6 @@ API_KEY_HEADER = "X-API-Key"
 MIN_KEY_CHARS = 16
 
 
-def digest_of(key: str) -> bytes:
-    """The SHA-256 a key is known by (the same as ``access.hash_secret``)."""
-    return hashlib.sha256(key.encode("utf-8")).digest()
-
-
 @dataclass(frozen=True, slots=True)
 class ApiKey:
     """One configured key: its digest and the agents it may act for (None: all)."""
@@ -50,9 +44,6 @@ class ApiKey:
     digest: bytes
     agents: frozenset[str] | None
     name: str = "bootstrap"
-
-    def allows(self, agent_id: str) -> bool:
-        return self.agents is None or agent_id in self.agents
 
     def grant(self) -> KeyGrant:
         return KeyGrant(self.name, "owner", self.agents)
@@ -85,7 +76,7 @@ class KeyRing:
                                          "`python -c 'import secrets; print(secrets."
                                          "token_urlsafe(32))'`")
             agents = _agents(agent_list, where) if colon else None
-            digest = digest_of(key)
+            digest = hash_secret(key)
             if digest in seen:
                 raise ConfigurationError(f"{where}: the same key is listed twice")
             seen.add(digest)
@@ -93,7 +84,7 @@ class KeyRing:
         return cls(keys)
 
     def lookup(self, presented: str) -> ApiKey | None:
-        return self.lookup_digest(digest_of(presented))
+        return self.lookup_digest(hash_secret(presented))
 
     def lookup_digest(self, digest: bytes) -> ApiKey | None:
         found: ApiKey | None = None
@@ -178,7 +169,7 @@ async def grant_for_digest(app_state: Any, ring: KeyRing, digest: bytes) -> KeyG
 
 
 async def grant_for(app_state: Any, ring: KeyRing, presented: str) -> KeyGrant | None:
-    return await grant_for_digest(app_state, ring, digest_of(presented))
+    return await grant_for_digest(app_state, ring, hash_secret(presented))
 
 
 def require_key(ring: KeyRing) -> Callable[..., Awaitable[None]]:

@@ -20,10 +20,10 @@ from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import models_json_schema
 
-from ..episodes.chunks import TranscriptMessage
 from ..episodes.lifecycle import MAX_MESSAGES_PER_APPEND, TRANSCRIPT_PAGE, AppendResult, MessageIn
 from ..errors import FieldProblem, InvalidInputError
 from ..memories.kinds import EpisodeDetail
+from ..memories.messages import TranscriptMessage
 from ..memories.records import Memory
 from .body import json_object, optional_json_object, unknown_fields
 from .errors import problem_responses

@@ -18,7 +18,7 @@ from pydantic.json_schema import models_json_schema
 
 from ..errors import FieldProblem, InvalidInputError
 from ..history import IngestResult, IngestStatus
-from ..history.records import MAX_KEY_CHARS, MAX_SESSION_TURNS, MAX_SESSIONS_PER_CALL
+from ..history.sessions import MAX_KEY_CHARS, MAX_SESSION_TURNS, MAX_SESSIONS_PER_CALL
 from .body import json_object, unknown_fields
 from .errors import problem_responses
 from .routes import AgentId, Store

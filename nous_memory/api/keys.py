@@ -5,11 +5,9 @@ the caller is the machine's owner and may manage them too, ready for when keys a
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
-from fastapi.encoders import jsonable_encoder
 
 from ..access import ApiKeyInfo
 from ..errors import InvalidInputError
@@ -28,8 +26,7 @@ def _actor(request: Request) -> str:
 
 
 def _info(info: ApiKeyInfo) -> dict[str, Any]:
-    result: dict[str, Any] = jsonable_encoder(dataclasses.asdict(info))
-    return result
+    return info.model_dump(mode="json")
 
 
 @router.post("", status_code=201, summary="Create a key (its secret is shown once)",

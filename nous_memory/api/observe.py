@@ -120,7 +120,7 @@ def configure_logging(log_format: str, *, stream: Any = None) -> None:
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).handlers.clear()
         logging.getLogger(name).propagate = True
-    for name in ("httpx", "httpcore"):  # they log whole URLs, query strings included
+    for name in ("httpx", "httpx2", "httpcore"):  # they log whole URLs, queries included
         logging.getLogger(name).setLevel(logging.WARNING)
 
 

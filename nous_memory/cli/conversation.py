@@ -35,7 +35,7 @@ def add_conversation_commands(actions: argparse._SubParsersAction[argparse.Argum
                         help="use the summary as it is; fold nothing now")
     prompt.add_argument("--policy-json", metavar="JSON",
                         help='per-call policy knobs, e.g. \'{"mode": "rule"}\'')
-    prompt.set_defaults(handler=_prompt)
+    prompt.set_defaults(handler=_prompt, remote=True)
 
     summary = actions.add_parser(
         "summary", parents=[agent], help="an episode's rolling summary",
@@ -46,7 +46,7 @@ def add_conversation_commands(actions: argparse._SubParsersAction[argparse.Argum
     summary.add_argument("--force", action="store_true", help="with --run: fold now")
     summary.add_argument("--history", action="store_true", help="list every chain record")
     summary.add_argument("--policy-json", metavar="JSON", help="per-call policy knobs")
-    summary.set_defaults(handler=_summary)
+    summary.set_defaults(handler=_summary, remote=True)
 
 
 def _policy(args: argparse.Namespace) -> dict[str, object] | None:

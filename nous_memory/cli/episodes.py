@@ -16,10 +16,10 @@ import asyncio
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ..episodes.chunks import TranscriptMessage
 from ..episodes.results import TRANSCRIPT_PAGE, AppendResult, Role
 from ..errors import InvalidInputError, NousMemoryError
 from ..memories.kinds import EpisodeDetail, EpisodeState
+from ..memories.messages import TranscriptMessage
 from ..memories.records import Memory
 from .conversation import add_conversation_commands
 from .output import Output, json_argument, memory_text, parse_time, shorten, stamp, stop_on_signals

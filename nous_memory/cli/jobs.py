@@ -99,7 +99,7 @@ async def _list(store: MemoryStore, args: argparse.Namespace) -> Output:
         last = await store.job_runs.history(job=name, limit=1)
         data.append({"name": name, "schedule": cron or "off",
                      "next_run": nxt.isoformat() if nxt else None,
-                     "last_run": last[0].as_json() if last else None,
+                     "last_run": last[0].model_dump(mode="json") if last else None,
                      "description": job.description})
     width = max(len(d["name"]) for d in data)
     lines = []
@@ -115,12 +115,12 @@ async def _run(store: MemoryStore, args: argparse.Namespace) -> Output:
     run = await JobRunner(store).run(args.name, dry_run=args.dry_run)
     if run.status == "failed":
         raise JobFailedError(f"job {run.job} failed (run {run.id}): {run.error}")
-    return Output(run.as_json(), run_text(run))
+    return Output(run.model_dump(mode="json"), run_text(run))
 
 
 async def _history(store: MemoryStore, args: argparse.Namespace) -> Output:
     runs = await store.job_runs.history(job=args.job, limit=max(1, min(args.limit, 1000)))
-    return Output([r.as_json() for r in runs],
+    return Output([r.model_dump(mode="json") for r in runs],
                   "\n".join(run_line(r) for r in runs) or "no runs")
 
 

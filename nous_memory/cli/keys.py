@@ -7,7 +7,6 @@ of a new or rotated key is printed once and never stored.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from ..access import ROLES, ApiKeyInfo
@@ -41,8 +40,7 @@ def add_key_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
 
 
 def _json(info: ApiKeyInfo) -> dict[str, Any]:
-    data = dataclasses.asdict(info)
-    return {k: v.isoformat() if hasattr(v, "isoformat") else v for k, v in data.items()}
+    return info.model_dump(mode="json")
 
 
 def key_line(info: ApiKeyInfo) -> str:

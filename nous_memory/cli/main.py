@@ -134,11 +134,13 @@ def _remote_url(argv: Sequence[str] | None) -> tuple[str | None, bool]:
 
 
 def _light_httpx() -> None:
-    """httpx imports its own command line (click, rich, pygments: about 0.1 s) when those
-    are installed, and does without it when that import fails; a ``--url`` process never
-    runs httpx's command line, so it marks it absent before httpx is first imported."""
+    """Leave out what httpx and httpcore import only when it is installed and a ``--url``
+    process never runs: httpx's own command line (click, rich, pygments: about 0.1 s)
+    and trio (httpcore's second async backend; this process runs asyncio).  Both do
+    without their import failing, so they are marked absent before httpx is imported."""
     if "httpx" not in sys.modules:
-        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+        for name in ("httpx._main", "trio"):
+            sys.modules.setdefault(name, None)  # type: ignore[arg-type]
 
 
 async def _run(args: argparse.Namespace) -> Output:

@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, BinaryIO, Concatenate, ParamSpec, TypeVar
 
-from ..portability.records import ExportSummary
+from ..portability.reports import ExportSummary
 from .remote import AsyncMemoryClient
 
 P = ParamSpec("P")
@@ -73,11 +73,21 @@ class MemoryClient:
     close_episode = _blocking(AsyncMemoryClient.close_episode)
     get_episode = _blocking(AsyncMemoryClient.get_episode)
     transcript = _blocking(AsyncMemoryClient.transcript)
+    ingest = _blocking(AsyncMemoryClient.ingest)
+    ingest_status = _blocking(AsyncMemoryClient.ingest_status)
     recall = _blocking(AsyncMemoryClient.recall)
     assemble_context = _blocking(AsyncMemoryClient.assemble_context)
     expand = _blocking(AsyncMemoryClient.expand)
     import_agent = _blocking(AsyncMemoryClient.import_agent)
     forget_agent = _blocking(AsyncMemoryClient.forget_agent)
+    build_prompt = _blocking(AsyncMemoryClient.build_prompt)
+    summarize_conversation = _blocking(AsyncMemoryClient.summarize_conversation)
+    conversation_summary = _blocking(AsyncMemoryClient.conversation_summary)
+    summary_history = _blocking(AsyncMemoryClient.summary_history)
+    conversation_policy = _blocking(AsyncMemoryClient.conversation_policy)
+    set_conversation_policy = _blocking(AsyncMemoryClient.set_conversation_policy)
+    edit_message = _blocking(AsyncMemoryClient.edit_message)
+    delete_message = _blocking(AsyncMemoryClient.delete_message)
 
 
 async def _make(url: str, options: dict[str, Any]) -> AsyncMemoryClient:

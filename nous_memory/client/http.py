@@ -12,12 +12,15 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+import ssl
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
+from urllib.parse import quote
 
 import httpx
+from pydantic import TypeAdapter
 from pydantic_core import to_jsonable_python
 
 from ..errors import (
@@ -38,6 +41,24 @@ from ..errors import (
 RETRY_STATUSES = frozenset({502, 503, 504})
 REQUEST_ID_HEADER = "X-Request-ID"
 _NOT_FOUND = re.compile(r"^(?P<what>.+) (?P<ident>\S+) not found$")
+_ADAPTERS: dict[object, TypeAdapter[Any]] = {}
+T = TypeVar("T")
+
+
+def agent_path(agent_id: str, *rest: object) -> str:
+    """``/agents/{agent}/...``, each segment quoted whole (ids and refs such as
+    ``episode:1a2b#c3``)."""
+    return "/".join(["/agents", *(quote(str(p), safe="") for p in (agent_id, *rest))])
+
+
+def parse(kind: type[T], data: Any) -> T:
+    """A record (a pydantic model, a dataclass or a list of either) from its JSON; each
+    adapter is built on first use, so a call pays only for the records it reads."""
+    adapter = _ADAPTERS.get(kind)
+    if adapter is None:
+        adapter = _ADAPTERS[kind] = TypeAdapter(kind)
+    parsed: T = adapter.validate_python(data)
+    return parsed
 
 
 def jsonable(value: Any) -> Any:
@@ -82,11 +103,16 @@ class Transport:
         if max_attempts < 1:
             raise ValueError("max_attempts must be >= 1")
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        verify: ssl.SSLContext | bool = True
+        if base_url.startswith("http://"):
+            # plain HTTP checks no certificate, so the CA bundle (tens of ms of a CLI
+            # call) is not loaded; this context trusts no authority: TLS through it fails
+            verify = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         self.max_attempts = max_attempts
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
         self._http = http or httpx.AsyncClient(
-            base_url=base_url.rstrip("/"), headers=headers,
+            base_url=base_url.rstrip("/"), headers=headers, verify=verify,
             timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s))
 
     async def aclose(self) -> None:

@@ -11,39 +11,32 @@ from __future__ import annotations
 import builtins
 import json
 import os
-from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, BinaryIO
-from urllib.parse import quote
+from typing import TYPE_CHECKING, Any, BinaryIO
 from uuid import UUID
-
-from pydantic import TypeAdapter
 
 from ..context.model import DEFAULT_BUDGET_TOKENS, Context, Extraction
 from ..context.results import Expanded, RecallResult
-from ..episodes.chunks import TranscriptMessage
 from ..episodes.results import TRANSCRIPT_PAGE, AppendResult, MessageIn
 from ..errors import InvalidInputError
 from ..facts.results import FactHistory, LearnResult
 from ..memories.kinds import Kind, Status
+from ..memories.messages import TranscriptMessage
 from ..memories.records import Memory, MemoryEvent, Page
-from ..portability.records import ErasureReceipt, ExportSummary, ImportSummary
-from .http import Transport
+from ..portability.reports import ErasureReceipt, ExportSummary, ImportSummary
+from .conversation import ConversationCalls
+from .http import Transport, agent_path, parse
+
+if TYPE_CHECKING:
+    from ..history.results import IngestProgress, IngestResult, IngestStatus
 
 URL_ENV = "NOUS_MEMORY_URL"
 KEY_ENV = "NOUS_MEMORY_API_KEY"
 EXPORT_HEADER_KEY, EXPORT_END_KEY = "nous_memory_export", "end"  # portability.lines
 
-_MEMORIES = TypeAdapter(list[Memory])
-_EVENTS = TypeAdapter(list[MemoryEvent])
 
-
-def _seg(value: object) -> str:
-    """One path segment: ids and refs (``episode:1a2b#c3``) quoted whole."""
-    return quote(str(value), safe="")
-
-
-class AsyncMemoryClient:
+class AsyncMemoryClient(ConversationCalls):
     """A remote ``MemoryStore``: ``async with AsyncMemoryClient(url, api_key=...) as m:``."""
 
     def __init__(self, url: str, *, api_key: str | None = None, timeout_s: float = 30.0,
@@ -70,8 +63,7 @@ class AsyncMemoryClient:
     async def aclose(self) -> None:
         await self._t.aclose()
 
-    def _agent(self, agent_id: str, *rest: object) -> str:
-        return "/".join(["/agents", _seg(agent_id), *(_seg(p) for p in rest)])
+    _agent = staticmethod(agent_path)
 
     # ------------------------------------------------------------------ service
 
@@ -97,7 +89,7 @@ class AsyncMemoryClient:
                             items: Sequence[Mapping[str, Any]]) -> builtins.list[Memory]:
         data = await self._t.json("POST", self._agent(agent_id, "memories", "batch"),
                                   idempotent=False, body={"items": list(items)})
-        return _MEMORIES.validate_python(data["items"])
+        return parse(builtins.list[Memory], data["items"])
 
     async def get(self, agent_id: str, memory_id: UUID | str, *,
                   include_deleted: bool = False) -> Memory:
@@ -118,7 +110,7 @@ class AsyncMemoryClient:
                            idempotent=False, params={"purge": purge})
 
     async def history(self, agent_id: str, memory_id: UUID | str) -> builtins.list[MemoryEvent]:
-        return _EVENTS.validate_python(await self._t.json(
+        return parse(builtins.list[MemoryEvent], await self._t.json(
             "GET", self._agent(agent_id, "memories", memory_id, "history"), idempotent=True))
 
     async def list(self, agent_id: str, *, kind: Kind | str | None = None,
@@ -157,7 +149,7 @@ class AsyncMemoryClient:
 
     async def facts_from_episode(self, agent_id: str,
                                  episode_id: UUID | str) -> builtins.list[Memory]:
-        return _MEMORIES.validate_python(await self._t.json(
+        return parse(builtins.list[Memory], await self._t.json(
             "GET", self._agent(agent_id, "episodes", episode_id, "facts"), idempotent=True))
 
     # ------------------------------------------------------------------ episodes
@@ -200,6 +192,34 @@ class AsyncMemoryClient:
             created_at=None if m.get("created_at") is None
             else datetime.fromisoformat(m["created_at"]),
             metadata=m.get("metadata") or {}) for m in page["messages"]]
+
+    # ------------------------------------------------------------------ history import
+
+    async def ingest(self, agent_id: str, sessions: Sequence[Any], /, *,
+                     progress: Callable[[IngestProgress], None] | None = None
+                     ) -> IngestResult:
+        """``sessions``: ``HistorySession`` records or their mappings, as for the store
+        (the record is not imported here: its module loads the database layer).  One
+        call to the service (up to 1,000 sessions, all or nothing); retried, since
+        sessions already imported are skipped.  ``progress`` is called once, when the
+        service has answered."""
+        from ..history.results import IngestProgress, IngestResult
+
+        result = parse(IngestResult, await self._t.json(
+            "POST", self._agent(agent_id, "imports"), idempotent=True,
+            body={"sessions": builtins.list(sessions)}))
+        if progress is not None:
+            progress(IngestProgress(
+                sessions_done=result.sessions_imported + result.sessions_skipped,
+                sessions_total=len(sessions), turns_done=result.turns_imported,
+                skipped=result.sessions_skipped))
+        return result
+
+    async def ingest_status(self, agent_id: str, /) -> IngestStatus:
+        from ..history.results import IngestStatus
+
+        return parse(IngestStatus, await self._t.json(
+            "GET", self._agent(agent_id, "imports"), idempotent=True))
 
     # ------------------------------------------------------------------ recall, context
 

@@ -25,9 +25,10 @@ from pgvector import Vector as PgVector
 
 from .. import blocks
 from ..db import Database
-from ..facts.rules import censor_matches
+from ..embeddings.cache import EmbeddingCache
+from ..errors import loggable
+from ..facts.consolidation import censor_matches
 from ..memories.kinds import Kind, parse_agent_id
-from ..memories.manager import MemoryManager
 from ..tokens import count_tokens
 from .access import AccessLog
 from .extraction import (
@@ -52,8 +53,9 @@ from .model import (
     Tier,
     parse_request,
 )
-from .recall import Recaller, make_ref
+from .recall import Recaller
 from .recall import parse_request as parse_recall_request
+from .refs import make_ref
 from .sections import assemble, order_section
 from .truncation import truncate
 
@@ -103,7 +105,7 @@ def candidate_from_row(row: Mapping[str, Any]) -> Candidate:
                          tier=Tier.VERBATIM, cosine=row["cosine"], said_at=row["said_at"],
                          matched=bool(row["lexemes"]) or bool(row["p_time"]))
     kind = Kind(row["kind"])
-    return Candidate(ref=make_ref(kind.value, row["memory_id"]), memory_id=row["memory_id"],
+    return Candidate(ref=make_ref(kind, row["memory_id"]), memory_id=row["memory_id"],
                      kind=kind.value, section=SECTION_OF_KIND[kind], text=row["text"],
                      score=row["final"], cosine=row["cosine"],
                      said_at=row["said_at"] if kind in DATED_KINDS else None,
@@ -126,15 +128,11 @@ class Tier2Read:
     rows: asyncio.Task[list[Any]]
 
 
-def ref_of(kind: str, memory_id: UUID) -> str:
-    return f"{kind}:{memory_id.hex[:8]}"
-
-
 class ContextAssembler:
-    def __init__(self, db: Database, memories: MemoryManager, recaller: Recaller,
+    def __init__(self, db: Database, embeddings: EmbeddingCache, recaller: Recaller,
                  extractor: Extractor, access: AccessLog) -> None:
         self._db = db
-        self._memories = memories
+        self._embeddings = embeddings
         self._recaller = recaller
         self._extractor = extractor
         self._access = access
@@ -164,14 +162,14 @@ class ContextAssembler:
         if query_embedding is not None:
             vector = self._recaller.check_vector(query_embedding)
         else:
-            vector = await self._memories.query_vector(agent, req.query)
+            vector = await self._embeddings.query_vector(agent, req.query)
         embedded = time.perf_counter()
         # the always-on read runs beside recall's statement, not beside the model (which
         # keeps every core busy)
         always = asyncio.create_task(self._db.fetch(
             "context_always_on", agent, list(PROFILE_CATEGORIES), CENSOR_LIMIT,
             PINNED_FACT_LIMIT if Section.FACTS in req.budgets else 0, PgVector(vector),
-            self._memories.model_name))
+            self._embeddings.model_name))
         tier2: Tier2Read | None = None
         try:
             ranked = await self._recaller.ranked_rows(ranking, vector)
@@ -232,7 +230,7 @@ class ContextAssembler:
             out.append(cand)
         for ident, row in pinned.items():
             kind = Kind(row["kind"])
-            out.append(Candidate(ref=ref_of(kind.value, ident), memory_id=ident,
+            out.append(Candidate(ref=make_ref(kind, ident), memory_id=ident,
                                  kind=kind.value, section=SECTION_OF_KIND[kind],
                                  text=row["summary"], score=float(row["importance"]),
                                  pinned=True))
@@ -308,8 +306,9 @@ class ContextAssembler:
 
     def _finished(self, task: asyncio.Task[Any]) -> None:
         self._background.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            _log.warning("deferred context write failed: %s", task.exception())
+        exc = None if task.cancelled() else task.exception()
+        if exc is not None:
+            _log.warning("deferred context write failed: %s", loggable(exc))
 
     async def drain(self) -> None:
         """Wait for the deferred writes of earlier calls (queue, cache, access counts)."""

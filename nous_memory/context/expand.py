@@ -11,7 +11,6 @@ reads, no transaction.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
@@ -21,9 +20,9 @@ from ..errors import InvalidInputError, NotFoundError
 from ..facts.learning import FactLearner
 from ..memories.kinds import EpisodeDetail, Kind, parse_agent_id
 from ..memories.manager import MemoryManager
-from ..memories.params import parse_memory_id
 from ..memories.records import Memory, MemoryEvent
 from .access import AccessLog
+from .refs import Target, make_ref, parse_target
 from .results import ArchivedPart as ArchivedPart
 from .results import ExcerptMessage as ExcerptMessage
 from .results import Expanded as Expanded
@@ -32,23 +31,6 @@ from .truncation import query_terms
 
 EXCERPT_MESSAGES = 12  # messages shown around the best match (or from the start)
 TRANSCRIPT_SCAN = 5_000  # messages read to find the best match
-_REF = re.compile(r"^(?P<kind>[a-z]+):(?P<hex>[0-9a-f]{4,32})(?:#c(?P<chunk>\d{1,9}))?$")
-
-
-def parse_target(value: object) -> tuple[UUID | None, str | None, int | None]:
-    """A UUID, or a ref: (id, None, None) or (None, "kind:hexprefix", chunk_no)."""
-    text = str(value).strip()
-    match = _REF.match(text.lower())
-    if match is None:
-        return parse_memory_id(text), None, None
-    try:
-        Kind(match["kind"])
-    except ValueError:
-        raise InvalidInputError.single(
-            "memory_id", "unknown kind in the ref; a ref is kind:hex, e.g. fact:1a2b3c4d"
-        ) from None
-    chunk = match["chunk"]
-    return None, f"{match['kind']}:{match['hex']}", None if chunk is None else int(chunk)
 
 
 class Expander:
@@ -86,7 +68,7 @@ class Expander:
                                                  memory.summary, None)
         self._access.record(agent, [ident])
         return Expanded(
-            ref=f"{memory.kind.value}:{ident.hex[:8]}", memory=memory,
+            ref=make_ref(memory.kind, ident), memory=memory,
             detail_restored=restored, events=events, chain=chain, source_episode=source,
             transcript=transcript, archived=[_part(r) for r in archive])
 
@@ -95,23 +77,21 @@ class Expander:
         """The memory id behind an id or a ref, and the chunk number a chunk ref names;
         ``deleted``: a ref names a soft-deleted memory (for a restore)."""
         agent = parse_agent_id(agent_id)
-        ident, ref, chunk_no = parse_target(target)
+        parsed = parse_target(target)
+        ident = parsed.memory_id
         if ident is None:
-            assert ref is not None
-            ident = await self._resolve(agent, ref, deleted)
-        return ident, chunk_no
+            ident = await self._resolve(agent, parsed, deleted)
+        return ident, parsed.chunk_no
 
-    async def _resolve(self, agent: str, ref: str, deleted: bool) -> UUID:
-        kind, hexdigits = ref.split(":")
-        low = UUID(hexdigits.ljust(32, "0"))
-        high = UUID(hexdigits.ljust(32, "f"))
+    async def _resolve(self, agent: str, target: Target, deleted: bool) -> UUID:
+        low, high = target.id_range()
         query = "deleted_memory_by_ref" if deleted else "memory_by_ref"
-        rows = await self._db.fetch(query, agent, low, high, kind)
+        rows = await self._db.fetch(query, agent, low, high, str(target.kind))
         if not rows:
-            raise NotFoundError("memory", ref)
+            raise NotFoundError("memory", target.ref)
         if len(rows) > 1:
             raise InvalidInputError.single(
-                "memory_id", f"ref {ref} matches several memories; use the full id")
+                "memory_id", f"ref {target.ref} matches several memories; use the full id")
         ident: UUID = rows[0]["id"]
         return ident
 

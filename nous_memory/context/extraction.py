@@ -3,7 +3,7 @@
 Complex records are episodes whose detail is over 1,000 characters and procedures with
 more than five core patterns.  The cache is keyed by (agent, memory, sha256 of the
 normalised query, max tokens) and expires after ``extraction_ttl_s``.  A miss costs a
-smart truncation now; with an LLM configured it also queues a ``context_extract`` work
+smart truncation now; with an LLM configured it also queues a ``Task.CONTEXT_EXTRACT`` work
 item whose handler (here) makes one structured call outside any transaction and writes
 the cache row under the item's lease.
 """
@@ -21,14 +21,15 @@ from uuid import UUID
 from pydantic import BaseModel, Field
 
 from ..db import Database
+from ..errors import loggable
 from ..llm import LLMClient, LLMError
 from ..tokens import count_tokens
-from ..work.queue import TaskHandler, WorkContext, enqueue
+from ..work.queue import WorkContext, enqueue
+from ..work.tasks import Task
 from .truncation import truncate
 
 _log = logging.getLogger(__name__)
 
-TASK = "context_extract"
 COMPLEX_DETAIL_CHARS = 1_000  # episode detail longer than this is a complex record
 COMPLEX_CORE_PATTERNS = 5  # procedures with more core patterns than this are too
 ITEM_MAX_TOKENS = 300  # one extraction's size (capped by the section's budget)
@@ -87,7 +88,7 @@ class Extracted:
 
 
 class Extractor:
-    """Reads and fills the extraction cache; the ``context_extract`` handler."""
+    """Reads and fills the extraction cache; runs ``Task.CONTEXT_EXTRACT``."""
 
     def __init__(self, db: Database, llm: LLMClient | None, *, ttl_s: int,
                  sync_timeout_s: float) -> None:
@@ -100,15 +101,13 @@ class Extractor:
     def llm_configured(self) -> bool:
         return self._llm is not None
 
-    def handlers(self) -> dict[str, TaskHandler]:
-        return {TASK: self.process}
-
     async def llm_extract(self, agent: str, query: str, text: str,
                           max_tokens: int) -> Extracted:
         """One structured call (recorded in llm_calls); raises LLMError."""
         assert self._llm is not None
         result = await self._llm.structured(
-            agent_id=agent, purpose=TASK, schema=ExtractionReply, max_tokens=max_tokens * 2,
+            agent_id=agent, purpose=Task.CONTEXT_EXTRACT, schema=ExtractionReply,
+            max_tokens=max_tokens * 2,
             messages=[
                 {"role": "system", "content": INSTRUCTIONS.format(max_tokens=max_tokens)},
                 {"role": "user", "content": f"<query>\n{query}\n</query>\n"
@@ -135,7 +134,9 @@ class Extractor:
             elif task.exception() is None:
                 done[ident] = task.result()
             else:
-                _log.warning("sync extraction of %s failed: %s", ident, task.exception())
+                exc = task.exception()
+                assert exc is not None
+                _log.warning("sync extraction of %s failed: %s", ident, loggable(exc))
         await asyncio.gather(*tasks.values(), return_exceptions=True)
         return done
 
@@ -156,12 +157,12 @@ class Extractor:
         key = f"{query_digest(query).hex()}:{max_tokens}"
         async with self._db.transaction() as conn:
             for ident in memory_ids:
-                await enqueue(conn, agent, TASK, ident, dedup_key=key,
+                await enqueue(conn, agent, Task.CONTEXT_EXTRACT, ident, dedup_key=key,
                               payload={"query": query, "max_tokens": max_tokens})
         return len(memory_ids)
 
     async def process(self, ctx: WorkContext) -> None:
-        """The ``context_extract`` handler: LLM outside any transaction, then one write."""
+        """Runs ``Task.CONTEXT_EXTRACT``: LLM outside any transaction, then one write."""
         item = ctx.item
         query = str(item.payload.get("query", ""))
         max_tokens = int(item.payload.get("max_tokens", ITEM_MAX_TOKENS))

@@ -84,14 +84,16 @@ WHERE agent_id = $1 AND memory_id = $2 AND query_sha256 = $3 AND max_tokens = $4
 
 -- name: extraction_cache_store
 -- An LLM result replaces anything; a rule result never replaces a fresh LLM one.
+-- EXCLUDED.created_at is the column default, now(): Citus refuses a function in DO UPDATE
+-- SET and its WHERE on a distributed table.
 INSERT INTO extraction_cache (agent_id, memory_id, query_sha256, max_tokens, content, source,
                               model, expires_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8))
 ON CONFLICT (agent_id, memory_id, query_sha256, max_tokens) DO UPDATE SET
     content = EXCLUDED.content, source = EXCLUDED.source, model = EXCLUDED.model,
-    created_at = now(), expires_at = EXCLUDED.expires_at
+    created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
 WHERE extraction_cache.source = 'rule' OR EXCLUDED.source = 'llm'
-   OR extraction_cache.expires_at <= now();
+   OR extraction_cache.expires_at <= EXCLUDED.created_at;
 
 -- name: memories_accessed
 -- Deferred, batched access bookkeeping ($2 ids, $3 hit counts, $4 time of the last one);
@@ -127,11 +129,22 @@ WHERE a.agent_id = $1 AND a.memory_id = $2 ORDER BY a.part;
 -- the LIMIT is met; relaxed order is re-sorted by exact distance in the recall query.
 -- $1, the plan cache mode: a large agent's index scans need a plan of their own
 -- ('force_custom_plan': the planner sees how many rows this agent has); a small agent's
--- statement does not ('force_generic_plan').  $2, enable_seqscan: 'off' for a small
--- agent (see scan_session_settings), 'on' for a large one.
+-- statement does not ('force_generic_plan'; on Citus always custom: a generic plan has no
+-- agent_id to pick the shard with).  $2, enable_seqscan: 'off' for a small agent (see
+-- scan_session_settings), 'on' for a large one.
 SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
        set_config('plan_cache_mode', $1, true),
        set_config('enable_seqscan', $2, true);
+
+-- name: recall_scan_small
+-- On Citus, the scan settings must act where the statement runs, a worker: set_config
+-- stays on the coordinator, SET LOCAL goes on to the workers of the transaction
+-- (citus.propagate_set_commands = 'local', set by the Citus script).
+SET LOCAL enable_seqscan = off;
+
+-- name: recall_scan_large
+-- (see recall_scan_small)
+SET LOCAL hnsw.iterative_scan = relaxed_order;
 
 -- name: recall_agent_rows
 -- The most rows a small agent's recall would read from one table (every memory but the

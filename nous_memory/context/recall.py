@@ -3,7 +3,7 @@
 Four legs (vector and full text, over ``memories`` and over ``episode_chunks``) are fused
 by reciprocal rank fusion (RRF); recency, importance, confidence and use then nudge the
 fused score within documented bounds (``Priors``).  Fused scores order results only:
-thresholds belong to raw cosine similarity (DESIGN principle 5).
+thresholds belong to raw cosine similarity (docs/architecture.md, principle 5).
 
 Recall never reads ``episode_messages``: chunks, summaries and memory rows stay hot when
 an episode's transcript is archived, so closed and archived episodes stay reachable.
@@ -18,16 +18,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from uuid import UUID
 
 import numpy as np
 from pgvector import Vector as PgVector
 
 from ..db import Database
+from ..embeddings.cache import EmbeddingCache
 from ..errors import FieldProblem, InvalidInputError, longer_than
 from ..memories.kinds import Kind, Status, is_utf8, parse_agent_id, parse_kind
-from ..memories.manager import MemoryManager
 from .ordering import final_order
+from .refs import make_ref
 from .results import MAX_K as MAX_K
 from .results import MAX_QUERY_CHARS as MAX_QUERY_CHARS
 from .results import MIN_K as MIN_K
@@ -119,11 +119,6 @@ class Priors:
         return high / low
 
 
-def make_ref(kind: str, memory_id: UUID, chunk_no: int | None = None) -> str:
-    base = f"{kind}:{memory_id.hex[:8]}"
-    return base if chunk_no is None else f"{base}#c{chunk_no}"
-
-
 def leg_size(k: int) -> int:
     """Candidates per leg: enough depth for fusion to matter, bounded for latency."""
     return min(max(4 * k, 60), 400)
@@ -207,13 +202,13 @@ def parse_request(agent_id: object, query: object, kinds: object, k: object,
 class Recaller:
     """Runs recall for any agent; every statement is scoped to the request's agent."""
 
-    def __init__(self, db: Database, memories: MemoryManager, *,
+    def __init__(self, db: Database, embeddings: EmbeddingCache, *,
                  priors: Priors | None = None, fusion: Fusion | None = None,
                  exact_scan_max_rows: int = EXACT_SCAN_MAX_ROWS) -> None:
         if exact_scan_max_rows < 0:
             raise ValueError("exact_scan_max_rows must be >= 0")
         self._db = db
-        self._memories = memories
+        self._embeddings = embeddings
         self._priors = priors or Priors()
         self._fusion = fusion or Fusion()
         self._exact_max = exact_scan_max_rows
@@ -227,7 +222,7 @@ class Recaller:
         started = time.perf_counter()
         req = parse_request(agent_id, query, kinds, k, include_superseded, as_of)
         if query_embedding is None:
-            vector = (await self._memories.embed_query(req.agent, req.query))
+            vector = (await self._embeddings.embed_query(req.agent, req.query))
         else:
             vector = self.check_vector(query_embedding)
         embedded = time.perf_counter()
@@ -257,7 +252,7 @@ class Recaller:
         if req.include_superseded:
             statuses.append(Status.SUPERSEDED.value)
         p, f = self._priors, self._fusion
-        args = (req.agent, req.query, PgVector(vector), self._memories.model_name,
+        args = (req.agent, req.query, PgVector(vector), self._embeddings.model_name,
                 [kind.value for kind in req.kinds], statuses, Kind.EPISODE in req.kinds,
                 leg_size(req.k), depth, f.rrf_k, p.recency, p.half_life_days,
                 p.importance, p.confidence, p.use, float(p.use_saturation), f.text_weight,
@@ -271,9 +266,12 @@ class Recaller:
                 return await conn.fetch("recall", *args[:20], True, *args[20:], 0, 0)
         corpus = (0, 0) if exact else await self._corpus_of(req.agent)
         async with self._db.transaction() as conn:
+            generic = exact and not self._db.distributed
             await conn.fetchval("recall_plan_settings",
-                                "force_generic_plan" if exact else "force_custom_plan",
+                                "force_generic_plan" if generic else "force_custom_plan",
                                 "off" if exact else "on")
+            if self._db.distributed:  # the scan settings, sent on to the agent's worker
+                await conn.execute("recall_scan_small" if exact else "recall_scan_large")
             return await conn.fetch("recall", *args[:20], exact, *args[20:], *corpus)
 
     async def _scans_exactly(self, agent: str) -> bool:
@@ -312,7 +310,7 @@ class Recaller:
             array = np.asarray(value, dtype=np.float32)
         except (TypeError, ValueError):
             raise InvalidInputError.single("query_embedding", "must be a list of numbers") from None
-        dim = self._memories.dimension
+        dim = self._embeddings.dimension
         if array.ndim != 1 or array.shape[0] != dim:
             raise InvalidInputError.single("query_embedding",
                                            f"must have {dim} numbers (the store's dimension)")
@@ -326,7 +324,7 @@ def _item(row: Mapping[str, Any]) -> RecallItem:
     chunk_no = row["chunk_no"]
     kind = Kind(row["kind"])
     return RecallItem(
-        ref=make_ref(kind.value, row["memory_id"], chunk_no), source=row["source"],
+        ref=make_ref(kind, row["memory_id"], chunk_no), source=row["source"],
         memory_id=row["memory_id"], kind=kind, chunk_no=chunk_no, text=row["text"],
         tokens=row["tokens"], message_metadata=row["message_metadata"] or [],
         created_at=row["created_at"], ended_at=row["ended_at"], said_at=row["said_at"],

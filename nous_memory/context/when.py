@@ -15,16 +15,16 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
-_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
-            "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11,
-            "twelve": 12, "a couple of": 2, "a few": 3, "several": 3}
-_NUMBER = r"(\d{1,3}|a couple of|a few|several|an?|one|two|three|four|five|six|seven|eight" \
-          r"|nine|ten|eleven|twelve)"
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
-           "september", "october", "november", "december")
-_WEEKDAY = "(" + "|".join(_WEEKDAYS) + ")"
-_MONTH = "(" + "|".join(_MONTHS) + r"|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)"
+from ..words import MONTH_ABBREVIATIONS, MONTH_NAMES, UNIT_WORDS, WEEKDAY_NAMES
+
+_NUMBERS = {"a couple of": 2, "a few": 3, "several": 3, "an": 1, "a": 1} | {
+    word: n for n, word in enumerate(UNIT_WORDS[1:13], start=1)}  # one to twelve
+_NUMBER = r"(\d{1,3}|" + "|".join(_NUMBERS) + ")"
+
+_WEEKDAY = "(" + "|".join(WEEKDAY_NAMES) + ")"
+_MONTH = "(" + "|".join([*MONTH_NAMES, *sorted(
+    (short for shorts in MONTH_ABBREVIATIONS.values() for short in shorts),
+    key=len, reverse=True)]) + ")"
 
 _AGO = re.compile(rf"\b{_NUMBER} (day|week|month|year)s? ago\b")
 _PAST = re.compile(rf"\b(?:the )?(?:past|last) {_NUMBER} (day|week|month|year)s?\b")
@@ -65,7 +65,7 @@ def _months_back(d: date, months: int) -> date:
 
 
 def _month_number(name: str) -> int:
-    for i, full in enumerate(_MONTHS, start=1):
+    for i, full in enumerate(MONTH_NAMES, start=1):
         if full.startswith(name[:3]):
             return i
     raise ValueError(name)
@@ -107,7 +107,7 @@ def resolve(query: str, as_of: datetime) -> Window | None:
         back = {"day": n, "week": 7 * n, "month": 31 * n, "year": 366 * n}[unit]
         add(m, _days(today - timedelta(days=back), today))
     for m in _LAST_WEEKDAY.finditer(text):
-        weekday = _WEEKDAYS.index(m.group(1))
+        weekday = WEEKDAY_NAMES.index(m.group(1))
         back = (today.weekday() - weekday) % 7 or 7
         day = today - timedelta(days=back)
         add(m, _days(day - timedelta(days=1), day + timedelta(days=1)))

@@ -9,22 +9,23 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 from uuid import UUID
 
 from .. import blocks
 from ..db import Database
 from ..llm import LLMClient, LLMError
+from ..memories.messages import to_message
 from ..tokens import count_tokens
-from . import breaker, llm_fold, rules
+from . import breaker, extractive, llm_fold
 from .facets import Facets, merge, rule_facets
 from .pairs import ConvMessage, call_for, content_hash, pair_index, safe_cut
 from .policy import Policy, should_summarize
 from .prompt import chat_message, message_tokens
+from .results import Gap as Gap
+from .results import Op, Source
+from .results import SummarizeResult as SummarizeResult
 from .storage import (
     NewRecord,
-    Op,
-    Source,
     State,
     SummaryRecord,
     episode_state,
@@ -34,41 +35,11 @@ from .storage import (
     invalidate,
     latest_analyses,
     load_state,
-    to_message,
     unfolded,
 )
 
 MAX_REBUILD_STEPS = 200
 INVALIDATE_TRIES = 3
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Gap:
-    """Where the watermark had to stop, and why."""
-
-    seq: int
-    reason: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SummarizeResult:
-    episode_id: UUID
-    folded: int  # messages folded by this call
-    steps: int  # chain records written by this call (folds, compactions, chapter closes)
-    watermark_seq: int
-    summary_id: int | None
-    source: Source | None = None
-    op: Op | None = None
-    reasons: tuple[str, ...] = ()
-    gaps: tuple[Gap, ...] = ()
-    invalidated: str | None = None  # why the chain was rebuilt from the raw messages
-    lost_race: bool = False  # another worker folded first; this call wrote nothing
-    deferred: bool = False  # a fold is due but was left to the worker (it needs the LLM)
-
-    def as_json(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["episode_id"] = str(self.episode_id)
-        return data
 
 
 @dataclass(slots=True)
@@ -239,7 +210,7 @@ class Summarizer:
                     passed.add(message.seq)
                 continue
             try:
-                kind, text = rules.analyze(message, call_for(messages, i, pairs))
+                kind, text = extractive.analyze(message, call_for(messages, i, pairs))
             except (ValueError, TypeError, KeyError, AttributeError) as exc:
                 failures[message.seq] = f"analysis missing: the analyser failed ({exc!r})"
                 continue
@@ -306,10 +277,10 @@ class Summarizer:
     def _rule_step(self, old: str, old_facets: Facets, delta: list[tuple[ConvMessage, str]],
                    *, op: Op, depth: int) -> _Step:
         analyses = [a for _, a in delta]
-        facets = merge(old_facets, rule_facets([(m.speaker, rules.extract(
+        facets = merge(old_facets, rule_facets([(m.speaker, extractive.extract(
             " ".join(blocks.strip(m.content).split()), 2000)) for m, _ in delta
             if m.role != "tool"]))
-        return _Step(delta=delta, text=rules.append(old, analyses), facets=facets,
+        return _Step(delta=delta, text=extractive.append(old, analyses), facets=facets,
                      source="rule", op=op, depth=depth)
 
     async def _llm_step(self, agent: str, episode: UUID, policy: Policy, state: State,
@@ -365,7 +336,7 @@ class Summarizer:
             except LLMError as exc:
                 step.notes.append(f"llm compaction failed: {exc}")
             step.failed = True
-        step.text = rules.fit_summary(step.text, goal, policy.summary_token_cap)
+        step.text = extractive.fit_summary(step.text, goal, policy.summary_token_cap)
         step.notes.append(f"compacted to the newest tail ({len(step.text)} chars)")
         if not keep_op and step.source == "rule":
             step.op = "compaction"
@@ -386,9 +357,9 @@ class Summarizer:
                 step.notes.append("llm story merge over its size: rules used")
             except LLMError as exc:
                 step.notes.append(f"llm story merge failed: {exc}")
-        merged = rules.append(old, [rules.extract(" ".join(step.text.split()),
+        merged = extractive.append(old, [extractive.extract(" ".join(step.text.split()),
                                                   policy.story_chars // 2)])
-        step.story = (rules.tail_compact(merged, policy.story_chars), facets, "rule")
+        step.story = (extractive.tail_compact(merged, policy.story_chars), facets, "rule")
         step.notes.append("chapter closed into the story (rule)")
 
     async def _record_breaker(self, agent: str, episode: UUID, policy: Policy, state: State,

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from .. import blocks
 from ..llm import LLMClient
 from ..tokens import count_tokens
-from . import rules
+from . import extractive
 from .facets import Facets, clean
 from .pairs import ConvMessage, safe_cut
 from .policy import Policy
@@ -100,7 +100,7 @@ def fold_input(policy: Policy, summary: str, bridge: ConvMessage | None,
     head = f"<summary>{fit(_escape(summary), max(half, 0), 'tail')}</summary>\n"
     if bridge is not None:
         # rendered (and escaped) once; a long bridge goes as its rule analysis, never empty
-        head += f"<bridge>{_render(bridge, rules.analyze(bridge, None)[1])}</bridge>\n"
+        head += f"<bridge>{_render(bridge, extractive.analyze(bridge, None)[1])}</bridge>\n"
     used_tokens = count_tokens(system) + count_tokens(head) + 16
     parts: list[str] = []
     for message, analysis in delta:

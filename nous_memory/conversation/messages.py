@@ -8,31 +8,15 @@ bumps the state's version, so a fold computed from the old text cannot land.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
 from uuid import UUID
 
 from ..db import Database
 from ..errors import ConflictError, InvalidInputError, NotFoundError, longer_than
 from ..memories.kinds import MAX_MESSAGE_CHARS, is_utf8
 from ..tokens import count_tokens
+from .results import MessageChange as MessageChange
 from .storage import invalidate_in
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MessageChange:
-    episode_id: UUID
-    seq: int
-    action: str  # edited | deleted
-    at: datetime
-    invalidated: bool  # the change was behind the watermark: the summary is rebuilt
-    versions: int = 1  # stored versions of the message (edits + the current one)
-
-    def as_json(self) -> dict[str, Any]:
-        return {"episode_id": str(self.episode_id), "seq": self.seq, "action": self.action,
-                "at": self.at.isoformat(), "invalidated": self.invalidated,
-                "versions": self.versions}
 
 
 def _check_seq(seq: object) -> int:
@@ -72,7 +56,11 @@ async def change(db: Database, agent: str, episode: UUID, seq: object, *,
         if delete:
             at = await conn.fetchval("conv_message_delete", agent, episode, number)
         else:
-            at = await conn.fetchval("conv_message_edit", agent, episode, number, text, tokens)
+            moment = datetime.now(UTC)
+            earlier = [{"content": message["content"], "tokens": message["tokens"],
+                        "edited_at": moment.isoformat()}]
+            at = await conn.fetchval("conv_message_edit", agent, episode, number, text, tokens,
+                                     earlier, moment)
         await conn.execute("conv_state_ensure", agent, episode)
         # Touch first: a fold in flight may hold the old text, so its compare-and-swap must
         # fail; and the row lock this takes means a fold that landed just before is seen

@@ -18,31 +18,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from typing import Any
 
+from ..memories.messages import TranscriptMessage
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConvMessage:
-    """One live (not deleted) message of a conversation."""
-
-    seq: int
-    role: str
-    content: str
-    name: str | None = None
-    tool_call_id: str | None = None
-    tokens: int = 0
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-    created_at: datetime | None = None
-
-    @property
-    def words(self) -> int:
-        return len(self.content.split())
-
-    @property
-    def speaker(self) -> str:
-        return self.name or self.role
+ConvMessage = TranscriptMessage  # working memory's name for the one message record
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,7 +11,10 @@ SELECT policy FROM conversation_policies WHERE agent_id = $1;
 
 -- name: conv_policy_set
 INSERT INTO conversation_policies (agent_id, policy) VALUES ($1, $2)
-ON CONFLICT (agent_id) DO UPDATE SET policy = EXCLUDED.policy, updated_at = now()
+-- EXCLUDED.updated_at is the column default, now(): Citus takes only a column or an
+-- immutable expression in DO UPDATE SET of a distributed table.
+ON CONFLICT (agent_id) DO UPDATE SET policy = EXCLUDED.policy,
+                                     updated_at = EXCLUDED.updated_at
 RETURNING policy;
 
 -- name: conv_episode
@@ -114,10 +117,12 @@ SELECT seq, role, content, tokens, deleted_at, edits FROM episode_messages
 WHERE agent_id = $1 AND episode_id = $2 AND seq = $3 FOR UPDATE;
 
 -- name: conv_message_edit
--- The earlier version goes to `edits`; the raw text is never lost.
-UPDATE episode_messages SET content = $4, tokens = $5, edited_at = now(),
-       edits = edits || jsonb_build_array(jsonb_build_object(
-           'content', content, 'tokens', tokens, 'edited_at', now()))
+-- The earlier version goes to `edits` ($6: a one-element array made by the caller from
+-- the locked row, with $7, the moment of the edit); the raw text is never lost.  Citus
+-- refuses a non-immutable function over columns in an UPDATE's SET, so the entry is not
+-- built here.
+UPDATE episode_messages SET content = $4, tokens = $5, edited_at = $7,
+       edits = edits || $6::jsonb
 WHERE agent_id = $1 AND episode_id = $2 AND seq = $3
 RETURNING edited_at;
 

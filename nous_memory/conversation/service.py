@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -16,67 +13,19 @@ from ..llm import LLMClient
 from ..memories.kinds import is_utf8, parse_agent_id
 from ..memories.params import parse_memory_id
 from ..tokens import count_tokens
-from ..work.queue import TaskHandler, WorkContext, enqueue
+from ..work.queue import WorkContext, enqueue
+from ..work.tasks import Task
 from . import messages, storage
-from .engine import Summarizer, SummarizeResult, View, summary_text
+from .engine import Summarizer, View, summary_text
 from .facets import Facets, merge
 from .pairs import ConvMessage
 from .policy import KNOBS, Policy, resolve
 from .prompt import ContextProvider, assemble, prompt_tokens, summary_parts
+from .results import ConversationSummary as ConversationSummary
+from .results import Prompt as Prompt
+from .results import SummarizeResult
 
 MAX_HISTORY_PAGE = 500
-SUMMARIZE_TASK = "conversation_summarize"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConversationSummary:
-    """The current rolling summary of an episode (what the close pipeline can read)."""
-
-    episode_id: UUID
-    text: str  # story and chapter, as a prompt shows them
-    story: str
-    chapter: str
-    facets: Facets
-    watermark_seq: int  # the last folded message (-1: nothing folded yet)
-    summary_id: int | None
-    story_id: int | None
-    source: str | None
-    depth: int
-    tokens: int
-    invalidated_reason: str | None
-    breaker_failures: int
-    breaker_open_until: datetime | None
-
-    def as_json(self) -> dict[str, Any]:
-        return {"episode_id": str(self.episode_id), "text": self.text, "story": self.story,
-                "chapter": self.chapter, "facets": self.facets.model_dump(),
-                "watermark_seq": self.watermark_seq, "summary_id": self.summary_id,
-                "story_id": self.story_id, "source": self.source, "depth": self.depth,
-                "tokens": self.tokens, "invalidated_reason": self.invalidated_reason,
-                "breaker_failures": self.breaker_failures,
-                "breaker_open_until": (self.breaker_open_until.isoformat()
-                                       if self.breaker_open_until else None)}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Prompt:
-    """Chat messages for the next call and how the budget was spent."""
-
-    messages: list[dict[str, Any]]
-    tokens: int
-    budget_tokens: int
-    summary_tokens: int
-    context_tokens: int
-    tail_messages: int
-    dropped_messages: int  # unfolded messages left out to stay in budget
-    truncated: bool  # the newest message was cut to fit
-    watermark_seq: int
-    summarized: SummarizeResult | None
-
-    def as_json(self) -> dict[str, Any]:
-        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        data["summarized"] = self.summarized.as_json() if self.summarized else None
-        return data
 
 
 async def current_summary(db: Database, agent_id: str,
@@ -201,7 +150,7 @@ class WorkingMemory:
                 agent, episode, policy, llm_inline=not self.background_llm,
                 extra_tokens=extra)
             if result.deferred:
-                await enqueue(self._db, agent, SUMMARIZE_TASK, episode,
+                await enqueue(self._db, agent, Task.CONVERSATION_SUMMARIZE, episode,
                               payload={"policy": dict(overrides or {}), "extra_tokens": extra})
         else:
             await storage.episode_state(self._db, agent, episode)
@@ -224,11 +173,8 @@ class WorkingMemory:
                       dropped_messages=built.dropped_messages, truncated=built.truncated,
                       watermark_seq=current.watermark_seq, summarized=result)
 
-    def handlers(self) -> dict[str, TaskHandler]:
-        """The work-queue task build_prompt queues when a fold needs the LLM."""
-        return {SUMMARIZE_TASK: self._summarize_task}
-
-    async def _summarize_task(self, ctx: WorkContext) -> None:
+    async def summarize_task(self, ctx: WorkContext) -> None:
+        """Runs ``Task.CONVERSATION_SUMMARIZE``: the fold build_prompt left to the worker."""
         item = ctx.item
         overrides = item.payload.get("policy")
         extra = item.payload.get("extra_tokens")

@@ -6,17 +6,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 from uuid import UUID
 
 from ..db import Connection, Database
 from ..errors import NotFoundError
+from ..memories.messages import to_message
 from .facets import Facets
 from .pairs import ConvMessage
-
-Level = Literal["chapter", "story"]
-Op = Literal["fold", "compaction", "rebuild", "chapter_close"]
-Source = Literal["llm", "rule"]
+from .results import Level as Level
+from .results import Op as Op
+from .results import Source as Source
+from .results import SummaryRecord as SummaryRecord
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -32,37 +33,6 @@ class State:
     breaker_failures: int
     breaker_open_until: datetime | None
     invalidated_reason: str | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SummaryRecord:
-    """One link of the chain (a fold, compaction, rebuild, chapter or story summary)."""
-
-    id: int
-    parent_id: int | None
-    level: Level
-    op: Op
-    depth: int
-    first_seq: int
-    last_seq: int
-    covered: int
-    content: str
-    chars: int
-    tokens: int
-    source: Source
-    facets: Facets
-    status: str
-    notes: tuple[str, ...] = ()
-    created_at: datetime | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        return {"id": self.id, "parent_id": self.parent_id, "level": self.level,
-                "op": self.op, "depth": self.depth, "first_seq": self.first_seq,
-                "last_seq": self.last_seq, "covered": self.covered, "content": self.content,
-                "chars": self.chars, "tokens": self.tokens, "source": self.source,
-                "facets": self.facets.model_dump(), "status": self.status,
-                "notes": list(self.notes),
-                "created_at": self.created_at.isoformat() if self.created_at else None}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,12 +59,6 @@ class Analysis:
     kind: str
     content: str
     created_at: datetime
-
-
-def to_message(row: Mapping[str, Any]) -> ConvMessage:
-    return ConvMessage(seq=row["seq"], role=row["role"], content=row["content"],
-                       name=row["name"], tool_call_id=row["tool_call_id"], tokens=row["tokens"],
-                       metadata=row["metadata"] or {}, created_at=row["created_at"])
 
 
 def _record(row: Mapping[str, Any]) -> SummaryRecord:

@@ -9,7 +9,10 @@ never from input; every statement on a tenant table is scoped to one agent (``$1
 Imports go through a staging table per target table (``stage_<table>``, a temporary
 copy of its columns and CHECK constraints, dropped at commit): rows are staged there in
 batches, compared with what the agent already has, and only then inserted, in one
-transaction.
+transaction.  What the agent already has of the staged keys is first copied into a
+second temporary table (``have_<table>``), so the comparisons join temporary tables only:
+Citus joins no distributed table with a temporary one (it runs a statement whose
+subquery reads only local tables by reading that subquery first).
 """
 
 from __future__ import annotations
@@ -47,6 +50,10 @@ class TableShape:
     @property
     def stage(self) -> str:
         return f"stage_{self.name}"
+
+    @property
+    def present(self) -> str:
+        return f"have_{self.name}"
 
 
 def _shape(model: type[SQLModel]) -> TableShape:
@@ -148,11 +155,29 @@ async def copy_to_stage(conn: Connection, shape: TableShape,
             f"INSERT INTO {_q(shape.stage)} ({_columns(names)}) VALUES ({params})", rows)
 
 
+async def load_present(conn: Connection, shape: TableShape, agent_id: str,
+                       match: Sequence[str]) -> None:
+    """Copy the agent's rows whose ``match`` values a staged row has into a temporary
+    ``have_<table>`` (dropped at commit), which the comparisons below read."""
+    keys = _columns(match)
+    wanted = (f" AND ({_columns(match, 't.')}) IN (SELECT {keys} FROM {_q(shape.stage)})"
+              if match else "")
+    with translated():
+        await conn.raw.execute(
+            f"CREATE TEMPORARY TABLE {_q(shape.present)} (LIKE {_q(shape.name)}) "
+            f"ON COMMIT DROP")
+        await conn.raw.execute(
+            f"INSERT INTO {_q(shape.present)} ({_columns(shape.columns)}) "
+            f"SELECT {_columns(shape.columns, 't.')} FROM {_q(shape.name)} t "
+            f"WHERE t.{_q(AGENT)} = $1{wanted}", agent_id)
+
+
 def _joined(shape: TableShape, match: Sequence[str]) -> str:
-    """The agent's existing rows of the table that match a staged row ``s``."""
+    """The agent's existing rows of the table that match a staged row ``s`` (from
+    ``load_present``)."""
     on = " AND ".join([f"t.{_q(AGENT)} = $1",
                        *(f"t.{_q(c)} = s.{_q(c)}" for c in match)])
-    return f"{_q(shape.name)} t WHERE {on}"
+    return f"{_q(shape.present)} t WHERE {on}"
 
 
 async def repeated_key(conn: Connection, shape: TableShape,

@@ -77,11 +77,15 @@ class Database:
     """The pools.  Every statement is a named query from ``queries.sql``."""
 
     def __init__(self, pool: asyncpg.Pool, queries: Queries = QUERIES, *,
-                 dsn: str | None = None, scan_pool: asyncpg.Pool | None = None) -> None:
+                 dsn: str | None = None, scan_pool: asyncpg.Pool | None = None,
+                 distributed: bool = False) -> None:
         self._pool = pool
         self._queries = queries
         self._dsn = dsn
         self._scan_pool = scan_pool
+        # a Citus coordinator (docs/scaling.md): no generic plans (Citus picks an agent's
+        # shard from the bound agent_id), so no scan pool either
+        self.distributed = distributed
 
     @classmethod
     async def connect(cls, dsn: str, *, min_size: int = 1, max_size: int = 10,
@@ -97,7 +101,8 @@ class Database:
             assert pool is not None
             scanning: asyncpg.Pool | None = None
             try:
-                if scan_pool:
+                distributed = bool(await pool.fetchval(QUERIES["citus_installed"]))
+                if scan_pool and not distributed:
                     scanning = await asyncpg.create_pool(
                         dsn, min_size=0, max_size=max_size, init=_init_scan_connection,
                         reset=_no_session_reset,
@@ -105,7 +110,7 @@ class Database:
             except BaseException:
                 await pool.close()
                 raise
-        return cls(pool, dsn=dsn, scan_pool=scanning)
+        return cls(pool, dsn=dsn, scan_pool=scanning, distributed=distributed)
 
     def pool_connections(self) -> dict[str, int]:
         """The main pool's connections in use and idle (for /metrics)."""

@@ -44,6 +44,14 @@ COORDINATOR_LOCAL: Final[dict[str, str]] = {
                   "only where every worker connects, the coordinator",
 }
 
+# Coordinator-local tables registered in Citus's metadata (citus_add_local_table_to_metadata:
+# the rows stay on the coordinator): a transaction that writes one of them and a shard
+# on a worker then commits on both with two-phase commit.  The queue is written inside
+# tenant transactions (closing an episode marks it on its shard and queues its item).
+# Not job_runs: Citus would then refuse its now() updates, and no tenant transaction
+# writes it.
+REGISTERED_LOCAL: Final[tuple[str, ...]] = ("work_items",)
+
 # Reference tables (a copy on every node): none; a table joined with distributed ones in
 # queries that run on the workers would go here.
 REFERENCE: Final[dict[str, str]] = {}
@@ -54,6 +62,9 @@ REFERENCE: Final[dict[str, str]] = {}
 _SWEEP = ("maintenance sweep in key-ordered batches over every agent: Citus runs it on "
           "every shard in parallel; joins between distributed tables are on agent_id "
           "(co-located) and every row written keeps its own agent_id")
+_AGENTS = ("a maintenance sweep's read-only list of the agents it has work for (a "
+           "multi-shard GROUP BY agent_id, a page at a time); the sweep's batches then run "
+           "per agent, routed to one shard group")
 CROSS_TENANT_QUERIES: Final[dict[str, str]] = {
     "work_claim": "the work queue is coordinator-local (see work_items); the claimed item "
                   "is then handled by code scoped to its own agent",
@@ -62,42 +73,45 @@ CROSS_TENANT_QUERIES: Final[dict[str, str]] = {
                          "and ages per task, no agent's data",
     "requeue_stuck_work": "coordinator-local work queue",
     "known_agents": "the inspector's agent list for a key of every agent: agent ids only, "
-                    "read-only (a loose index scan; its recursive CTE is not pushed down "
-                    "to Citus workers, so on Citus this page needs a multi-shard DISTINCT "
-                    "instead: not yet done)",
+                    "read-only (a loose index scan on one PostgreSQL; Citus does not run "
+                    "its recursive CTE across shards, so on Citus the store uses "
+                    "known_agents_distributed)",
+    "known_agents_distributed": "known_agents on Citus: a multi-shard GROUP BY agent_id "
+                                "(each shard groups its own agents), read-only",
     "idle_open_episodes": "the worker's read-only sweep for idle open episodes (a "
                           "multi-shard SELECT joined on agent_id); each hit is then closed "
                           "within its own agent",
-    "episode_key_range": "read-only paging of the sweeps: the next episode keys in "
-                         "(agent_id, memory_id) order, a multi-shard ORDER BY ... LIMIT",
-    "trim_episodes_batch": _SWEEP + "; it reads and queues into the coordinator-local work "
-                                    "queue",
-    "trim_transcripts_batch": _SWEEP + "; the transcripts' cold tails go to memory_archive "
-                                       "rows of their own agent",
-    "archive_episodes_batch": _SWEEP,
-    "backfill_upgrades_queue": "the fact backfill: queues LLM upgrades for every agent's "
-                               "rule-only episodes in one bounded statement (optional agent "
-                               "filter) into the coordinator-local work queue; every item "
-                               "keeps its own agent_id",
+    "episode_agents": _AGENTS,
+    "retention_agents": _AGENTS,
+    "lifecycle_promote_agents": _AGENTS,
+    "lifecycle_flag_agents": _AGENTS,
+    "lifecycle_retire_agents": _AGENTS,
+    "expired_cache_agents": _AGENTS,
+    "backfill_upgrade_candidates": "the fact backfill's read-only, multi-shard page of "
+                                   "candidate episodes in key order (optional agent filter)",
+    "backfill_upgrades_enqueue": "the fact backfill's queueing of those candidates into the "
+                                 "coordinator-local work queue; every item keeps its own "
+                                 "agent_id",
     "backfill_upgrades_left": "the fact backfill's count of episodes still waiting "
                               "(read-only, multi-shard)",
-    "backfill_rules_queue": "the fact backfill without an LLM: queues the rule pass for "
-                            "episodes closed before the extractor existed, every agent at "
-                            "once, into the coordinator-local work queue",
-    "retention_batch": _SWEEP,
-    "lifecycle_promote_facts": _SWEEP,
-    "lifecycle_flag_procedures": _SWEEP,
-    "lifecycle_retire_censors": _SWEEP,
+    "backfill_rules_candidates": "the rule backfill's read-only, multi-shard page of "
+                                 "candidate episodes in key order (optional agent filter)",
+    "backfill_rules_enqueue": "the rule backfill's queueing into the coordinator-local "
+                              "work queue; every item keeps its own agent_id",
     "compress_candidates": _SWEEP + " (read-only)",
     "compress_candidates_count": _SWEEP + " (read-only)",
-    "expire_extraction_cache": "disposable cache rows past their expiry; the delete "
-                               "re-checks the expiry, so a row position (ctid) taken on "
-                               "one shard can never delete a live row on another",
     "stale_embeddings_batch": _SWEEP + " (read-only)",
     "reembed_write": _SWEEP + "; each row is matched by (agent_id, id) and its version",
     "stale_chunk_embeddings_batch": _SWEEP + " (read-only)",
     "reembed_chunks_write": _SWEEP + "; each chunk is matched by its full key",
     "count_stale_embeddings": _SWEEP + " (read-only)",
+}
+
+
+# Named queries the store runs only on a single PostgreSQL, each with the one it runs on
+# Citus instead (the store knows which it is on: Database.distributed).
+SINGLE_NODE_ONLY: Final[dict[str, str]] = {
+    "known_agents": "known_agents_distributed",
 }
 
 
@@ -113,6 +127,17 @@ def citus_script() -> str:
     lines += [f"SELECT create_distributed_table('{table}', '{DISTRIBUTION_COLUMN}', "
               f"colocate_with => '{first}');" for table in DISTRIBUTED[1:]]
     lines += [f"SELECT create_reference_table('{table}');" for table in REFERENCE]
+    lines.append("-- coordinator-local, registered so that a transaction writing it and a "
+                 "shard commits with 2PC:")
+    lines += [f"SELECT citus_add_local_table_to_metadata('{table}');"
+              for table in REGISTERED_LOCAL]
     lines.append("-- coordinator-local, left as they are: "
-                 + ", ".join(sorted(COORDINATOR_LOCAL)))
+                 + ", ".join(sorted(set(COORDINATOR_LOCAL) - set(REGISTERED_LOCAL))))
+    lines += [
+        "-- SET LOCAL in a transaction reaches the workers it runs on (recall's scan "
+        "settings);",
+        "-- new sessions of this database take it:",
+        "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET citus.propagate_set_commands "
+        "= %L', current_database(), 'local'); END $$;",
+    ]
     return "\n".join(lines) + "\n"

@@ -44,6 +44,11 @@ SELECT current_setting('server_version') AS server_version,
        (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS pgvector_version,
        current_database() AS database;
 
+-- name: citus_installed
+-- Whether this is a Citus coordinator (docs/scaling.md): the store then plans no statement
+-- generically, since Citus routes a statement to an agent's shard by its bound agent_id.
+SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus');
+
 -- name: scan_session_settings
 -- The scan pool's sessions (db/connector.py), set once per connection; they run only a
 -- small agent's recall.  Its statement needs no plan of its own: a generic plan saves

@@ -6,6 +6,7 @@
   makes the ONNX graph once from the folder's weights; ``model_files`` reads a folder's
   settings without loading it;
 - ``compute``: query-first scheduling of a local model on its own thread;
+- ``cache``: embedding through the per-agent cache (every write and query embeds here);
 - ``query_cache``: a small in-process cache of query vectors;
 - ``remote``: OpenAI-compatible endpoints; ``factory``: the embedder the settings name.
 """

@@ -11,31 +11,13 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ..memories.messages import TranscriptMessage as TranscriptMessage
 from ..tokens import count_tokens
 from .dates import date_line
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TranscriptMessage:
-    """One stored message, as the chunker and the close pipeline see it."""
-
-    seq: int
-    role: str
-    content: str
-    name: str | None = None
-    tool_call_id: str | None = None
-    tokens: int = 0
-    created_at: datetime | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def speaker(self) -> str:
-        return self.name or self.role
-
 
 CHUNK_TURNS = 1  # messages per chunk (a chunk also stops at its token limit)
 CONTEXT_TURNS = 2  # preceding messages indexed with a chunk, not part of its content

@@ -24,6 +24,7 @@ from .. import blocks
 from ..conversation.prompt import fit
 from ..db import Connection
 from ..db.audit import record_events
+from ..errors import loggable
 from ..llm import LLMClient, LLMError
 from ..memories.kinds import (
     MAX_LABEL_CHARS,
@@ -32,10 +33,12 @@ from ..memories.kinds import (
     FactsState,
     SummarySource,
 )
+from ..memories.messages import TranscriptMessage
 from ..memories.summaries import leading_sentences
 from ..tokens import count_tokens
 from ..work.queue import enqueue
-from .chunks import TranscriptMessage, chunk_messages
+from ..work.tasks import Task
+from .chunks import chunk_messages
 
 _log = logging.getLogger(__name__)
 
@@ -227,12 +230,12 @@ class EpisodeCloser:
         cap = self._settings.input_cap_tokens
         preface = render_rolling_summary(rolling_summary, cap // 4)
         parts = split_for_cap(messages, cap - count_tokens(preface))
-        results = [await self._call(agent, "episode_close", INSTRUCTIONS,
+        results = [await self._call(agent, Task.EPISODE_CLOSE, INSTRUCTIONS,
                                     preface + render_transcript(part)) for part in parts]
         if len(results) == 1:
             return results[0]
         merged = json.dumps([r.model_dump() for r in results], ensure_ascii=False)
-        return await self._call(agent, "episode_close_merge", MERGE_INSTRUCTIONS,
+        return await self._call(agent, f"{Task.EPISODE_CLOSE}_merge", MERGE_INSTRUCTIONS,
                                 f"<parts>\n{merged}\n</parts>")
 
     async def _call(self, agent: str, purpose: str, system: str, user: str) -> EpisodeExtraction:
@@ -250,7 +253,7 @@ class EpisodeCloser:
         """The slow part, outside any transaction: the LLM call (chunking is cheap).
 
         Embeddings are not computed here: the chunks and the summary are written without
-        vectors and the ``episode_learn`` item embeds them and learns the facts and
+        vectors and the ``Task.EPISODE_LEARN`` item embeds them and learns the facts and
         decisions, so a close costs its LLM call plus one short transaction."""
         fresh = [m for m in messages if m.seq > chunked_upto]
         chunks = chunk_messages(fresh, max_tokens=self._settings.chunk_tokens,
@@ -265,7 +268,7 @@ class EpisodeCloser:
             except LLMError as exc:
                 failure = str(exc)
                 _log.warning("close of episode %s fell back to the rule summary: %s",
-                             episode_id, exc)
+                             episode_id, loggable(exc))
         if extraction is not None:
             summary, source = extraction.summary.strip(), SummarySource.LLM
         else:
@@ -299,16 +302,16 @@ class EpisodeCloser:
             await conn.execute("episode_extraction_save", agent, ident,
                                x.model_dump(mode="json"))
         await record_events(conn, agent, [{
-            "memory_id": str(ident), "event": "updated", "actor": "episode_close",
+            "memory_id": str(ident), "event": "updated", "actor": Task.EPISODE_CLOSE.value,
             "old_values": {"state": "closing"},
             "new_values": {"state": "closed", "summary_source": close.source.value,
                            "facts_state": facts_state.value,
                            "extracted": ({"facts": len(x.facts), "decisions": len(x.decisions)}
                                          if x is not None else None),
                            "chunks": len(close.chunks)}}])
-        await enqueue(conn, agent, "episode_learn", ident)
+        await enqueue(conn, agent, Task.EPISODE_LEARN, ident)
         if x is None and close.llm_configured:
-            await enqueue(conn, agent, "episode_upgrade", ident,
+            await enqueue(conn, agent, Task.EPISODE_UPGRADE, ident,
                           delay_s=self._settings.upgrade_delay_s)
 
 

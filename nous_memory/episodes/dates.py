@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from datetime import date, datetime, timedelta
 
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+from ..words import WEEKDAY_NAMES
 
 
 def _day(d: date) -> str:
@@ -59,10 +59,10 @@ _RULES: list[Rule] = [
     (re.compile(r"\b(?:last|past|previous) year\b|\ba year ago\b"),
      lambda d, m: str(d.year - 1)),
     (re.compile(r"\bnext year\b"), lambda d, m: str(d.year + 1)),
-    (re.compile(r"\b(?:last|past|on) (" + "|".join(_WEEKDAYS) + r")\b"),
-     lambda d, m: _day(_last_weekday(d, _WEEKDAYS.index(m.group(1))))),
-    (re.compile(r"\b(?:next|this|coming) (" + "|".join(_WEEKDAYS) + r")\b"),
-     lambda d, m: _day(_next_weekday(d, _WEEKDAYS.index(m.group(1))))),
+    (re.compile(r"\b(?:last|past|on) (" + "|".join(WEEKDAY_NAMES) + r")\b"),
+     lambda d, m: _day(_last_weekday(d, WEEKDAY_NAMES.index(m.group(1))))),
+    (re.compile(r"\b(?:next|this|coming) (" + "|".join(WEEKDAY_NAMES) + r")\b"),
+     lambda d, m: _day(_next_weekday(d, WEEKDAY_NAMES.index(m.group(1))))),
 ]
 
 

@@ -19,9 +19,11 @@ from uuid import UUID
 import numpy as np
 
 from ..db import Connection, Database
-from ..errors import InvalidInputError
+from ..embeddings.cache import EmbeddingCache
+from ..errors import InvalidInputError, loggable
 from ..memories.kinds import DecisionDetail, DecisionOutcome, Kind, NewMemory, parse_new
 from ..memories.manager import MemoryManager, PreparedUpdate, PreparedWrite
+from ..work.tasks import Task
 from .close import EpisodeExtraction
 
 _log = logging.getLogger(__name__)
@@ -46,9 +48,11 @@ class PreparedDecisions:
 
 
 class DecisionMatcher:
-    def __init__(self, db: Database, memories: MemoryManager) -> None:
+    def __init__(self, db: Database, memories: MemoryManager,
+                 embeddings: EmbeddingCache) -> None:
         self._db = db
         self._memories = memories
+        self._embeddings = embeddings
 
     async def prepare(self, agent: str, episode_id: UUID,
                       extraction: EpisodeExtraction) -> PreparedDecisions:
@@ -61,7 +65,8 @@ class DecisionMatcher:
                 parsed.append(parse_new(Kind.DECISION, {**fields,
                                                         "source_episode_id": episode_id}))
             except InvalidInputError as exc:
-                _log.info("skipped an extracted decision of episode %s: %s", episode_id, exc)
+                _log.info("skipped an extracted decision of episode %s: %s", episode_id,
+                          loggable(exc))
         matches = await self._match(agent, parsed)
         news = [n for n, match in zip(parsed, matches, strict=True) if match is None]
         updates: list[PreparedUpdate] = []
@@ -81,7 +86,7 @@ class DecisionMatcher:
         created = len(await self._memories.write(conn, prepared.news)) if prepared.news else 0
         updated = 0
         for update in prepared.updates:
-            if await self._memories.write_update(conn, update, actor="episode_learn"):
+            if await self._memories.write_update(conn, update, actor=Task.EPISODE_LEARN.value):
                 updated += 1
             else:  # edited meanwhile: the owner's edit stands
                 _log.info("decision %s changed while an episode was learned; not updated",
@@ -98,7 +103,7 @@ class DecisionMatcher:
         if not rows:
             return [None] * len(parsed)
         asking = [i for i, k in enumerate(keys) if k]
-        vectors = await self._memories.embed_texts(
+        vectors = await self._embeddings.embed_texts(
             agent, [_detail(parsed[i]).description for i in asking]
             + [r["description"] for r in rows])
         mine = np.asarray(vectors[:len(asking)])

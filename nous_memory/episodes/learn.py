@@ -2,7 +2,7 @@
 decisions.
 
 Close processing writes its summary and chunks without vectors and keeps the LLM's
-extraction in ``episode_extractions``; this ``episode_learn`` work item does the slow
+extraction in ``episode_extractions``; this ``Task.EPISODE_LEARN`` work item does the slow
 part (embedding, fact dedup lookups) outside any transaction and writes everything in
 one, so a close costs one LLM call plus one short transaction.  Until it has run, the
 episode is found by full text, and its ``facts_state`` stays ``pending``.
@@ -25,11 +25,13 @@ from pgvector import Vector as PgVector
 
 from ..db import Connection, Database
 from ..db.audit import record_events
-from ..errors import InvalidInputError
+from ..embeddings.cache import EmbeddingCache
+from ..errors import InvalidInputError, loggable
 from ..facts.learning import FactLearner, LearnResult
 from ..memories.kinds import MAX_LIST_ITEMS, FactsExtractor, FactsState
 from ..memories.manager import MemoryManager, PreparedWrite
-from ..work.queue import TaskHandler, WorkContext
+from ..work.queue import WorkContext
+from ..work.tasks import Task
 from .chunks import embedding_text
 from .close import INSTRUCTIONS, EpisodeExtraction, ExtractedFact
 from .decisions import DecisionMatcher, PreparedDecisions
@@ -42,14 +44,12 @@ LLM_DEFAULT_CONFIDENCE = 0.7  # an LLM fact without a confidence: still above th
 
 
 class EpisodeLearner:
-    def __init__(self, db: Database, memories: MemoryManager, facts: FactLearner) -> None:
+    def __init__(self, db: Database, memories: MemoryManager, embeddings: EmbeddingCache,
+                 facts: FactLearner) -> None:
         self._db = db
-        self._memories = memories
+        self._embeddings = embeddings
         self._facts = facts
-        self._decisions = DecisionMatcher(db, memories)
-
-    def handlers(self) -> dict[str, TaskHandler]:
-        return {"episode_learn": self.process}
+        self._decisions = DecisionMatcher(db, memories, embeddings)
 
     async def process(self, ctx: WorkContext) -> None:
         agent, ident = ctx.item.agent_id, ctx.item.memory_id
@@ -58,7 +58,7 @@ class EpisodeLearner:
         raw = await self._db.fetchval("episode_extraction_pending", agent, ident)
         texts = [embedding_text(c["content"], c["context"]) for c in chunks] + (
             [summary] if summary is not None else [])
-        vectors = await self._memories.embed_texts(agent, texts)
+        vectors = await self._embeddings.embed_texts(agent, texts)
         extraction = EpisodeExtraction.model_validate(raw) if raw is not None else None
         facts: list[PreparedWrite] = []
         decisions = PreparedDecisions(news=None, updates=[])
@@ -92,7 +92,7 @@ class EpisodeLearner:
             await conn.execute("episode_facts_state", agent, ident, FactsState.EXTRACTED.value)
             await conn.execute("episode_facts_extractor", agent, ident, FactsExtractor.LLM.value)
             await record_events(conn, agent, [{
-                "memory_id": str(ident), "event": "updated", "actor": "episode_learn",
+                "memory_id": str(ident), "event": "updated", "actor": Task.EPISODE_LEARN.value,
                 "old_values": {"facts_state": FactsState.PENDING.value},
                 "new_values": {"facts_state": FactsState.EXTRACTED.value,
                                "facts": _tally(learned),
@@ -121,7 +121,7 @@ class EpisodeLearner:
             await conn.execute("episode_facts_extractor", agent, ident,
                                FactsExtractor.RULES.value)
             await record_events(conn, agent, [{
-                "memory_id": str(ident), "event": "updated", "actor": "episode_learn",
+                "memory_id": str(ident), "event": "updated", "actor": Task.EPISODE_LEARN.value,
                 "old_values": {"facts_extractor": FactsExtractor.NONE.value},
                 "new_values": {"facts_extractor": FactsExtractor.RULES.value,
                                "facts": _tally(learned)}}])
@@ -129,7 +129,7 @@ class EpisodeLearner:
     async def _set_embeddings(self, conn: Connection, agent: str, ident: UUID,
                               chunks: list[Any], summary: str | None,
                               vectors: list[Any]) -> None:
-        model = self._memories.model_name
+        model = self._embeddings.model_name
         if chunks:
             await conn.execute("chunks_set_embeddings", agent, ident, model,
                                [c["chunk_no"] for c in chunks],
@@ -150,12 +150,13 @@ class EpisodeLearner:
                   **({"source_seq": seqs[i]} if seqs is not None else {})}
                  for i, fact in enumerate(extracted)]
         prepared: list[PreparedWrite] = []
-        for fact, ready in zip(extracted, await self._facts.prepare_many(
-                agent, items, instructions=INSTRUCTIONS), strict=True):
+        for ready in await self._facts.prepare_many(agent, items, instructions=INSTRUCTIONS):
             if isinstance(ready, InvalidInputError):
-                _log.info("skipped an extracted fact of episode %s: %s", episode_id, ready)
+                _log.info("skipped an extracted fact of episode %s: %s", episode_id,
+                          loggable(ready))
             elif isinstance(ready, LearnResult):
-                _log.info("extracted fact rejected (%s): %r", ready.reason, fact.content)
+                _log.info("an extracted fact of episode %s rejected: %s", episode_id,
+                          ready.action)
             else:
                 prepared.append(ready)
         return prepared

@@ -39,11 +39,12 @@ from ..memories.kinds import (
     problems_from,
 )
 from ..memories.manager import MemoryManager
+from ..memories.messages import TranscriptMessage, to_message
 from ..memories.params import parse_memory_id
 from ..memories.records import Memory
 from ..tokens import count_tokens
 from ..work.queue import enqueue
-from .chunks import TranscriptMessage
+from ..work.tasks import EPISODE_PROCESSING, Task
 from .results import MAX_MESSAGES_PER_APPEND as MAX_MESSAGES_PER_APPEND
 from .results import MAX_METADATA_CHARS as MAX_METADATA_CHARS
 from .results import TRANSCRIPT_PAGE as TRANSCRIPT_PAGE
@@ -119,11 +120,11 @@ class EpisodeManager:
                 raise NotFoundError("episode", ident)
             if row["state"] == EpisodeState.CLOSING:
                 # a no-op while its work item is open; re-queues one that failed for good
-                await enqueue(conn, agent, "episode_close", ident)
+                await enqueue(conn, agent, Task.EPISODE_CLOSE, ident)
             elif row["state"] == EpisodeState.OPEN:
-                await conn.fetchval("episode_mark_closing", agent, ident)
+                await conn.fetchval("episode_mark_closing", agent, ident, datetime.now(UTC))
                 await conn.execute("memory_touch", agent, ident)
-                await enqueue(conn, agent, "episode_close", ident)
+                await enqueue(conn, agent, Task.EPISODE_CLOSE, ident)
                 await record_events(conn, agent, [{
                     "memory_id": str(ident), "event": "updated", "actor": "close_episode",
                     "old_values": {"state": "open"}, "new_values": {"state": "closing"}}])
@@ -140,7 +141,8 @@ class EpisodeManager:
         still queued or running for this episode."""
         agent = parse_agent_id(agent_id)
         ident = parse_memory_id(episode_id, "episode_id")
-        return bool(await self._db.fetchval("work_open_for", agent, ident, PROCESSING_TASKS))
+        return bool(await self._db.fetchval("work_open_for", agent, ident,
+                                               list(EPISODE_PROCESSING)))
 
     async def transcript(self, agent_id: str, episode_id: UUID | str, *, from_seq: int = 0,
                          limit: int = TRANSCRIPT_PAGE) -> list[TranscriptMessage]:
@@ -155,13 +157,6 @@ class EpisodeManager:
         rows = await self._db.fetch("episode_messages", episode.agent_id, episode.id,
                                     max(from_seq, 0), limit)
         return [to_message(r) for r in rows]
-
-
-def to_message(row: Mapping[str, Any]) -> TranscriptMessage:
-    return TranscriptMessage(seq=row["seq"], role=row["role"], content=row["content"],
-                             name=row["name"], tool_call_id=row["tool_call_id"],
-                             tokens=row["tokens"],
-                             created_at=row["created_at"], metadata=row["metadata"] or {})
 
 
 def parse_messages(messages: Sequence[Mapping[str, Any] | MessageIn]) -> list[MessageIn]:
@@ -222,10 +217,6 @@ async def read_transcript(db: Database, agent: str, ident: UUID) -> list[Transcr
     cold = await db.fetch("episode_messages_cold", agent, ident)
     tail = [m for m in map(to_message, cold) if m.seq not in hot]
     return sorted(messages + tail, key=lambda m: m.seq) if tail else messages
-
-
-# a close and its follow-up (a later upgrade attempt is not waited for)
-PROCESSING_TASKS = ["episode_close", "episode_learn"]
 
 
 def episode_detail(memory: Memory) -> EpisodeDetail:

@@ -32,8 +32,11 @@ UPDATE episodes SET message_count = $3,
 WHERE agent_id = $1 AND memory_id = $2;
 
 -- name: episode_mark_closing
+-- $3: the moment of the close (a parameter: Citus refuses now() inside COALESCE in an
+-- UPDATE of a distributed table).
 UPDATE episodes SET state = 'closing', facts_state = 'pending',
-                    ended_at = GREATEST(COALESCE(ended_at, last_message_at, now()), started_at)
+                    ended_at = GREATEST(COALESCE(ended_at, last_message_at, $3::timestamptz),
+                                        started_at)
 WHERE agent_id = $1 AND memory_id = $2 AND state = 'open'
 RETURNING ended_at;
 
@@ -106,7 +109,9 @@ SELECT facts_state, facts_extractor FROM episodes WHERE agent_id = $1 AND memory
 -- The close's extraction, to be learned by the follow-up item (an upgrade replaces it).
 INSERT INTO episode_extractions (agent_id, episode_id, extraction) VALUES ($1, $2, $3)
 ON CONFLICT (agent_id, episode_id)
-DO UPDATE SET extraction = EXCLUDED.extraction, created_at = now(), learned_at = NULL;
+-- EXCLUDED.created_at: the default, now() (Citus: DO UPDATE SET takes no now()).
+DO UPDATE SET extraction = EXCLUDED.extraction, created_at = EXCLUDED.created_at,
+              learned_at = NULL;
 
 -- name: episode_extraction_pending
 SELECT extraction FROM episode_extractions

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .. import blocks
-from .chunks import TranscriptMessage
+from ..memories.messages import TranscriptMessage
 from .statement_words import (
     ADVERBS,
     CHANGE_VERBS,

@@ -7,9 +7,10 @@ from uuid import UUID
 
 from ..conversation import rolling_summary_text
 from ..db import Database
-from ..errors import NotFoundError, NousMemoryError
+from ..errors import NotFoundError, NousMemoryError, loggable
 from ..memories.kinds import EpisodeState, FactsState
-from ..work.queue import TaskHandler, WorkContext
+from ..work.queue import WorkContext
+from ..work.tasks import Task
 from .close import EpisodeCloser
 from .lifecycle import EpisodeManager, read_transcript
 
@@ -17,8 +18,8 @@ _log = logging.getLogger(__name__)
 
 
 class EpisodeTasks:
-    """``episode_close`` and ``episode_upgrade``: one LLM call outside any transaction,
-    the result written in one transaction under the item's lease."""
+    """Runs ``Task.EPISODE_CLOSE`` and ``Task.EPISODE_UPGRADE``: one LLM call outside any
+    transaction, the result written in one transaction under the item's lease."""
 
     def __init__(self, db: Database, episodes: EpisodeManager, closer: EpisodeCloser, *,
                  idle_close_after_s: float = 1800.0) -> None:
@@ -26,9 +27,6 @@ class EpisodeTasks:
         self._episodes = episodes
         self._closer = closer
         self._idle_s = idle_close_after_s
-
-    def handlers(self) -> dict[str, TaskHandler]:
-        return {"episode_close": self.process, "episode_upgrade": self.process}
 
     async def close_idle(self, limit: int = 100) -> int:
         """Close open episodes with no message for ``idle_close_after_s``."""
@@ -39,7 +37,8 @@ class EpisodeTasks:
                 await self._episodes.close(row["agent_id"], row["memory_id"])
                 closed += 1
             except NousMemoryError as exc:  # deleted or changed meanwhile: skip this one
-                _log.warning("idle close of episode %s skipped: %s", row["memory_id"], exc)
+                _log.warning("idle close of episode %s skipped: %s", row["memory_id"],
+                             loggable(exc))
         return closed
 
     async def process(self, ctx: WorkContext) -> None:
@@ -51,7 +50,7 @@ class EpisodeTasks:
             await ctx.skip()  # deleted meanwhile: nothing left to do
             return
         detail = episode.detail
-        upgrade = item.task == "episode_upgrade"
+        upgrade = item.task == Task.EPISODE_UPGRADE
         wanted = EpisodeState.CLOSED if upgrade else EpisodeState.CLOSING
         if detail.state != wanted or (  # type: ignore[union-attr]
                 upgrade and detail.facts_state != FactsState.NOT_EXTRACTED):  # type: ignore[union-attr]

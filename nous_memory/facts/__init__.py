@@ -1,6 +1,6 @@
 """Fact consolidation: ``learn_fact`` and its rules.
 
-- ``rules``: pure functions (values, relations, thresholds, the verdict plan); no I/O;
+- ``consolidation``: pure functions (values, relations, thresholds, the verdict plan); no I/O;
 - ``learning``: ``FactLearner``, which stages exact hash, cosine neighbours and the
   optional LLM classifier, then confirms, rewords, supersedes or inserts in one short
   transaction per fact;

@@ -23,7 +23,8 @@ from pydantic import BaseModel
 
 from ..db import Connection, Database
 from ..db.audit import record_events
-from ..errors import InvalidInputError, NotFoundError
+from ..embeddings.cache import EmbeddingCache
+from ..errors import InvalidInputError, NotFoundError, loggable
 from ..llm import LLMClient, LLMError
 from ..memories.fact_key import fact_hash
 from ..memories.kinds import FactDetail, Kind, NewMemory, parse_agent_id, parse_new
@@ -31,10 +32,7 @@ from ..memories.manager import MemoryManager, PreparedWrite
 from ..memories.params import parse_memory_id
 from ..memories.records import Memory, MemoryEvent
 from ..tokens import count_tokens
-from .results import FactHistory as FactHistory
-from .results import LearnAction as LearnAction
-from .results import LearnResult as LearnResult
-from .rules import (
+from .consolidation import (
     Candidate,
     Plan,
     Thresholds,
@@ -43,6 +41,9 @@ from .rules import (
     decide,
     rejection_reason,
 )
+from .results import FactHistory as FactHistory
+from .results import LearnAction as LearnAction
+from .results import LearnResult as LearnResult
 
 _log = logging.getLogger(__name__)
 
@@ -69,10 +70,11 @@ _CLASSIFY_SYSTEM = (
 
 
 class FactLearner:
-    def __init__(self, db: Database, memories: MemoryManager, thresholds: Thresholds,
-                 llm: LLMClient | None = None) -> None:
+    def __init__(self, db: Database, memories: MemoryManager, embeddings: EmbeddingCache,
+                 thresholds: Thresholds, llm: LLMClient | None = None) -> None:
         self._db = db
         self._memories = memories
+        self._embeddings = embeddings
         self._thresholds = thresholds
         self._llm = llm
 
@@ -189,7 +191,7 @@ class FactLearner:
         await conn.execute("enable_iterative_scan")
         rows = await conn.fetch("nearest_active_facts", agent,
                                 PgVector(prepared.embedded.vectors[0]),
-                                self._memories.model_name, CANDIDATES)
+                                self._embeddings.model_name, CANDIDATES)
         return [Candidate(id=r["id"], content=r["content"], cosine=float(r["cosine"]))
                 for r in rows]
 
@@ -207,7 +209,8 @@ class FactLearner:
                                                 messages=messages, schema=_Classification,
                                                 max_tokens=300)
         except LLMError as exc:
-            _log.warning("fact classifier unavailable, using the value rule: %s", exc)
+            _log.warning("fact classifier unavailable, using the value rule: %s",
+                         loggable(exc))
             return {}
         return {candidates[v.candidate].id: v.relation for v in result.value.verdicts
                 if 0 <= v.candidate < len(candidates)}
@@ -286,8 +289,8 @@ class FactLearner:
         if reword is not None:
             content = reword.summaries[0][0]
             await conn.execute("memory_reword", agent, fact_id, content, count_tokens(content),
-                               PgVector(reword.embedded.vectors[0]), self._memories.model_name)
-            await self._memories.cache(conn, agent, reword.embedded)
+                               PgVector(reword.embedded.vectors[0]), self._embeddings.model_name)
+            await self._embeddings.save(conn, agent, reword.embedded)
         else:
             await conn.execute("memory_touch", agent, fact_id)
         await conn.execute("fact_confirm", agent, fact_id, confidence, content,

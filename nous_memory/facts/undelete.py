@@ -25,14 +25,15 @@ from pydantic import BaseModel, ConfigDict
 
 from ..db import Connection, Database
 from ..db.audit import record_events
+from ..embeddings.cache import EmbeddingCache
 from ..errors import ConflictError, NotFoundError
 from ..memories.fact_key import fact_hash
 from ..memories.kinds import FactDetail, Status, parse_agent_id
 from ..memories.manager import MemoryManager
 from ..memories.params import parse_memory_id
 from ..memories.records import Memory
+from .consolidation import Candidate, Plan, Thresholds, decide
 from .learning import CANDIDATES, FactLearner
-from .rules import Candidate, Plan, Thresholds, decide
 
 
 class RestoreAction(StrEnum):
@@ -59,10 +60,11 @@ _BACK = frozenset({Status.ACTIVE, Status.SUPERSEDED, Status.ARCHIVED})
 
 
 class Undeleter:
-    def __init__(self, db: Database, memories: MemoryManager, learner: FactLearner,
-                 thresholds: Thresholds) -> None:
+    def __init__(self, db: Database, memories: MemoryManager, embeddings: EmbeddingCache,
+                 learner: FactLearner, thresholds: Thresholds) -> None:
         self._db = db
         self._memories = memories
+        self._embeddings = embeddings
         self._learner = learner
         self._thresholds = thresholds
 
@@ -77,7 +79,7 @@ class Undeleter:
                                 "only a deleted memory can be restored")
         vector = None
         if isinstance(memory.detail, FactDetail):  # embedded before the transaction
-            vector = (await self._memories.embed_texts(agent, [memory.detail.content]))[0]
+            vector = (await self._embeddings.embed_texts(agent, [memory.detail.content]))[0]
         async with self._db.transaction() as conn:
             await conn.execute("lock_agent_facts", agent)  # never mid-learn_fact
             before = await conn.fetchval("status_before_delete", agent, ident)
@@ -113,7 +115,7 @@ class Undeleter:
         else:
             await conn.execute("enable_iterative_scan")
             rows = await conn.fetch("nearest_active_facts", agent, PgVector(vector),
-                                    self._memories.model_name, CANDIDATES)
+                                    self._embeddings.model_name, CANDIDATES)
             candidates = [Candidate(id=r["id"], content=r["content"],
                                     cosine=float(r["cosine"])) for r in rows]
             plan = decide(content, candidates, self._thresholds, llm_available=False)

@@ -4,23 +4,27 @@ normalised value."""
 
 from __future__ import annotations
 
-UNITS_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve "
-                "thirteen fourteen fifteen sixteen seventeen eighteen nineteen").split()
-NUMBER_WORDS = {w: i for i, w in enumerate(UNITS_WORDS)} | {
-    w: 10 * (i + 2) for i, w in enumerate(
-        "twenty thirty forty fifty sixty seventy eighty ninety".split())} | {
+from ..words import (
+    CLAUSE_NEGATIONS,
+    MONTH_ABBREVIATIONS,
+    MONTH_NAMES,
+    TENS_WORDS,
+    UNIT_WORDS,
+    WEEKDAY_ABBREVIATIONS,
+    WEEKDAY_NAMES,
+)
+
+NUMBER_WORDS = {w: i for i, w in enumerate(UNIT_WORDS)} | {
+    w: 10 * (i + 2) for i, w in enumerate(TENS_WORDS)} | {
     "dozen": 12, "hundred": 100, "thousand": 1000, "once": 1, "twice": 2, "thrice": 3}
 SCALE = {"k": 1e3, "thousand": 1e3, "thousands": 1e3, "million": 1e6, "millions": 1e6,
           "mn": 1e6, "bn": 1e9, "billion": 1e9, "billions": 1e9}
 MONEY_SCALE = SCALE | {"m": 1e6, "b": 1e9}  # "$965m", "US$38b": only after a currency
 
-MONTHS = {name: n for n, names in enumerate((
-    "january jan", "february feb", "march mar", "april apr", "may", "june jun",
-    "july jul", "august aug", "september sep sept", "october oct", "november nov",
-    "december dec"), start=1) for name in names.split()}
-WEEKDAYS = {name: names.split()[1] for names in (
-    "monday mon", "tuesday tue tues", "wednesday wed", "thursday thu thur thurs",
-    "friday fri", "saturday sat", "sunday sun") for name in names.split()}
+MONTHS = {name: n for n, full in enumerate(MONTH_NAMES, start=1)
+          for name in (full, *MONTH_ABBREVIATIONS[full])}
+WEEKDAYS = {name: WEEKDAY_ABBREVIATIONS[full][0] for full in WEEKDAY_NAMES
+            for name in (full, *WEEKDAY_ABBREVIATIONS[full])}
 # words that are also ordinary English: a month or weekday only when capitalised
 AMBIGUOUS_CALENDAR = frozenset("may march mar jan sat sun wed mon".split())
 SEASONS = {"spring": "spring", "summer": "summer", "autumn": "autumn", "fall": "autumn",
@@ -67,8 +71,7 @@ CURRENCY_WORDS = {alias: code for code, aliases in {
     "cent": "cent cents", "penny": "pence penny"}.items() for alias in aliases.split()}
 ORDER_WORDS = {"before": "before", "after": "after", "prior": "before",
                "afterwards": "after", "beforehand": "before"}
-NEGATIONS = frozenset("not no never none nobody nothing neither nor without cannot "
-                      "nowhere".split())
+NEGATIONS = CLAUSE_NEGATIONS | {"nowhere"}
 # antonym-like qualifiers a rule can see: each word names an axis and a side
 AXES = {
     "stance": ("like love enjoy adore prefer fond favourite favorite fan keen",

@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Container
 from functools import lru_cache
 
+from ..words import UNIT_WORDS
 from .value_words import (
     AMBIGUOUS_CALENDAR,
     AXIS_OF,
@@ -45,7 +46,6 @@ from .value_words import (
     TIME_UNITS,
     TRIGGERS,
     UNITS,
-    UNITS_WORDS,
     WEEKDAYS,
 )
 
@@ -99,7 +99,7 @@ class _Scan:
         elif word in NUMBER_WORDS and word not in ("once", "twice", "thrice"):
             value, used = float(NUMBER_WORDS[word]), 1
             tens = NUMBER_WORDS[word]
-            if tens >= 20 and tens % 10 == 0 and self.at(offset + 1) in UNITS_WORDS[1:10]:
+            if tens >= 20 and tens % 10 == 0 and self.at(offset + 1) in UNIT_WORDS[1:10]:
                 value, used = float(tens + NUMBER_WORDS[self.at(offset + 1)]), 2
         elif word == "half" and self.at(offset + 1) in ("a", "an"):
             value, used = 0.5, 2

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FieldProblem, InvalidInputError
-from .records import HistorySession, HistoryTurn, session_from
+from .sessions import HistorySession, HistoryTurn, session_from
 
 FORMATS = ("auto", "jsonl", "longmemeval", "locomo")
 _LOCOMO_SESSION = re.compile(r"session_(\d+)")

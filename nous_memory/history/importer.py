@@ -11,11 +11,9 @@ imported, so facts restated later supersede the earlier ones.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
-
-from pydantic import BaseModel, ConfigDict
 
 from ..db import Database
 from ..db.audit import record_events
@@ -24,45 +22,13 @@ from ..memories.kinds import EpisodeDetail, EpisodeState, Kind, parse_agent_id, 
 from ..memories.manager import MemoryManager
 from ..tokens import count_tokens
 from ..work.queue import enqueue
-from .records import CheckedSession, HistorySession, parse_sessions
+from ..work.tasks import EPISODE_PROCESSING, Task
+from .results import IngestProgress as IngestProgress
+from .results import IngestResult as IngestResult
+from .results import IngestStatus as IngestStatus
+from .sessions import CheckedSession, HistorySession, parse_sessions
 
 BATCH_SESSIONS = 50  # sessions whose keys are checked, and episodes prepared, together
-
-
-class IngestResult(BaseModel):
-    """What an import did: sessions imported now, skipped as already there, and the
-    episodes it created (in session order)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    agent_id: str
-    sessions_imported: int
-    sessions_skipped: int
-    turns_imported: int
-    episode_ids: list[UUID]
-
-
-class IngestStatus(BaseModel):
-    """Where an agent's imports stand: sessions imported so far, episodes whose close
-    work (chunks, embeddings, facts) is still queued or running, and close work that
-    failed for good (the owner's work-queue view says why)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    agent_id: str
-    sessions: int
-    closing: int
-    failed: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class IngestProgress:
-    """Reported after every session: how far the import is."""
-
-    sessions_done: int
-    sessions_total: int
-    turns_done: int
-    skipped: int
 
 
 Progress = Callable[[IngestProgress], None]
@@ -107,7 +73,7 @@ class HistoryImporter:
 
     async def status(self, agent_id: str) -> IngestStatus:
         agent = parse_agent_id(agent_id)
-        row = await self._db.fetchrow("history_status", agent)
+        row = await self._db.fetchrow("history_status", agent, list(EPISODE_PROCESSING))
         assert row is not None
         return IngestStatus(agent_id=agent, sessions=row["sessions"],
                             closing=row["closing"], failed=row["failed"])
@@ -137,8 +103,9 @@ class HistoryImporter:
                 times = [r["created_at"] for r in stamps]
                 await conn.execute("episode_after_append", agent, episode.id, len(rows),
                                    max(times), min(times))
-                await conn.fetchval("episode_mark_closing", agent, episode.id)
-                await enqueue(conn, agent, "episode_close", episode.id)
+                await conn.fetchval("episode_mark_closing", agent, episode.id,
+                                    datetime.now(UTC))
+                await enqueue(conn, agent, Task.EPISODE_CLOSE, episode.id)
                 await record_events(conn, agent, [{
                     "memory_id": str(episode.id), "event": "updated",
                     "actor": "history_import", "old_values": {"state": "open"},

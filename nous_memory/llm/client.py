@@ -128,8 +128,9 @@ class LLMClient:
         except InvalidOutput as first:
             await self._report(call, reply, CallOutcome.INVALID_OUTPUT, str(first))
             if not repair:
-                raise LLMOutputError(f"{purpose}: {self._model} returned invalid "
-                                     f"{schema.__name__}: {short_error(str(first))}") from None
+                said = f"{purpose}: {self._model} returned invalid {schema.__name__}"
+                raise LLMOutputError(f"{said}: {short_error(str(first))}",
+                                     log_text=said) from None
             conversation += [
                 {"role": "assistant", "content": reply.text or ""},
                 {"role": "user", "content": (
@@ -141,9 +142,9 @@ class LLMClient:
                 value = validate(schema, reply)
             except InvalidOutput as second:
                 await self._report(call, reply, CallOutcome.INVALID_OUTPUT, str(second))
-                raise LLMOutputError(
-                    f"{purpose}: {self._model} returned invalid {schema.__name__} "
-                    f"twice: {short_error(str(second))}") from None
+                said = f"{purpose}: {self._model} returned invalid {schema.__name__} twice"
+                raise LLMOutputError(f"{said}: {short_error(str(second))}",
+                                     log_text=said) from None
         await self._report(call, reply, CallOutcome.OK, None)
         return LLMResult(value=value, model=reply.model, prompt_tokens=call.prompt_tokens,
                          completion_tokens=call.completion_tokens,
@@ -192,7 +193,9 @@ class LLMClient:
                 if failure.schema_rejected:
                     raise _SchemaRejected from exc
                 if not failure.retryable:
-                    raise LLMRequestError(f"{call.purpose}: {failure.error}") from exc
+                    raise LLMRequestError(
+                        f"{call.purpose}: {failure.error}",
+                        log_text=f"{call.purpose}: refused ({failure.outcome})") from exc
                 last = failure
                 if attempt < call.max_attempts:
                     await self._sleep(self._backoff.delay(
@@ -201,9 +204,9 @@ class LLMClient:
             return read_reply(completion, mode=mode, model=self._model, sent=sent,
                               latency_ms=_ms_since(started), created_at=created_at)
         assert last is not None
-        raise LLMUnavailableError(
-            f"{call.purpose}: {self._model} unavailable after {call.max_attempts} "
-            f"attempts; last: {last.error}")
+        said = f"{call.purpose}: {self._model} unavailable after {call.max_attempts} attempts"
+        raise LLMUnavailableError(f"{said}; last: {last.error}",
+                                  log_text=f"{said}; last: {last.outcome}")
 
     async def _report(self, call: _Call, reply: Reply, outcome: CallOutcome,
                       error: str | None) -> None:

@@ -10,7 +10,12 @@ from ..errors import ServerError
 
 
 class LLMError(ServerError):
-    """Root of every failure of an LLM call."""
+    """Root of every failure of an LLM call.  ``log_text``: the message without the
+    endpoint's or the model's own words (they can quote the prompt), for log lines."""
+
+    def __init__(self, message: str, *, log_text: str | None = None) -> None:
+        super().__init__(message)
+        self.log_text = log_text
 
 
 class LLMUnavailableError(LLMError):

@@ -11,15 +11,16 @@ from datetime import datetime
 from uuid import UUID
 
 from ..db import Database
+from ..embeddings.cache import EmbeddingCache
 from ..llm import LLMClient
 from ..memories.manager import MemoryManager
-from ..work.queue import TaskHandler
+from ..work.queue import WorkContext
 from .backfill import Backfill
 from .batches import BatchHook, JobResult
 from .compression import Compression
 from .housekeeping import Housekeeping
-from .lifecycle import CORE_TAG, REVIEW_TAG, run_lifecycle
 from .policy import MaintenancePolicy
+from .promotion import CORE_TAG, REVIEW_TAG, run_lifecycle
 from .resummarize import Resummarizer
 from .tiering import RestoreResult, Tiering
 
@@ -30,20 +31,20 @@ __all__ = ["CORE_TAG", "REVIEW_TAG", "BatchHook", "JobResult", "Maintenance",
 class Maintenance:
     """One object per store; each method is one job's body."""
 
-    def __init__(self, db: Database, memories: MemoryManager, llm: LLMClient | None,
-                 policy: MaintenancePolicy) -> None:
+    def __init__(self, db: Database, memories: MemoryManager, embeddings: EmbeddingCache,
+                 llm: LLMClient | None, policy: MaintenancePolicy) -> None:
         self._db = db
         self.policy = policy
         self.llm_configured = llm is not None
         self._tiering = Tiering(db, policy, llm_configured=llm is not None)
         self._compression = Compression(db, llm, policy)
-        self._housekeeping = Housekeeping(db, memories, policy)
-        self._resummarizer = Resummarizer(db, memories, llm)
+        self._housekeeping = Housekeeping(db, embeddings, policy)
+        self._resummarizer = Resummarizer(db, memories, embeddings, llm)
         self._backfill = Backfill(db, policy, llm_configured=llm is not None)
 
-    def handlers(self) -> dict[str, TaskHandler]:
-        """Work-queue tasks the jobs queue (``summary_regenerate``)."""
-        return self._resummarizer.handlers()
+    async def regenerate_summary(self, ctx: WorkContext) -> None:
+        """Runs ``Task.SUMMARY_REGENERATE``, which the trim job queues."""
+        await self._resummarizer.process(ctx)
 
     async def trim(self, *, now: datetime, dry_run: bool = False,
                    agent_id: str | None = None, on_batch: BatchHook | None = None

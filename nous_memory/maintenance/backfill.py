@@ -16,11 +16,37 @@ no extractor has read yet (closed before it existed), as many a run.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from ..db import Database
+from ..db import Connection, Database
 from ..memories.kinds import parse_agent_id
-from .batches import BatchHook, JobResult, Sweeps
+from ..work.tasks import Task
+from .batches import FIRST_KEY, BatchHook, JobResult, Sweeps
 from .policy import MaintenancePolicy
+
+CANDIDATE_PAGE = 500
+
+
+async def _queue(conn: Connection, candidates: str, enqueue: str, budget: int,
+                 agent: str | None, *extra: Any, position: int | None = None) -> int:
+    """Up to ``budget`` work items for the episodes ``candidates`` lists (in key order, a
+    page at a time, from the distributed tables), queued by ``enqueue`` on the
+    coordinator's queue, which skips the episodes it already has: two statements, since
+    Citus does not join the queue with distributed tables.  ``position``: how many items
+    this run queued before (``enqueue`` spaces their due times), passed after ``extra``."""
+    queued, after = 0, FIRST_KEY
+    while queued < budget:
+        rows = await conn.fetch(candidates, *after, CANDIDATE_PAGE, agent)
+        if not rows:
+            break
+        where = () if position is None else (position + queued,)
+        queued += int(await conn.fetchval(
+            enqueue, [r["agent_id"] for r in rows], [r["memory_id"] for r in rows],
+            budget - queued, *extra, *where))
+        if len(rows) < CANDIDATE_PAGE:
+            break
+        after = (rows[-1]["agent_id"], rows[-1]["memory_id"])
+    return queued
 
 
 class Backfill:
@@ -41,15 +67,22 @@ class Backfill:
             return await self._rules(agent, dry_run, on_batch)
         async with Sweeps.open(self._db, dry_run=dry_run, on_batch=on_batch) as sweeps:
             async with sweeps.transaction() as conn:
-                row = await conn.fetchrow("backfill_upgrades_queue", p.backfill_per_run,
-                                          agent, p.backfill_spacing_s)
+                # episodes never tried first, then those whose upgrades failed
+                fresh = await _queue(conn, "backfill_upgrade_candidates",
+                                     "backfill_upgrades_enqueue", p.backfill_per_run, agent,
+                                     Task.EPISODE_UPGRADE, False, p.backfill_spacing_s,
+                                     position=0)
+                retried = await _queue(conn, "backfill_upgrade_candidates",
+                                       "backfill_upgrades_enqueue", p.backfill_per_run - fresh,
+                                       agent, Task.EPISODE_UPGRADE, True,
+                                       p.backfill_spacing_s, position=fresh)
                 left = await conn.fetchrow("backfill_upgrades_left", agent)
-            assert row is not None and left is not None
-            sweeps.add("queued", row["n"])
-            sweeps.add("retried", row["retried"])
+            assert left is not None
+            sweeps.add("queued", fresh + retried)
+            sweeps.add("retried", retried)
             sweeps.add("not_extracted", left["waiting"])  # queued ones included
             sweeps.add("archived_not_extracted", left["archived"])
-            await sweeps.batch_done("queued", int(row["n"]))
+            await sweeps.batch_done("queued", fresh + retried)
         note = None
         if left["archived"]:
             note = (f"{left['archived']} archived episodes have no LLM-extracted facts; "
@@ -61,11 +94,11 @@ class Backfill:
         """Without an LLM: episodes closed before the rule extractor existed get its pass."""
         async with Sweeps.open(self._db, dry_run=dry_run, on_batch=on_batch) as sweeps:
             async with sweeps.transaction() as conn:
-                row = await conn.fetchrow("backfill_rules_queue", self._policy.backfill_per_run,
-                                          agent)
-            assert row is not None
-            sweeps.add("queued_for_rules", row["n"])
-            await sweeps.batch_done("queued_for_rules", int(row["n"]))
-        return JobResult(counts=sweeps.counts, skipped=not row["n"], dry_run=dry_run,
+                queued = await _queue(conn, "backfill_rules_candidates",
+                                      "backfill_rules_enqueue", self._policy.backfill_per_run,
+                                      agent, Task.EPISODE_LEARN)
+            sweeps.add("queued_for_rules", queued)
+            await sweeps.batch_done("queued_for_rules", queued)
+        return JobResult(counts=sweeps.counts, skipped=not queued, dry_run=dry_run,
                          note="no LLM configured: episodes keep their rule-extracted facts "
                               "until one is")

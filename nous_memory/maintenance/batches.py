@@ -6,12 +6,17 @@ process killed between batches loses at most the batch in flight and a rerun con
 where the work stopped (finished rows no longer match the query).  A dry run does the
 same batches inside one transaction that is rolled back: what it reports is exactly
 what a real run would have changed, and nothing changes.
+
+Sweeps work one agent at a time: a read-only list of the agents with work, then each
+agent's batches, every one scoped by ``agent_id = $1``.  On Citus each batch is then
+routed to the agent's shard group, where its row locks and modifying CTEs run as on one
+PostgreSQL (docs/scaling.md).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
@@ -19,10 +24,14 @@ from uuid import UUID
 from ..db import Connection, Database
 
 FIRST_KEY: tuple[str, UUID] = ("", UUID(int=0))  # agent_id is never '' (CHECK)
+AGENT_PAGE = 1000  # agents read per page of a sweep's agent list
 
 # called after every committed batch with (step, rows in it); progress, and a test's
 # way to kill a run between batches
 BatchHook = Callable[[str, int], Awaitable[None]]
+# run after a ranged batch in its transaction with (connection, agent, the batch's row):
+# more counts by name (the trim queues the work its batch found)
+AfterBatch = Callable[[Connection, str, Mapping[str, Any]], Awaitable[Mapping[str, int]]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,37 +80,67 @@ class Sweeps:
     def add(self, name: str, value: int) -> None:
         self.counts[name] = self.counts.get(name, 0) + int(value)
 
+    async def agents(self, query: str, *args: Any) -> AsyncIterator[str]:
+        """The agents a sweep has work for, in id order: ``query`` takes ``args``, then
+        the last agent of the previous page and the page size."""
+        after = FIRST_KEY[0]
+        while True:
+            async with self.transaction() as conn:
+                rows = await conn.fetch(query, *args, after, AGENT_PAGE)
+            for row in rows:
+                yield row["agent_id"]
+            if len(rows) < AGENT_PAGE:
+                return
+            after = rows[-1]["agent_id"]
+
     async def ranged(self, step: str, query: str, *args: Any, batch: int,
-                     agent: str | None = None) -> int:
-        """Episodes in key-range batches of ``batch`` rows (of one ``agent``, or all):
-        ``query`` takes the range as $1-$4 (lower exclusive, upper inclusive), then
-        ``args``, and returns ``n`` (counted as ``step``) and other counts by name."""
-        lower: tuple[str, UUID] = (agent, FIRST_KEY[1]) if agent else FIRST_KEY
+                     agent: str | None = None, after: AfterBatch | None = None) -> int:
+        """Episodes in key-range batches of ``batch`` rows, agent by agent (one ``agent``,
+        or every agent with episodes): ``query`` takes the agent and the memory_id range
+        as $1-$3 (lower exclusive, upper inclusive), then ``args``, and returns ``n``
+        (counted as ``step``) and other counts by name; ``after`` runs in the batch's
+        transaction."""
+        total = 0
+        if agent is not None:
+            return await self._ranged_agent(step, query, args, batch, agent, after)
+        async for each in self.agents("episode_agents"):
+            total += await self._ranged_agent(step, query, args, batch, each, after)
+        return total
+
+    async def _ranged_agent(self, step: str, query: str, args: tuple[Any, ...], batch: int,
+                            agent: str, after: AfterBatch | None) -> int:
+        lower = FIRST_KEY[1]
         total = 0
         while True:
             async with self.transaction() as conn:
                 await conn.execute("batch_async_commit")
                 await conn.execute("batch_work_mem")
-                if agent is None:
-                    bound = await conn.fetchrow("episode_key_range", *lower, batch)
-                else:
-                    bound = await conn.fetchrow("episode_key_range_agent", agent, lower[1],
-                                                batch)
+                bound = await conn.fetchrow("episode_key_range_agent", agent, lower, batch)
                 assert bound is not None
                 if bound["n"] == 0:
                     return total
-                row = await conn.fetchrow(query, *lower, bound["last_agent"],
-                                          bound["last_id"], *args)
-            assert row is not None
+                row = await conn.fetchrow(query, agent, lower, bound["last_id"], *args)
+                assert row is not None
+                more = await after(conn, agent, row) if after is not None else {}
             total += int(row["n"])
             self.add(step, row["n"])
-            for column, value in row.items():
-                if column != "n" and value is not None:
+            for column, value in [*row.items(), *more.items()]:
+                if column != "n" and isinstance(value, int):
                     self.add(column, value)
             await self.batch_done(step, int(row["n"]))
             if bound["n"] < batch:
                 return total
-            lower = (bound["last_agent"], bound["last_id"])
+            lower = bound["last_id"]
+
+    async def drain_agents(self, step: str, agents: tuple[str, *tuple[Any, ...]],
+                           query: str, *args: Any, batch: int) -> int:
+        """``drain`` for every agent listed by ``agents`` (a query and its arguments), the
+        agent as ``query``'s $1 before ``args``: each batch stays in one agent."""
+        total = 0
+        self.add(step, 0)
+        async for agent in self.agents(*agents):
+            total += await self.drain(step, query, agent, *args, batch=batch)
+        return total
 
     async def drain(self, step: str, query: str, *args: Any, batch: int) -> int:
         """Batches of a query whose rows stop matching once handled (deletes, state

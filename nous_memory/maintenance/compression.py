@@ -17,6 +17,7 @@ from uuid import UUID
 from pydantic import BaseModel, Field
 
 from ..db import Database
+from ..errors import loggable
 from ..llm import LLMClient, LLMError
 from .batches import FIRST_KEY, BatchHook, JobResult
 from .policy import MaintenancePolicy
@@ -99,11 +100,11 @@ class Compression:
                                                 f"{json.dumps(notes, ensure_ascii=False)}"
                                                 "\n</notes>"}])
         except LLMError as exc:
-            _log.warning("compression of procedure %r failed: %s", name, exc)
+            _log.warning("compression of a procedure of %s failed: %s", agent, loggable(exc))
             return None
         cleaned = [" ".join(n.split()) for n in result.value.notes if n.strip()]
         if not cleaned or len(cleaned) > target:
-            _log.warning("compression of procedure %r returned %d notes (limit %d)", name,
-                         len(cleaned), target)
+            _log.warning("compression of a procedure of %s returned %d notes (limit %d)",
+                         agent, len(cleaned), target)
             return None
         return cleaned

@@ -11,29 +11,29 @@ from typing import Any
 from pgvector import Vector as PgVector
 
 from ..db import Database
-from ..memories.manager import MemoryManager
+from ..embeddings.cache import EmbeddingCache
 from ..work.worker import MAX_ATTEMPTS
 from .batches import FIRST_KEY, BatchHook, JobResult, Sweeps
 from .policy import MaintenancePolicy
 
 
 class Housekeeping:
-    def __init__(self, db: Database, memories: MemoryManager, policy: MaintenancePolicy
+    def __init__(self, db: Database, embeddings: EmbeddingCache, policy: MaintenancePolicy
                  ) -> None:
         self._db = db
-        self._memories = memories
+        self._embeddings = embeddings
         self._policy = policy
 
     async def run(self, *, now: datetime, dry_run: bool = False,
                   on_batch: BatchHook | None = None) -> JobResult:
         size = self._policy.batch_size
         async with Sweeps.open(self._db, dry_run=dry_run, on_batch=on_batch) as sweeps:
-            await sweeps.drain("cache_expired", "expire_extraction_cache", now, size,
-                               batch=size)
+            await sweeps.drain_agents("cache_expired", ("expired_cache_agents", now),
+                                      "expire_extraction_cache", now, size, batch=size)
             await sweeps.drain("work_requeued", "requeue_stuck_work", now, MAX_ATTEMPTS, size,
                                batch=size)
         counts = dict(sweeps.counts)
-        model = self._memories.model_name
+        model = self._embeddings.model_name
         if dry_run:
             stale = await self._db.fetchrow("count_stale_embeddings", model)
             assert stale is not None
@@ -84,7 +84,7 @@ class Housekeeping:
             by_agent[row["agent_id"]].append(i)
         vectors: list[PgVector | None] = [None] * len(rows)
         for agent, indexes in by_agent.items():
-            embedded = await self._memories.embed_texts(agent, [rows[i][column]
+            embedded = await self._embeddings.embed_texts(agent, [rows[i][column]
                                                                 for i in indexes])
             for i, vector in zip(indexes, embedded, strict=True):
                 vectors[i] = PgVector(vector)

@@ -5,10 +5,13 @@
 -- (nous_memory/db/queries.py) reads every package's queries.sql into one namespace.
 
 -- ---------------------------------------------------------------- maintenance (jobs)
--- The sweeps below are cross-agent: a nightly job serves every agent at once, in
--- primary-key order from a cursor ($1, $2) so that each batch is one short transaction
--- and a rerun after a kill continues where the work stopped.  Where a sweep takes an
--- agent filter, NULL means every agent.  Every row they write keeps its own agent_id.
+-- A nightly job serves every agent, one agent at a time: a cross-agent, read-only list
+-- of the agents with work (*_agents: $n the last agent of the previous page, $n+1 the
+-- page size), then the sweep's batches for each agent, every statement scoped by
+-- agent_id = $1 (Citus routes it to the agent's shard group, where row locks and
+-- modifying CTEs are allowed; across shards they are not).  Batches are short
+-- transactions in primary-key order, so a rerun after a kill continues where the work
+-- stopped.
 
 -- name: batch_work_mem
 -- A batch keeps up to a few thousand details in its CTEs: in memory, not spilled.
@@ -21,19 +24,15 @@ SET LOCAL work_mem = '64MB';
 -- reports the run commits synchronously, flushing every batch's WAL before it.
 SET LOCAL synchronous_commit = off;
 
--- name: episode_key_range
--- cross-agent: the next $3 episode keys after ($1, $2) in primary-key order: how many
--- and the last one.  A batch is the key range up to it, so every batch reads exactly
--- that many rows through the index, whatever share of them the job changes.
-SELECT count(*)::int AS n,
-       (array_agg(agent_id ORDER BY agent_id DESC, memory_id DESC))[1] AS last_agent,
-       (array_agg(memory_id ORDER BY agent_id DESC, memory_id DESC))[1] AS last_id
-FROM (SELECT agent_id, memory_id FROM episodes
-      WHERE (agent_id, memory_id) > ($1::text, $2::uuid)
-      ORDER BY agent_id, memory_id LIMIT $3) AS k;
+-- name: episode_agents
+-- cross-agent, read-only: the agents that have episodes, a page at a time.
+SELECT agent_id FROM episodes WHERE agent_id > $1
+GROUP BY agent_id ORDER BY agent_id LIMIT $2;
 
 -- name: episode_key_range_agent
--- The same within one agent (archive_episodes of a single agent).
+-- The next $3 episode keys of agent $1 after $2 in primary-key order: how many and the
+-- last one.  A batch is the key range up to it, so every batch reads exactly that many
+-- rows through the index, whatever share of them the job changes.
 SELECT count(*)::int AS n,
        (array_agg(agent_id ORDER BY memory_id DESC))[1] AS last_agent,
        (array_agg(memory_id ORDER BY memory_id DESC))[1] AS last_id
@@ -42,102 +41,104 @@ FROM (SELECT agent_id, memory_id FROM episodes
       ORDER BY memory_id LIMIT $3) AS k;
 
 -- name: trim_episodes_batch
--- cross-agent: one trim batch, the episodes with keys in (($1, $2), ($3, $4)] (every
--- table is bounded by that range, so each step is an index range scan).  Closed episodes
--- that ended before $5: detail beyond $6 characters moves to memory_archive (the hot row
--- keeps left(detail, $6)); a summary shorter than $8 characters gets one
--- summary_regenerate work item (once: an item it ever had, unless failed, counts); with
--- $9, episodes whose facts were never extracted get an episode_upgrade item.  $7 is the
--- job's clock.  octet_length reads the stored size without detoasting; the inner query
--- detoasts each detail once (`|| ''`, OFFSET 0 keeps it from being inlined: a
+-- One trim batch: agent $1's episodes with memory_id in ($2, $3] (every table is bounded
+-- by that range, so each step is an index range scan).  Closed episodes that ended
+-- before $4: detail beyond $5 characters moves to memory_archive (the hot row keeps
+-- left(detail, $5)).  Also returned, for trim_queue_work: the episodes whose summary is
+-- shorter than $7 characters, and with $8 those whose facts were never extracted.  $6 is
+-- the job's clock.  octet_length reads the stored size without detoasting; the inner
+-- query detoasts each detail once (`|| ''`, OFFSET 0 keeps it from being inlined: a
 -- length(detail) test there would detoast it a second time, so the character count is
 -- taken and tested on the detoasted copy) and the batch keeps only what the steps below
 -- need.
 WITH batch AS (
-    SELECT agent_id, memory_id, left(d, $6) AS head, right(d, -$6) AS tail,
+    SELECT agent_id, memory_id, left(d, $5) AS head, right(d, -$5) AS tail,
            chars, hashtextextended(d, 0) AS checksum
     FROM (SELECT agent_id, memory_id, d, length(d) AS chars
           FROM (SELECT e.agent_id, e.memory_id, e.detail || '' AS d
                 FROM episodes e
-                WHERE (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
-                  AND (e.agent_id, e.memory_id) <= ($3::text, $4::uuid)
-                  AND e.state = 'closed' AND e.storage = 'hot' AND e.ended_at < $5
-                  AND octet_length(e.detail) > $6
+                WHERE e.agent_id = $1 AND e.memory_id > $2::uuid AND e.memory_id <= $3::uuid
+                  AND e.state = 'closed' AND e.storage = 'hot' AND e.ended_at < $4
+                  AND octet_length(e.detail) > $5
                 OFFSET 0
                 FOR UPDATE OF e) AS locked
           OFFSET 0) AS measured
-    WHERE chars > $6
+    WHERE chars > $5
 ), cold AS (
     INSERT INTO memory_archive (agent_id, memory_id, part, start_offset, content, reason,
                                 archived_at, checksum)
-    SELECT agent_id, memory_id, 'detail', $6, tail, 'trim', $7, checksum
+    SELECT $1, memory_id, 'detail', $5, tail, 'trim', $6, checksum
     FROM batch
 ), hot AS (
     UPDATE episodes e SET detail = b.head, storage = 'trimmed'
     FROM batch b
-    WHERE (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
-      AND (e.agent_id, e.memory_id) <= ($3::text, $4::uuid)
+    WHERE e.agent_id = $1 AND e.memory_id > $2::uuid AND e.memory_id <= $3::uuid
       AND e.agent_id = b.agent_id AND e.memory_id = b.memory_id
 ), audit AS (
     INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
                                created_at)
-    SELECT agent_id, memory_id, 'trimmed',
+    SELECT $1, memory_id, 'trimmed',
            jsonb_build_object('storage', 'hot', 'detail_chars', chars),
-           jsonb_build_object('storage', 'trimmed', 'hot_chars', $6,
-                              'cold_chars', chars - $6),
-           'job:trim', $7
+           jsonb_build_object('storage', 'trimmed', 'hot_chars', $5,
+                              'cold_chars', chars - $5),
+           'job:trim', $6
     FROM batch
 ), candidates AS (
-    SELECT e.agent_id, e.memory_id, e.facts_state, e.storage, length(m.summary) AS chars
+    SELECT e.memory_id, e.facts_state, e.storage, length(m.summary) AS chars
     FROM episodes e JOIN memories m ON m.agent_id = e.agent_id AND m.id = e.memory_id
-    WHERE (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
-      AND (e.agent_id, e.memory_id) <= ($3::text, $4::uuid)
-      AND (m.agent_id, m.id) > ($1::text, $2::uuid)
-      AND (m.agent_id, m.id) <= ($3::text, $4::uuid)
-      AND e.state = 'closed' AND e.ended_at < $5 AND m.status = 'active'
-), short AS (
-    SELECT c.agent_id, c.memory_id FROM candidates c
-    WHERE c.chars < $8
-      AND NOT EXISTS (SELECT 1 FROM work_items w
-                      WHERE w.agent_id = c.agent_id AND w.memory_id = c.memory_id
-                        AND w.task = 'summary_regenerate' AND w.state <> 'failed')
+    WHERE e.agent_id = $1 AND e.memory_id > $2::uuid AND e.memory_id <= $3::uuid
+      AND m.agent_id = $1 AND m.id > $2::uuid AND m.id <= $3::uuid
+      AND e.state = 'closed' AND e.ended_at < $4 AND m.status = 'active'
+)
+SELECT (SELECT count(*) FROM batch)::int AS n,
+       (SELECT coalesce(sum(chars - $5), 0) FROM batch)::bigint AS trimmed_chars,
+       ARRAY(SELECT memory_id FROM candidates WHERE chars < $7) AS short_ids,
+       ARRAY(SELECT memory_id FROM candidates
+             WHERE $8::boolean AND facts_state = 'not_extracted'
+               AND storage IN ('hot', 'trimmed', 'restored')) AS unextracted_ids;
+
+-- name: trim_queue_work
+-- The work a trim batch found for agent $1, queued on the coordinator's queue (a
+-- statement of its own: Citus does not join the queue with distributed tables): a
+-- $4 item (the summary task) for each of the episodes $2 with a short summary, a $5
+-- item (the upgrade task) for each of $3 with unextracted facts; once per episode (an
+-- item it ever had, unless failed, counts).
+WITH short AS (
+    SELECT u.id FROM unnest($2::uuid[]) AS u(id)
+    WHERE NOT EXISTS (SELECT 1 FROM work_items w
+                      WHERE w.agent_id = $1 AND w.memory_id = u.id
+                        AND w.task = $4 AND w.state <> 'failed')
 ), unextracted AS (
-    SELECT c.agent_id, c.memory_id FROM candidates c
-    WHERE $9::boolean AND c.facts_state = 'not_extracted'
-      AND c.storage IN ('hot', 'trimmed', 'restored')
-      AND NOT EXISTS (SELECT 1 FROM work_items w
-                      WHERE w.agent_id = c.agent_id AND w.memory_id = c.memory_id
-                        AND w.task = 'episode_upgrade' AND w.state <> 'failed')
+    SELECT u.id FROM unnest($3::uuid[]) AS u(id)
+    WHERE NOT EXISTS (SELECT 1 FROM work_items w
+                      WHERE w.agent_id = $1 AND w.memory_id = u.id
+                        AND w.task = $5 AND w.state <> 'failed')
 ), queued AS (
     INSERT INTO work_items (agent_id, task, memory_id, run_after, payload)
-    SELECT agent_id, 'summary_regenerate', memory_id, now(),
-           '{"reason": "short summary"}'::jsonb
+    SELECT $1, $4, id, now(), '{"reason": "short summary"}'::jsonb
     FROM short
     UNION ALL
-    SELECT agent_id, 'episode_upgrade', memory_id, now(), '{}'::jsonb FROM unextracted
+    SELECT $1, $5, id, now(), '{}'::jsonb FROM unextracted
     ON CONFLICT (agent_id, task, memory_id, dedup_key) WHERE state IN ('pending', 'running')
     DO NOTHING
 )
-SELECT (SELECT count(*) FROM batch)::int AS n,
-       (SELECT coalesce(sum(chars - $6), 0) FROM batch)::bigint AS trimmed_chars,
-       (SELECT count(*) FROM short)::int AS summaries_queued,
+SELECT (SELECT count(*) FROM short)::int AS summaries_queued,
        (SELECT count(*) FROM unextracted)::int AS extractions_queued;
 
 -- name: trim_transcripts_batch
--- cross-agent: the transcript half of a trim batch over the key range (($1, $2), ($3, $4)]
--- (see trim_episodes_batch).  Closed episodes that ended before $5 and have no transcript
--- in cold storage yet: the messages beyond a hot head (those starting at or past $6
+-- The transcript half of a trim batch: agent $1's episodes with memory_id in ($2, $3]
+-- (see trim_episodes_batch).  Closed episodes that ended before $4 and have no transcript
+-- in cold storage yet: the messages beyond a hot head (those starting at or past $5
 -- characters of the transcript's text) move to memory_archive as one 'transcript' part
 -- (start_offset: how many messages stay hot), the head stays readable where it was.  The
 -- checksum is the archive's digest of the whole transcript (restore_transcript puts the
 -- tail back beside the head, and transcript_digest checks the whole).  Chunks, their
--- embeddings and the summary stay hot, so recall and tier 2 do not change.  $7 is the
+-- embeddings and the summary stay hot, so recall and tier 2 do not change.  $6 is the
 -- job's clock.
 WITH eps AS (
     SELECT e.agent_id, e.memory_id, e.storage FROM episodes e
-    WHERE (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
-      AND (e.agent_id, e.memory_id) <= ($3::text, $4::uuid)
-      AND e.state = 'closed' AND e.storage IN ('hot', 'trimmed') AND e.ended_at < $5
+    WHERE e.agent_id = $1 AND e.memory_id > $2::uuid AND e.memory_id <= $3::uuid
+      AND e.state = 'closed' AND e.storage IN ('hot', 'trimmed') AND e.ended_at < $4
       AND NOT EXISTS (SELECT 1 FROM memory_archive a
                       WHERE a.agent_id = e.agent_id AND a.memory_id = e.memory_id
                         AND a.part = 'transcript')
@@ -148,62 +149,58 @@ WITH eps AS (
                - length(m.content) AS offset_chars
     FROM episode_messages m
     JOIN eps ON m.agent_id = eps.agent_id AND m.episode_id = eps.memory_id
-    WHERE (m.agent_id, m.episode_id) > ($1::text, $2::uuid)
-      AND (m.agent_id, m.episode_id) <= ($3::text, $4::uuid)
+    WHERE m.agent_id = $1 AND m.episode_id > $2::uuid AND m.episode_id <= $3::uuid
 ), batch AS (
     SELECT agent_id, episode_id,
-           jsonb_agg(row ORDER BY seq) FILTER (WHERE offset_chars >= $6) AS tail,
-           count(*) FILTER (WHERE offset_chars < $6)::int AS head,
-           count(*) FILTER (WHERE offset_chars >= $6)::int AS cold,
-           min(seq) FILTER (WHERE offset_chars >= $6) AS first_cold,
+           jsonb_agg(row ORDER BY seq) FILTER (WHERE offset_chars >= $5) AS tail,
+           count(*) FILTER (WHERE offset_chars < $5)::int AS head,
+           count(*) FILTER (WHERE offset_chars >= $5)::int AS cold,
+           min(seq) FILTER (WHERE offset_chars >= $5) AS first_cold,
            hashtextextended(jsonb_agg(row ORDER BY seq)::text, 0) AS checksum
     FROM measured GROUP BY agent_id, episode_id
-    HAVING count(*) FILTER (WHERE offset_chars >= $6) > 0
+    HAVING count(*) FILTER (WHERE offset_chars >= $5) > 0
 ), cold AS (
     INSERT INTO memory_archive (agent_id, memory_id, part, start_offset, messages, reason,
                                 archived_at, checksum)
-    SELECT agent_id, episode_id, 'transcript', head, tail, 'trim', $7, checksum FROM batch
+    SELECT $1, episode_id, 'transcript', head, tail, 'trim', $6, checksum FROM batch
 ), gone AS (
     DELETE FROM episode_messages m USING batch b
-    WHERE (m.agent_id, m.episode_id) > ($1::text, $2::uuid)
-      AND (m.agent_id, m.episode_id) <= ($3::text, $4::uuid)
+    WHERE m.agent_id = $1 AND m.episode_id > $2::uuid AND m.episode_id <= $3::uuid
       AND m.agent_id = b.agent_id AND m.episode_id = b.episode_id AND m.seq >= b.first_cold
 ), hot AS (
     UPDATE episodes e SET storage = 'trimmed'
     FROM batch b
-    WHERE (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
-      AND (e.agent_id, e.memory_id) <= ($3::text, $4::uuid)
+    WHERE e.agent_id = $1 AND e.memory_id > $2::uuid AND e.memory_id <= $3::uuid
       AND e.agent_id = b.agent_id AND e.memory_id = b.episode_id
 ), audit AS (
     INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
                                created_at)
-    SELECT b.agent_id, b.episode_id, 'trimmed',
+    SELECT $1, b.episode_id, 'trimmed',
            jsonb_build_object('storage', eps.storage, 'messages', b.head + b.cold),
            jsonb_build_object('storage', 'trimmed', 'hot_messages', b.head,
                               'cold_messages', b.cold),
-           'job:trim', $7
+           'job:trim', $6
     FROM batch b JOIN eps ON eps.agent_id = b.agent_id AND eps.memory_id = b.episode_id
 )
 SELECT (SELECT count(*) FROM batch)::int AS n,
        (SELECT coalesce(sum(cold), 0) FROM batch)::bigint AS trimmed_messages;
 
 -- name: archive_episodes_batch
--- cross-agent: one archive batch over the key range (($1, $2), ($3, $4)] (see
--- trim_episodes_batch).  Closed episodes that ended before $5: the whole detail (a
+-- One archive batch: agent $1's episodes with memory_id in ($2, $3] (see
+-- trim_episodes_batch).  Closed episodes that ended before $4: the whole detail (a
 -- trimmed one reassembled from its hot prefix and cold tail) and the transcript (a trimmed
 -- one's hot head and cold tail as one part) move to memory_archive (start_offset 0); the
 -- hot detail becomes NULL, so readers take left(coalesce(hot, ''), start_offset) ||
 -- content.  Summary, metadata, links, chunks
--- and embeddings stay.  $6 is the job's clock.  The cold copy is inserted from the
+-- and embeddings stay.  $5 is the job's clock.  The cold copy is inserted from the
 -- stored value itself (not a detoasted copy), so a detail PostgreSQL had compressed
 -- moves compressed, without being compressed again; its checksum and length come from
 -- one detoasted copy (`|| ''` under OFFSET 0, evaluated once per row).
 WITH batch AS (
     SELECT e.agent_id, e.memory_id, e.detail, e.storage
     FROM episodes e
-    WHERE (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
-      AND (e.agent_id, e.memory_id) <= ($3::text, $4::uuid)
-      AND e.state = 'closed' AND e.storage IN ('hot', 'trimmed') AND e.ended_at < $5
+    WHERE e.agent_id = $1 AND e.memory_id > $2::uuid AND e.memory_id <= $3::uuid
+      AND e.state = 'closed' AND e.storage IN ('hot', 'trimmed') AND e.ended_at < $4
     FOR UPDATE OF e
 ), whole AS (
     SELECT agent_id, memory_id, detail, length(d) AS chars, hashtextextended(d, 0) AS checksum
@@ -215,15 +212,14 @@ WITH batch AS (
                 LEFT JOIN memory_archive a
                        ON a.agent_id = b.agent_id AND a.memory_id = b.memory_id
                       AND a.part = 'detail'
-                      AND (a.agent_id, a.memory_id) > ($1::text, $2::uuid)
-                      AND (a.agent_id, a.memory_id) <= ($3::text, $4::uuid)
+                      AND a.agent_id = $1 AND a.memory_id > $2::uuid AND a.memory_id <= $3::uuid
                 WHERE b.detail IS NOT NULL
                 OFFSET 0) AS joined
           OFFSET 0) AS detoasted
 ), cold_detail AS (
     INSERT INTO memory_archive (agent_id, memory_id, part, start_offset, content, reason,
                                 archived_at, checksum)
-    SELECT agent_id, memory_id, 'detail', 0, detail, 'archive', $6, checksum
+    SELECT $1, memory_id, 'detail', 0, detail, 'archive', $5, checksum
     FROM whole
     ON CONFLICT (agent_id, memory_id, part) DO UPDATE SET
         start_offset = 0, content = EXCLUDED.content, reason = 'archive',
@@ -234,21 +230,19 @@ WITH batch AS (
     FROM (SELECT m.agent_id, m.episode_id, m.seq, to_jsonb(m) AS row
           FROM episode_messages m
           JOIN batch b ON m.agent_id = b.agent_id AND m.episode_id = b.memory_id
-          WHERE (m.agent_id, m.episode_id) > ($1::text, $2::uuid)
-            AND (m.agent_id, m.episode_id) <= ($3::text, $4::uuid)
+          WHERE m.agent_id = $1 AND m.episode_id > $2::uuid AND m.episode_id <= $3::uuid
           UNION ALL
           SELECT a.agent_id, a.memory_id, (x.row ->> 'seq')::int, x.row
           FROM memory_archive a
           JOIN batch b ON a.agent_id = b.agent_id AND a.memory_id = b.memory_id
           CROSS JOIN LATERAL jsonb_array_elements(a.messages) AS x(row)
-          WHERE (a.agent_id, a.memory_id) > ($1::text, $2::uuid)
-            AND (a.agent_id, a.memory_id) <= ($3::text, $4::uuid)
+          WHERE a.agent_id = $1 AND a.memory_id > $2::uuid AND a.memory_id <= $3::uuid
             AND a.part = 'transcript') AS r
     GROUP BY r.agent_id, r.episode_id
 ), cold_transcript AS (
     INSERT INTO memory_archive (agent_id, memory_id, part, messages, reason, archived_at,
                                 checksum)
-    SELECT agent_id, episode_id, 'transcript', messages, 'archive', $6,
+    SELECT $1, episode_id, 'transcript', messages, 'archive', $5,
            hashtextextended(messages::text, 0)
     FROM transcript
     ON CONFLICT (agent_id, memory_id, part) DO UPDATE SET
@@ -256,24 +250,22 @@ WITH batch AS (
         archived_at = EXCLUDED.archived_at, checksum = EXCLUDED.checksum
 ), gone AS (
     DELETE FROM episode_messages m USING batch b
-    WHERE (m.agent_id, m.episode_id) > ($1::text, $2::uuid)
-      AND (m.agent_id, m.episode_id) <= ($3::text, $4::uuid)
+    WHERE m.agent_id = $1 AND m.episode_id > $2::uuid AND m.episode_id <= $3::uuid
       AND m.agent_id = b.agent_id AND m.episode_id = b.memory_id
 ), hot AS (
     UPDATE episodes e SET storage = 'archived', detail = NULL
     FROM batch b
-    WHERE (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
-      AND (e.agent_id, e.memory_id) <= ($3::text, $4::uuid)
+    WHERE e.agent_id = $1 AND e.memory_id > $2::uuid AND e.memory_id <= $3::uuid
       AND e.agent_id = b.agent_id AND e.memory_id = b.memory_id
 ), audit AS (
     INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
                                created_at)
-    SELECT b.agent_id, b.memory_id, 'archived',
+    SELECT $1, b.memory_id, 'archived',
            jsonb_build_object('storage', b.storage),
            jsonb_build_object('storage', 'archived',
                               'detail_chars', coalesce(w.chars, 0),
                               'messages', coalesce(jsonb_array_length(t.messages), 0)),
-           'job:archive', $6
+           'job:archive', $5
     FROM batch b
     LEFT JOIN whole w ON w.agent_id = b.agent_id AND w.memory_id = b.memory_id
     LEFT JOIN transcript t ON t.agent_id = b.agent_id AND t.episode_id = b.memory_id
@@ -323,98 +315,134 @@ WITH gone AS (
 UPDATE episodes SET storage = 'restored' WHERE agent_id = $1 AND memory_id = $2
 RETURNING (SELECT array_agg(part ORDER BY part) FROM gone) AS parts;
 
+-- name: retention_agents
+-- cross-agent, read-only: the agents with cold parts stored before $1, a page at a time.
+SELECT agent_id FROM memory_archive WHERE archived_at < $1 AND agent_id > $2
+GROUP BY agent_id ORDER BY agent_id LIMIT $3;
+
 -- name: retention_batch
--- cross-agent: the retention policy.  Cold parts stored before $1 are deleted for
--- good (audited per part); their episodes become 'expired'.  $3 the job's clock.
+-- The retention policy for agent $1: cold parts stored before $2 are deleted for good
+-- (audited per part), $3 at a time; their episodes become 'expired'.  $4 the job's clock.
 WITH batch AS (
     SELECT agent_id, memory_id, part FROM memory_archive
-    WHERE archived_at < $1 ORDER BY archived_at LIMIT $2 FOR UPDATE
+    WHERE agent_id = $1 AND archived_at < $2 ORDER BY archived_at LIMIT $3 FOR UPDATE
 ), gone AS (
     DELETE FROM memory_archive a USING batch b
-    WHERE a.agent_id = b.agent_id AND a.memory_id = b.memory_id AND a.part = b.part
+    WHERE a.agent_id = $1
+      AND a.agent_id = b.agent_id AND a.memory_id = b.memory_id AND a.part = b.part
     RETURNING a.agent_id, a.memory_id, a.part, a.reason, a.archived_at,
               length(a.content) AS chars, jsonb_array_length(a.messages) AS messages
 ), hot AS (
     UPDATE episodes e SET storage = 'expired'
     FROM (SELECT DISTINCT agent_id, memory_id FROM batch) b
-    WHERE e.agent_id = b.agent_id AND e.memory_id = b.memory_id
+    WHERE e.agent_id = $1 AND e.agent_id = b.agent_id AND e.memory_id = b.memory_id
 ), audit AS (
     INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
                                created_at)
-    SELECT agent_id, memory_id, 'expired',
+    SELECT $1, memory_id, 'expired',
            jsonb_build_object('part', part, 'reason', reason, 'archived_at', archived_at,
                               'chars', chars, 'messages', messages),
-           jsonb_build_object('storage', 'expired'), 'job:retention', $3
+           jsonb_build_object('storage', 'expired'), 'job:retention', $4
     FROM gone
 )
 SELECT count(*)::int AS n FROM batch;
 
+-- name: lifecycle_promote_agents
+-- cross-agent, read-only: the agents lifecycle_promote_facts has work for ($1 as there),
+-- a page at a time.
+SELECT m.agent_id
+FROM memories m JOIN facts f ON f.agent_id = m.agent_id AND f.memory_id = m.id
+WHERE m.kind = 'fact' AND m.status = 'active' AND f.confirmation_count >= $1
+  AND NOT ('core' = ANY(m.tags)) AND m.agent_id > $2
+GROUP BY m.agent_id ORDER BY m.agent_id LIMIT $3;
+
 -- name: lifecycle_promote_facts
--- cross-agent: active facts confirmed at least $1 times get the 'core' tag.
+-- Agent $1's active facts confirmed at least $2 times get the 'core' tag, $3 at a time.
 WITH hit AS (
     SELECT m.agent_id, m.id, m.tags, f.confirmation_count
     FROM memories m JOIN facts f ON f.agent_id = m.agent_id AND f.memory_id = m.id
-    WHERE m.kind = 'fact' AND m.status = 'active' AND f.confirmation_count >= $1
-      AND NOT ('core' = ANY(m.tags))
-    LIMIT $2 FOR UPDATE OF m SKIP LOCKED
+    WHERE m.agent_id = $1 AND m.kind = 'fact' AND m.status = 'active'
+      AND f.confirmation_count >= $2 AND NOT ('core' = ANY(m.tags))
+    LIMIT $3 FOR UPDATE OF m SKIP LOCKED
 ), up AS (
     UPDATE memories m SET tags = array_append(m.tags, 'core'), version = m.version + 1,
-                          updated_at = $3
-    FROM hit h WHERE m.agent_id = h.agent_id AND m.id = h.id
+                          updated_at = $4
+    FROM hit h WHERE m.agent_id = $1 AND m.agent_id = h.agent_id AND m.id = h.id
 ), audit AS (
     INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
                                created_at)
-    SELECT agent_id, id, 'promoted', jsonb_build_object('tags', tags),
+    SELECT $1, id, 'promoted', jsonb_build_object('tags', tags),
            jsonb_build_object('tags', array_append(tags, 'core'),
                               'confirmations', confirmation_count),
-           'job:lifecycle', $3
+           'job:lifecycle', $4
     FROM hit
 )
 SELECT count(*)::int AS n FROM hit;
 
+-- name: lifecycle_flag_agents
+-- cross-agent, read-only: the agents lifecycle_flag_procedures has work for ($1, $2 as
+-- there), a page at a time.
+SELECT m.agent_id
+FROM memories m JOIN procedures p ON p.agent_id = m.agent_id AND p.memory_id = m.id
+WHERE m.kind = 'procedure' AND m.status = 'active' AND p.activation_count >= $1
+  AND p.effectiveness < $2 AND NOT ('needs_review' = ANY(m.tags)) AND m.agent_id > $3
+GROUP BY m.agent_id ORDER BY m.agent_id LIMIT $4;
+
 -- name: lifecycle_flag_procedures
--- cross-agent: active procedures used at least $1 times with effectiveness below $2
--- get the 'needs_review' tag (a person or agent decides what happens next).
+-- Agent $1's active procedures used at least $2 times with effectiveness below $3 get
+-- the 'needs_review' tag (a person or agent decides what happens next), $4 at a time.
 WITH hit AS (
     SELECT m.agent_id, m.id, m.tags, p.activation_count, p.effectiveness
     FROM memories m JOIN procedures p ON p.agent_id = m.agent_id AND p.memory_id = m.id
-    WHERE m.kind = 'procedure' AND m.status = 'active' AND p.activation_count >= $1
-      AND p.effectiveness < $2 AND NOT ('needs_review' = ANY(m.tags))
-    LIMIT $3 FOR UPDATE OF m SKIP LOCKED
+    WHERE m.agent_id = $1 AND m.kind = 'procedure' AND m.status = 'active'
+      AND p.activation_count >= $2 AND p.effectiveness < $3
+      AND NOT ('needs_review' = ANY(m.tags))
+    LIMIT $4 FOR UPDATE OF m SKIP LOCKED
 ), up AS (
     UPDATE memories m SET tags = array_append(m.tags, 'needs_review'),
-                          version = m.version + 1, updated_at = $4
-    FROM hit h WHERE m.agent_id = h.agent_id AND m.id = h.id
+                          version = m.version + 1, updated_at = $5
+    FROM hit h WHERE m.agent_id = $1 AND m.agent_id = h.agent_id AND m.id = h.id
 ), audit AS (
     INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
                                created_at)
-    SELECT agent_id, id, 'flagged', jsonb_build_object('tags', tags),
+    SELECT $1, id, 'flagged', jsonb_build_object('tags', tags),
            jsonb_build_object('tags', array_append(tags, 'needs_review'),
                               'uses', activation_count, 'effectiveness', effectiveness),
-           'job:lifecycle', $4
+           'job:lifecycle', $5
     FROM hit
 )
 SELECT count(*)::int AS n FROM hit;
 
+-- name: lifecycle_retire_agents
+-- cross-agent, read-only: the agents lifecycle_retire_censors has work for ($1, $2 as
+-- there), a page at a time.
+SELECT m.agent_id
+FROM memories m JOIN censors c ON c.agent_id = m.agent_id AND c.memory_id = m.id
+WHERE m.kind = 'censor' AND m.status = 'active' AND c.activation_count >= $1
+  AND c.false_positive_count > $2::double precision * c.activation_count
+  AND m.agent_id > $3
+GROUP BY m.agent_id ORDER BY m.agent_id LIMIT $4;
+
 -- name: lifecycle_retire_censors
--- cross-agent: active censors activated at least $1 times whose false positives exceed
--- the share $2 are retired (status archived: they stop warning and blocking).
+-- Agent $1's active censors activated at least $2 times whose false positives exceed the
+-- share $3 are retired (status archived: they stop warning and blocking), $4 at a time.
 WITH hit AS (
     SELECT m.agent_id, m.id, c.activation_count, c.false_positive_count
     FROM memories m JOIN censors c ON c.agent_id = m.agent_id AND c.memory_id = m.id
-    WHERE m.kind = 'censor' AND m.status = 'active' AND c.activation_count >= $1
-      AND c.false_positive_count > $2::double precision * c.activation_count
-    LIMIT $3 FOR UPDATE OF m SKIP LOCKED
+    WHERE m.agent_id = $1 AND m.kind = 'censor' AND m.status = 'active'
+      AND c.activation_count >= $2
+      AND c.false_positive_count > $3::double precision * c.activation_count
+    LIMIT $4 FOR UPDATE OF m SKIP LOCKED
 ), up AS (
-    UPDATE memories m SET status = 'archived', version = m.version + 1, updated_at = $4
-    FROM hit h WHERE m.agent_id = h.agent_id AND m.id = h.id
+    UPDATE memories m SET status = 'archived', version = m.version + 1, updated_at = $5
+    FROM hit h WHERE m.agent_id = $1 AND m.agent_id = h.agent_id AND m.id = h.id
 ), audit AS (
     INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
                                created_at)
-    SELECT agent_id, id, 'retired', jsonb_build_object('status', 'active'),
+    SELECT $1, id, 'retired', jsonb_build_object('status', 'active'),
            jsonb_build_object('status', 'archived', 'activations', activation_count,
                               'false_positives', false_positive_count),
-           'job:lifecycle', $4
+           'job:lifecycle', $5
     FROM hit
 )
 SELECT count(*)::int AS n FROM hit;
@@ -453,14 +481,19 @@ WITH up AS (
 )
 SELECT count(*)::int AS n FROM up;
 
+-- name: expired_cache_agents
+-- cross-agent, read-only: the agents with extraction cache rows past their expiry ($1),
+-- a page at a time.
+SELECT agent_id FROM extraction_cache WHERE expires_at < $1 AND agent_id > $2
+GROUP BY agent_id ORDER BY agent_id LIMIT $3;
+
 -- name: expire_extraction_cache
--- cross-agent: cache rows past their expiry, a batch at a time.  The outer delete
--- checks the expiry again: on Citus a ctid names a row position within one shard, and
--- the same position holds a live row on another.
+-- Agent $1's cache rows past their expiry ($2), $3 at a time, by primary key.
 WITH gone AS (
-    DELETE FROM extraction_cache WHERE ctid = ANY(ARRAY(
-        SELECT ctid FROM extraction_cache WHERE expires_at < $1 LIMIT $2))
-      AND expires_at < $1
+    DELETE FROM extraction_cache
+    WHERE agent_id = $1 AND (memory_id, query_sha256, max_tokens) IN (
+        SELECT memory_id, query_sha256, max_tokens FROM extraction_cache
+        WHERE agent_id = $1 AND expires_at < $2 LIMIT $3)
     RETURNING 1
 )
 SELECT count(*)::int AS n FROM gone;
@@ -598,42 +631,53 @@ FROM job_runs WHERE id = $1;
 
 -- ---------------------------------------------------------------- fact backfill
 
--- name: backfill_upgrades_queue
--- cross-agent (or agent $2; NULL: all): the next $1 closed episodes whose facts no LLM
--- has extracted (facts_state 'not_extracted': closed without an LLM, its facts from the
--- rules or none), whose transcript is still hot and whose summary is still the rule's
--- (an upgrade never overwrites an edited one), with no upgrade item open or done: each
--- gets an episode_upgrade work item, the k-th due at now() + k * $3 seconds so the worker
--- spreads the LLM calls.  Episodes never tried come before those whose upgrade failed.
--- Queued episodes stop matching, so each run continues where the last one stopped.
-WITH candidates AS (
-    SELECT e.agent_id, e.memory_id,
-           EXISTS (SELECT 1 FROM work_items f
-                   WHERE f.agent_id = e.agent_id AND f.memory_id = e.memory_id
-                     AND f.task = 'episode_upgrade' AND f.state = 'failed') AS failed_before
-    FROM episodes e JOIN memories m ON m.agent_id = e.agent_id AND m.id = e.memory_id
-    WHERE e.facts_state = 'not_extracted' AND e.state = 'closed'
-      AND ($2::text IS NULL OR e.agent_id = $2)
-      AND e.storage IN ('hot', 'trimmed', 'restored')
-      AND m.status = 'active' AND m.summary_source = 'rule'
-      AND NOT EXISTS (SELECT 1 FROM work_items w
-                      WHERE w.agent_id = e.agent_id AND w.memory_id = e.memory_id
-                        AND w.task = 'episode_upgrade' AND w.state <> 'failed')
-    ORDER BY failed_before, e.agent_id, e.memory_id
-    LIMIT $1
+-- name: backfill_upgrade_candidates
+-- cross-agent (or agent $4; NULL: all), read-only: the next $3 episodes after ($1, $2)
+-- in key order that the LLM backfill may upgrade: closed, facts_state 'not_extracted'
+-- (closed without an LLM, its facts from the rules or none), the transcript still hot and
+-- the summary still the rule's (an upgrade never overwrites an edited one).
+-- backfill_upgrades_enqueue then skips those the queue already has.  (Two statements:
+-- Citus does not join the coordinator's queue with distributed tables.)
+SELECT e.agent_id, e.memory_id
+FROM episodes e JOIN memories m ON m.agent_id = e.agent_id AND m.id = e.memory_id
+WHERE e.facts_state = 'not_extracted' AND e.state = 'closed'
+  AND ($4::text IS NULL OR e.agent_id = $4)
+  AND (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
+  AND e.storage IN ('hot', 'trimmed', 'restored')
+  AND m.status = 'active' AND m.summary_source = 'rule'
+ORDER BY e.agent_id, e.memory_id
+LIMIT $3;
+
+-- name: backfill_upgrades_enqueue
+-- Of the candidate episodes ($1 agent ids, $2 memory ids, in key order), up to $3 get a
+-- $4 work item (the upgrade task): with $5 false those never tried (no upgrade item at all),
+-- with $5 true those whose upgrades all failed (retried after the others).  The k-th
+-- item of the run ($7 queued before this call) is due at now() + k * $6 seconds, so the
+-- worker spreads the LLM calls.  Queued episodes stop qualifying, so each run continues
+-- where the last one stopped.
+WITH picked AS (
+    SELECT c.agent_id, c.memory_id, c.n
+    FROM unnest($1::text[], $2::uuid[]) WITH ORDINALITY AS c(agent_id, memory_id, n)
+    WHERE NOT EXISTS (SELECT 1 FROM work_items w
+                      WHERE w.agent_id = c.agent_id AND w.memory_id = c.memory_id
+                        AND w.task = $4 AND w.state <> 'failed')
+      AND $5::boolean = EXISTS (SELECT 1 FROM work_items f
+                                WHERE f.agent_id = c.agent_id AND f.memory_id = c.memory_id
+                                  AND f.task = $4 AND f.state = 'failed')
+    ORDER BY c.n
+    LIMIT $3
 ), queued AS (
     INSERT INTO work_items (agent_id, task, memory_id, run_after, payload)
-    SELECT agent_id, 'episode_upgrade', memory_id,
-           now() + make_interval(secs => $3::float8 * (row_number() OVER (
-               ORDER BY failed_before, agent_id, memory_id) - 1)),
+    SELECT agent_id, $4, memory_id,
+           now() + make_interval(secs => $6::float8 * ($7 + row_number() OVER (
+               ORDER BY n) - 1)),
            '{"reason": "backfill"}'::jsonb
-    FROM candidates
+    FROM picked
     ON CONFLICT (agent_id, task, memory_id, dedup_key) WHERE state IN ('pending', 'running')
     DO NOTHING
     RETURNING agent_id
 )
-SELECT (SELECT count(*) FROM queued)::int AS n,
-       (SELECT count(*) FROM candidates WHERE failed_before)::int AS retried;
+SELECT count(*)::int FROM queued;
 
 -- name: backfill_upgrades_left
 -- cross-agent (or agent $1; NULL: all): closed episodes whose facts no LLM has extracted,
@@ -645,27 +689,37 @@ FROM episodes e
 WHERE e.facts_state = 'not_extracted' AND e.state = 'closed'
   AND ($1::text IS NULL OR $1::text = e.agent_id);
 
--- name: backfill_rules_queue
--- cross-agent (or agent $2; NULL: all), without an LLM: the next $1 closed episodes no
--- extractor has read (closed before the rule extractor existed) get an episode_learn
--- item, whose rule pass learns their stated facts and marks them 'rules'.
-WITH candidates AS (
-    SELECT e.agent_id, e.memory_id
-    FROM episodes e
-    WHERE e.facts_state = 'not_extracted' AND e.facts_extractor = 'none'
-      AND e.state = 'closed' AND ($2::text IS NULL OR e.agent_id = $2)
-      AND e.storage IN ('hot', 'trimmed', 'restored')
-      AND NOT EXISTS (SELECT 1 FROM work_items w
-                      WHERE w.agent_id = e.agent_id AND w.memory_id = e.memory_id
-                        AND w.task = 'episode_learn' AND w.state IN ('pending', 'running'))
-    ORDER BY e.agent_id, e.memory_id
-    LIMIT $1
+-- name: backfill_rules_candidates
+-- cross-agent (or agent $4; NULL: all), read-only, without an LLM: the next $3 episodes
+-- after ($1, $2) in key order that no extractor has read (closed before the rule
+-- extractor existed); backfill_rules_enqueue gives them an episode_learn item.
+SELECT e.agent_id, e.memory_id
+FROM episodes e
+WHERE e.facts_state = 'not_extracted' AND e.facts_extractor = 'none'
+  AND e.state = 'closed' AND ($4::text IS NULL OR e.agent_id = $4)
+  AND (e.agent_id, e.memory_id) > ($1::text, $2::uuid)
+  AND e.storage IN ('hot', 'trimmed', 'restored')
+ORDER BY e.agent_id, e.memory_id
+LIMIT $3;
+
+-- name: backfill_rules_enqueue
+-- Of the candidate episodes ($1 agent ids, $2 memory ids), up to $3 without an open
+-- $4 item (the learning task) get one: its rule pass learns their stated facts and marks them
+-- 'rules'.
+WITH picked AS (
+    SELECT c.agent_id, c.memory_id
+    FROM unnest($1::text[], $2::uuid[]) WITH ORDINALITY AS c(agent_id, memory_id, n)
+    WHERE NOT EXISTS (SELECT 1 FROM work_items w
+                      WHERE w.agent_id = c.agent_id AND w.memory_id = c.memory_id
+                        AND w.task = $4 AND w.state IN ('pending', 'running'))
+    ORDER BY c.n
+    LIMIT $3
 ), queued AS (
     INSERT INTO work_items (agent_id, task, memory_id, run_after, payload)
-    SELECT agent_id, 'episode_learn', memory_id, now(), '{"reason": "backfill"}'::jsonb
-    FROM candidates
+    SELECT agent_id, $4, memory_id, now(), '{"reason": "backfill"}'::jsonb
+    FROM picked
     ON CONFLICT (agent_id, task, memory_id, dedup_key) WHERE state IN ('pending', 'running')
     DO NOTHING
     RETURNING agent_id
 )
-SELECT (SELECT count(*) FROM queued)::int AS n;
+SELECT count(*)::int FROM queued;

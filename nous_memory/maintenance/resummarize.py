@@ -1,4 +1,4 @@
-"""The ``summary_regenerate`` work item (queued by the trim job for episodes whose
+"""The ``Task.SUMMARY_REGENERATE`` work item (queued by the trim job for episodes whose
 summary is too short to be useful): a new summary from the episode's full detail, cold
 part included.  With an LLM, one structured call; without, the extractive rule summary.
 A result that is no longer than the old summary is dropped (nothing gained)."""
@@ -12,13 +12,15 @@ from pydantic import BaseModel, Field
 
 from ..db import Database
 from ..db.audit import record_events
-from ..errors import NotFoundError
+from ..embeddings.cache import EmbeddingCache
+from ..errors import NotFoundError, loggable
 from ..llm import LLMClient, LLMError
 from ..memories.kinds import EpisodeDetail, SummarySource
 from ..memories.manager import MemoryManager
 from ..memories.summaries import episode_rule_summary, leading_sentences
 from ..tokens import count_tokens
-from ..work.queue import TaskHandler, WorkContext
+from ..work.queue import WorkContext
+from ..work.tasks import Task
 
 _log = logging.getLogger(__name__)
 
@@ -37,13 +39,12 @@ class SummaryReply(BaseModel):
 
 
 class Resummarizer:
-    def __init__(self, db: Database, memories: MemoryManager, llm: LLMClient | None) -> None:
+    def __init__(self, db: Database, memories: MemoryManager, embeddings: EmbeddingCache,
+                 llm: LLMClient | None) -> None:
         self._db = db
         self._memories = memories
+        self._embeddings = embeddings
         self._llm = llm
-
-    def handlers(self) -> dict[str, TaskHandler]:
-        return {"summary_regenerate": self.process}
 
     async def process(self, ctx: WorkContext) -> None:
         agent, ident = ctx.item.agent_id, ctx.item.memory_id
@@ -61,11 +62,11 @@ class Resummarizer:
         if len(summary) <= len(memory.summary):
             await ctx.skip()  # nothing better to offer; the old summary stays
             return
-        vector = (await self._memories.embed_texts(agent, [summary]))[0]
+        vector = (await self._embeddings.embed_texts(agent, [summary]))[0]
         async with ctx.commit() as conn:
             version = await conn.fetchval(
                 "memory_resummarize_if", agent, ident, summary, source.value,
-                count_tokens(summary), PgVector(vector), self._memories.model_name,
+                count_tokens(summary), PgVector(vector), self._embeddings.model_name,
                 memory.summary)
             if version is None:
                 return  # edited meanwhile: the edit wins
@@ -87,13 +88,14 @@ class Resummarizer:
                 f"\n[detail cut at {DETAIL_CAP_CHARS} of {len(full)} characters]")
             try:
                 reply = await self._llm.structured(
-                    agent_id=agent, purpose="summary_regenerate", schema=SummaryReply,
+                    agent_id=agent, purpose=Task.SUMMARY_REGENERATE, schema=SummaryReply,
                     messages=[{"role": "system", "content": INSTRUCTIONS},
                               {"role": "user", "content": f"<episode>\ntitle: "
                                f"{detail.title or '-'}\n{text}{cut}\n</episode>"}])
                 return leading_sentences(reply.value.summary, SUMMARY_MAX_CHARS), \
                     SummarySource.LLM
             except LLMError as exc:
-                _log.warning("summary regeneration fell back to the rule summary: %s", exc)
+                _log.warning("summary regeneration fell back to the rule summary: %s",
+                             loggable(exc))
         return episode_rule_summary(detail.model_copy(update={"detail": full})), \
             SummarySource.RULE

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..db import Database
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class JobRun:
-    """One row of ``job_runs``."""
+class JobRun(BaseModel):
+    """One row of ``job_runs`` (the CLI prints it as JSON)."""
+
+    model_config = ConfigDict(frozen=True)
 
     id: int
     job: str
@@ -29,27 +31,14 @@ class JobRun:
     started_at: datetime
     slot: datetime | None = None
     finished_at: datetime | None = None
-    counts: Mapping[str, Any] = field(default_factory=dict)
+    counts: dict[str, Any] = Field(default_factory=dict)
     note: str | None = None
     error: str | None = None
     runner: str = ""
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> JobRun:
-        return cls(id=row["id"], job=row["job"], status=row["status"], trigger=row["trigger"],
-                   dry_run=row["dry_run"], started_at=row["started_at"], slot=row["slot"],
-                   finished_at=row["finished_at"], counts=dict(row["counts"]),
-                   note=row["note"], error=row["error"], runner=row["runner"])
-
-    def as_json(self) -> dict[str, Any]:
-        def stamp(value: datetime | None) -> str | None:
-            return value.isoformat() if value else None
-
-        return {"id": self.id, "job": self.job, "status": self.status,
-                "trigger": self.trigger, "dry_run": self.dry_run,
-                "slot": stamp(self.slot), "started_at": stamp(self.started_at),
-                "finished_at": stamp(self.finished_at), "counts": dict(self.counts),
-                "note": self.note, "error": self.error, "runner": self.runner}
+        return cls.model_validate({**row, "counts": dict(row["counts"])})
 
 
 class JobRuns:

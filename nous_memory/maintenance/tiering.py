@@ -11,15 +11,18 @@ commits, so a restore is byte for byte or it is nothing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 from uuid import UUID
 
-from ..db import Database
+from ..db import Connection, Database
 from ..db.audit import record_events
 from ..errors import ConflictError, DatabaseError, NotFoundError
 from ..memories.kinds import parse_agent_id
 from ..memories.params import parse_memory_id
+from ..work.tasks import Task
 from .batches import BatchHook, JobResult, Sweeps
 from .policy import MaintenancePolicy
 
@@ -32,6 +35,17 @@ class RestoreResult:
     previous_storage: str
     detail_chars: int | None = None
     messages: int | None = None
+
+
+async def _queue_trim_work(conn: Connection, agent: str, row: Mapping[str, Any]
+                           ) -> Mapping[str, int]:
+    """The work a trim batch found, queued on the coordinator's queue (its own statement:
+    Citus does not join the queue with distributed tables)."""
+    queued = await conn.fetchrow("trim_queue_work", agent, row["short_ids"],
+                                 row["unextracted_ids"], Task.SUMMARY_REGENERATE,
+                                 Task.EPISODE_UPGRADE)
+    assert queued is not None
+    return dict(queued)
 
 
 class Tiering:
@@ -60,7 +74,7 @@ class Tiering:
                 sweeps.add(name, 0)
             await sweeps.ranged("trimmed", "trim_episodes_batch", cutoff, p.trim_keep_chars,
                                 now, p.short_summary_chars, self._llm_configured,
-                                batch=p.batch_size, agent=agent)
+                                batch=p.batch_size, agent=agent, after=_queue_trim_work)
             await sweeps.ranged("trimmed_transcripts", "trim_transcripts_batch", cutoff,
                                 p.trim_keep_chars, now, batch=p.batch_size, agent=agent)
             if not self._llm_configured:
@@ -93,8 +107,9 @@ class Tiering:
                              note="retention is off (set NOUS_MEMORY_RETENTION_DAYS)")
         size = self._policy.batch_size
         async with Sweeps.open(self._db, dry_run=dry_run, on_batch=on_batch) as sweeps:
-            await sweeps.drain("cold_parts_deleted", "retention_batch",
-                               now - timedelta(days=days), size, now, batch=size)
+            cutoff = now - timedelta(days=days)
+            await sweeps.drain_agents("cold_parts_deleted", ("retention_agents", cutoff),
+                                      "retention_batch", cutoff, size, now, batch=size)
         return JobResult(counts=sweeps.counts, dry_run=dry_run)
 
     async def restore(self, agent_id: str, memory_id: UUID | str, *,

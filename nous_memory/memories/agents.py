@@ -33,7 +33,8 @@ async def known_agents(db: Database, *, limit: int = MAX_AGENTS, after: str = ""
     """The agents that hold memories, in id order: at most ``limit`` after ``after``."""
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_AGENTS:
         raise InvalidInputError.single("limit", f"must be between 1 and {MAX_AGENTS}")
-    return [r["agent_id"] for r in await db.fetch("known_agents", limit, str(after))]
+    query = "known_agents_distributed" if db.distributed else "known_agents"
+    return [r["agent_id"] for r in await db.fetch(query, limit, str(after))]
 
 
 async def agent_overview(db: Database, agent_id: str) -> AgentOverview:

@@ -19,10 +19,5 @@ def normalize_fact(text: str) -> str:
     return " ".join(_PUNCTUATION.sub(" ", folded).split())
 
 
-def text_digest(text: str) -> bytes:
-    """SHA-256 of the UTF-8 text: the key of cached embeddings and of fact hashes."""
-    return hashlib.sha256(text.encode("utf-8")).digest()
-
-
 def fact_hash(text: str) -> bytes:
-    return text_digest(normalize_fact(text))
+    return hashlib.sha256(normalize_fact(text).encode("utf-8")).digest()

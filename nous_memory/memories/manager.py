@@ -12,13 +12,11 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid4
 
-import numpy as np
 from pgvector import Vector as PgVector
 
 from ..db import Connection, Database
 from ..db.audit import record_events
-from ..embeddings.base import Embedder, Vector, embed_checked
-from ..embeddings.query_cache import QueryCache
+from ..embeddings.cache import Embedded, EmbeddingCache, text_digest
 from ..errors import (
     ConflictError,
     FieldProblem,
@@ -29,7 +27,7 @@ from ..errors import (
 )
 from ..tokens import count_tokens
 from .changes import apply_changes, audit_values, refuse_cold_detail_edit
-from .fact_key import fact_hash, text_digest
+from .fact_key import fact_hash
 from .kinds import (
     MAX_BATCH_ITEMS,
     MAX_PAGE_SIZE,
@@ -56,12 +54,6 @@ _DETAIL_UPSERT = {
 }
 
 
-
-
-@dataclass(frozen=True, slots=True)
-class Embedded:
-    vectors: list[Vector]
-    fresh: dict[bytes, Vector]  # computed now, to be cached in the write transaction
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,14 +83,13 @@ class PreparedUpdate:
 class MemoryManager:
     """Owns the memory tables for every agent; every method is scoped to one agent."""
 
-    def __init__(self, db: Database, embedder: Embedder) -> None:
+    def __init__(self, db: Database, embeddings: EmbeddingCache) -> None:
         self._db = db
-        self._embedder = embedder
-        self.recent_queries = QueryCache()
+        self.embeddings = embeddings
 
     @property
     def model_name(self) -> str:
-        return self._embedder.model_name
+        return self.embeddings.model_name
 
     # ------------------------------------------------------------------ create
 
@@ -148,7 +139,7 @@ class MemoryManager:
         return PreparedWrite(
             agent=agent, news=news, ids=[uuid4() for _ in news], summaries=summaries,
             tokens=[count_tokens(text) for text in texts],
-            embedded=(await self._embed(agent, texts) if embed
+            embedded=(await self.embeddings.embed(agent, texts) if embed
                       else Embedded([None] * len(texts), {})))  # type: ignore[list-item]
 
     async def prepare_each(self, agent: str, news: list[NewMemory]) -> list[PreparedWrite]:
@@ -188,80 +179,22 @@ class MemoryManager:
         stamps = {r["id"]: r for r in await conn.fetch(
             "insert_memories", agent, rows,
             [None if v is None else PgVector(v) for v in batch.embedded.vectors],
-            self._embedder.model_name if any(v is not None for v in batch.embedded.vectors)
+            self.embeddings.model_name if any(v is not None for v in batch.embedded.vectors)
             else None)}
         for kind, kind_rows in details.items():
             await conn.execute(_DETAIL_UPSERT[kind], agent, kind_rows)
         await record_events(conn, agent, events)
-        await self.cache(conn, agent, batch.embedded)
+        await self.embeddings.save(conn, agent, batch.embedded)
         return [
             Memory(id=memory_id, agent_id=agent, kind=new.kind, status=Status.ACTIVE,
                    summary=summary, summary_source=source, summary_tokens=n_tokens,
                    importance=new.common.importance, tags=new.common.tags,
-                   embedding_model=self._embedder.model_name, version=1,
+                   embedding_model=self.embeddings.model_name, version=1,
                    created_at=stamps[memory_id]["created_at"],
                    updated_at=stamps[memory_id]["updated_at"], detail=new.detail)
             for new, memory_id, (summary, source), n_tokens in zip(
                 batch.news, batch.ids, batch.summaries, batch.tokens, strict=True)
         ]
-
-    # ------------------------------------------------------------------ embeddings
-
-    async def _embed(self, agent: str, texts: list[str]) -> Embedded:
-        """Embed through the per-agent cache: one lookup, one model call for the misses."""
-        digests = [text_digest(t) for t in texts]
-        cached: dict[bytes, Vector] = {
-            bytes(r["text_sha256"]): _as_array(r["embedding"])
-            for r in await self._db.fetch("embedding_cache_lookup", agent,
-                                          self._embedder.model_name, list(set(digests)))
-        }
-        missing: dict[bytes, str] = {}
-        for digest, text in zip(digests, texts, strict=True):
-            if digest not in cached:
-                missing.setdefault(digest, text)
-        fresh: dict[bytes, Vector] = {}
-        if missing:
-            vectors = await embed_checked(self._embedder, list(missing.values()))
-            fresh = dict(zip(missing, vectors, strict=True))
-        return Embedded([cached.get(d, fresh.get(d)) for d in digests],  # type: ignore[misc]
-                         fresh)
-
-    async def embed_texts(self, agent: str, texts: list[str]) -> list[Vector]:
-        """Embeddings through the cache (nothing is written; for callers that store them)."""
-        return (await self._embed(agent, texts)).vectors if texts else []
-
-    async def embed_query(self, agent: str, text: str) -> Vector:
-        """One query's embedding: the recent queries of this process, else the
-        database cache, else the model; a miss is cached (one statement, after the
-        model call: no transaction is held while embedding)."""
-        vector = self.recent_queries.get(agent, text)
-        if vector is not None:
-            return vector
-        embedded = await self._embed(agent, [text])
-        if embedded.fresh:
-            async with self._db.acquire() as conn:
-                await self.cache(conn, agent, embedded)
-        self.recent_queries.put(agent, text, embedded.vectors[0])
-        return embedded.vectors[0]
-
-    async def query_vector(self, agent: str, text: str) -> Vector:
-        """The hot read path's query embedding: the recent queries of this process,
-        else the model (no database round trip)."""
-        vector = self.recent_queries.get(agent, text)
-        if vector is None:
-            (vector,) = await embed_checked(self._embedder, [text])
-            self.recent_queries.put(agent, text, vector)
-        return vector
-
-    @property
-    def dimension(self) -> int:
-        return self._embedder.dimension
-
-    async def cache(self, conn: Connection, agent: str, embedded: Embedded) -> None:
-        """Store freshly computed embeddings, inside the caller's write transaction."""
-        if embedded.fresh:
-            await conn.execute("embedding_cache_store", agent, self._embedder.model_name,
-                               list(embedded.fresh), [PgVector(v) for v in embedded.fresh.values()])
 
     # ------------------------------------------------------------------ read
 
@@ -318,7 +251,7 @@ class MemoryManager:
         refuse_cold_detail_edit(current, changed)
         embedded = None
         if updated.summary != current.summary:
-            embedded = await self._embed(agent, [updated.summary])
+            embedded = await self.embeddings.embed(agent, [updated.summary])
         return PreparedUpdate(agent=agent, current=current, updated=updated,
                               old={k: old.get(k) for k in changed},
                               new={k: new[k] for k in changed}, embedded=embedded)
@@ -333,7 +266,7 @@ class MemoryManager:
             "update_memory", agent, current.id, current.version, updated.summary,
             updated.summary_source.value, updated.summary_tokens,
             PgVector(embedded.vectors[0]) if embedded else None,
-            self._embedder.model_name, updated.importance, updated.tags)
+            self.embeddings.model_name, updated.importance, updated.tags)
         if row is None:
             return None
         await conn.execute(_DETAIL_UPSERT[current.kind], agent,
@@ -342,10 +275,10 @@ class MemoryManager:
             "memory_id": str(current.id), "event": "updated", "actor": actor,
             "old_values": prepared.old, "new_values": prepared.new}])
         if embedded:
-            await self.cache(conn, agent, embedded)
+            await self.embeddings.save(conn, agent, embedded)
         return updated.model_copy(update={
             "version": row["version"], "updated_at": row["updated_at"],
-            "embedding_model": (self._embedder.model_name if embedded
+            "embedding_model": (self.embeddings.model_name if embedded
                                 else current.embedding_model)})
 
     # ------------------------------------------------------------------ delete
@@ -364,10 +297,8 @@ class MemoryManager:
                     raise NotFoundError("memory", ident)
                 await conn.execute("purge_memory_leftovers", agent, ident)
                 await conn.execute("redact_events", agent, ident)
-                if gone["embedding_model"]:
-                    await conn.execute("embedding_cache_forget", agent, gone["embedding_model"],
-                                       text_digest(gone["summary"]))
-                self.recent_queries.forget(agent, gone["summary"])
+                await self.embeddings.forget(conn, agent, gone["embedding_model"],
+                                             gone["summary"])
                 event = {"event": "purged", "old_values": None,
                          "new_values": {"kind": gone["kind"]}}
             else:
@@ -414,15 +345,6 @@ class MemoryManager:
 
 
 # ---------------------------------------------------------------------- helpers
-
-
-def _as_array(value: Any) -> Vector:
-    """The pgvector codec decodes to its own Vector type; the store works with ndarrays."""
-    array: Vector = value.to_numpy() if isinstance(value, PgVector) else np.asarray(
-        value, dtype=np.float32)
-    return array
-
-
 
 
 def _detail_row(agent: str, memory_id: UUID, detail: Any) -> dict[str, Any]:

@@ -1,21 +1,8 @@
--- Memory rows of every kind: writes, reads, listing, deletion, audit events, the embedding cache.
+-- Memory rows of every kind: writes, reads, listing, deletion, audit events.
 -- `-- name: x` starts a query; the comment lines after it say why it looks the way it
 -- does.  Every query on tenant data filters by agent_id ($1 by convention); the few
 -- that read across agents say so (tests/unit/test_queries.py lists them).  The loader
 -- (nous_memory/db/queries.py) reads every package's queries.sql into one namespace.
-
--- ---------------------------------------------------------------- embeddings
-
--- name: embedding_cache_lookup
--- $3: sha256 digests of the texts; one round trip for a whole batch.
-SELECT text_sha256, embedding
-FROM embedding_cache
-WHERE agent_id = $1 AND model = $2 AND text_sha256 = ANY($3::bytea[]);
-
--- name: embedding_cache_store
-INSERT INTO embedding_cache (agent_id, model, text_sha256, embedding)
-SELECT $1, $2, h, e FROM unnest($3::bytea[], $4::vector[]) AS u(h, e)
-ON CONFLICT (agent_id, model, text_sha256) DO NOTHING;
 
 -- ---------------------------------------------------------------- memories
 
@@ -151,8 +138,6 @@ RETURNING kind, summary, embedding_model;
 WITH cold AS (DELETE FROM memory_archive WHERE agent_id = $1 AND memory_id = $2)
 DELETE FROM extraction_cache WHERE agent_id = $1 AND memory_id = $2;
 
--- name: embedding_cache_forget
-DELETE FROM embedding_cache WHERE agent_id = $1 AND model = $2 AND text_sha256 = $3;
 
 -- name: redact_events
 -- A purge removes the content from the audit trail too; the trail itself stays.
@@ -185,6 +170,13 @@ WITH RECURSIVE a AS (
     FROM a WHERE a.agent_id IS NOT NULL
 )
 SELECT agent_id FROM a WHERE agent_id IS NOT NULL LIMIT $1;
+
+-- name: known_agents_distributed
+-- cross-agent: known_agents on Citus, which runs a recursive CTE only within one shard:
+-- each shard groups its agent ids (the shards hold disjoint agents), the coordinator
+-- merges the pages.
+SELECT agent_id FROM memories WHERE agent_id > $2
+GROUP BY agent_id ORDER BY agent_id LIMIT $1;
 
 -- name: agent_storage
 -- Bytes one agent's rows take (as stored: compressed values count compressed), by area.

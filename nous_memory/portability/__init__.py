@@ -5,30 +5,31 @@
 - ``export``: the streamed export of one agent from one snapshot;
 - ``importer``: the all-or-nothing import into the same or another agent id;
 - ``erase``: forgetting an agent, with a content-free receipt;
-- ``records``: what each of them reports.
+- ``reports``: what each of them reports.
 
-Its modules are imported on first use (PEP 562): ``records`` alone (what the remote
+Its modules are imported on first use (PEP 562): ``reports`` alone (what the remote
 client returns) needs no database driver.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from .erase import Eraser
     from .export import Exporter, ExportStream
     from .importer import ImportConflictError, Importer
     from .lines import ExportFileError, TruncatedExportError
-    from .records import ErasureReceipt, ExportSummary, ImportSummary, StoreFacts
+    from .reports import ErasureReceipt, ExportSummary, ImportSummary, StoreFacts
     from .tables import CARRIED, EXCLUDED
 
 _LAZY = {"Eraser": ".erase", "Exporter": ".export", "ExportStream": ".export",
          "ImportConflictError": ".importer", "Importer": ".importer",
          "ExportFileError": ".lines", "TruncatedExportError": ".lines",
-         "ErasureReceipt": ".records", "ExportSummary": ".records",
-         "ImportSummary": ".records", "StoreFacts": ".records", "CARRIED": ".tables",
+         "ErasureReceipt": ".reports", "ExportSummary": ".reports",
+         "ImportSummary": ".reports", "StoreFacts": ".reports", "CARRIED": ".tables",
          "EXCLUDED": ".tables"}
 
 __all__ = [
@@ -48,11 +49,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Each name, imported when first asked for."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY)

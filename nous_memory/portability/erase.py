@@ -12,10 +12,10 @@ import hashlib
 
 from ..db import Database
 from ..db.bulk import agent_tables, count_agent_rows, delete_agent_rows
+from ..embeddings.cache import EmbeddingCache
 from ..errors import ConflictError, InvalidInputError, NotFoundError
 from ..memories.kinds import parse_agent_id
-from ..memories.manager import MemoryManager
-from .records import ErasureReceipt
+from .reports import ErasureReceipt
 
 MAX_ACTOR_CHARS = 200
 SWEEPS = 3  # rows a concurrent writer committed meanwhile are swept up again
@@ -26,9 +26,9 @@ def agent_sha256(agent_id: str) -> bytes:
 
 
 class Eraser:
-    def __init__(self, db: Database, memories: MemoryManager) -> None:
+    def __init__(self, db: Database, embeddings: EmbeddingCache) -> None:
         self._db = db
-        self._memories = memories
+        self._embeddings = embeddings
 
     async def forget(self, agent_id: str, *, actor: str) -> ErasureReceipt:
         agent = parse_agent_id(agent_id)
@@ -54,7 +54,7 @@ class Eraser:
             digest = agent_sha256(agent)
             row = await conn.fetchrow("erasure_record", digest, counts, total, actor)
             assert row is not None
-        self._memories.recent_queries.forget_agent(agent)
+        self._embeddings.forget_agent(agent)
         return ErasureReceipt(audit_id=row["id"], agent_id=agent, agent_sha256=digest.hex(),
                               erased_at=row["erased_at"], counts=counts, total_rows=total,
                               actor=actor)

@@ -26,7 +26,7 @@ from .lines import (
     row_line,
     trailer_line,
 )
-from .records import ExportSummary, StoreFacts
+from .reports import ExportSummary, StoreFacts
 from .tables import CARRIED, EXCLUDED
 
 CHUNK_BYTES = 64 * 1024  # lines are handed on in chunks of about this size

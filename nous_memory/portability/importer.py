@@ -31,6 +31,7 @@ from ..db.bulk import (
     create_stage,
     differing_lines,
     insert_absent,
+    load_present,
     present_count,
     repeated_key,
 )
@@ -50,7 +51,7 @@ from .lines import (
     parse_trailer,
     row_values,
 )
-from .records import ImportSummary, StoreFacts
+from .reports import ImportSummary, StoreFacts
 from .tables import CARRIED, CARRIED_BY_NAME, EXCLUDED, Carried
 
 BATCH_ROWS = 500
@@ -141,6 +142,7 @@ class Importer:
             if repeated is not None:
                 raise ExportFileError(repeated[1], f"repeats the key of line {repeated[0]}",
                                       table=carried.table)
+            await load_present(conn, shape, agent, match)
             if carried.compare:
                 differing = await differing_lines(conn, shape, agent, match,
                                                   carried.compared_columns, CONFLICTS_SHOWN)

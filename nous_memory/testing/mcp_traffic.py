@@ -215,8 +215,10 @@ class StdioDriver:
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self._lines: queue.Queue[bytes] = queue.Queue()
         self._stderr: list[bytes] = []
-        threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._read_err, daemon=True).start()
+        self._readers = [threading.Thread(target=self._read, daemon=True),
+                         threading.Thread(target=self._read_err, daemon=True)]
+        for reader in self._readers:
+            reader.start()
 
     def _read(self) -> None:
         assert self._proc.stdout is not None
@@ -263,6 +265,7 @@ class StdioDriver:
         return b"".join(self._stderr).decode("utf-8", "replace")
 
     def close(self) -> None:
+        """End the process, then its pipes (the readers stop at end of file)."""
         if self._proc.stdin is not None:
             self._proc.stdin.close()
         try:
@@ -270,6 +273,11 @@ class StdioDriver:
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait()
+        for reader in self._readers:
+            reader.join(timeout=10)
+        for pipe in (self._proc.stdout, self._proc.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 class HttpDriver:

@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..context.assembly import ref_of
 from ..context.model import MAX_QUERY_CHARS, MIN_BUDGET_TOKENS
+from ..context.refs import make_ref
 from ..errors import InvalidInputError
 from ..memories.kinds import MAX_TEXT_CHARS, CensorAction, CensorDetail, Kind
 from ..memories.records import Memory
@@ -127,7 +127,7 @@ async def _learn_fact(store: MemoryStore, agent: str, args: Mapping[str, Any],
         source="assistant tool call")
     data: dict[str, Any] = {"action": result.action.value, "reason": result.reason,
                             "similarity": result.similarity,
-                            "related": [ref_of("fact", r) for r in result.related]}
+                            "related": [make_ref(Kind.FACT, r) for r in result.related]}
     if result.fact is not None:
         data.update(_memory_data(result.fact))
     return ToolResult(text=render.learned(result), data=data)
@@ -172,7 +172,7 @@ async def _restore(store: MemoryStore, agent: str, args: Mapping[str, Any],
     return ToolResult(
         text=render.restored(back),
         data={**_memory_data(back.memory), "action": back.action.value,
-              "related": [ref_of("fact", r) for r in back.related]})
+              "related": [make_ref(Kind.FACT, r) for r in back.related]})
 
 
 async def _history(store: MemoryStore, agent: str, args: Mapping[str, Any],

@@ -13,13 +13,14 @@ from datetime import datetime
 from typing import Any
 
 from .. import blocks
-from ..context.assembly import ref_of
 from ..context.expand import Expanded
 from ..context.model import Context
 from ..context.recall import RecallResult
+from ..context.refs import make_ref
 from ..context.sections import item_line
 from ..facts.learning import LearnResult
 from ..facts.undelete import Undeleted
+from ..memories.kinds import Kind
 from ..memories.records import Memory, MemoryEvent
 from ..tokens import count_tokens, head_tokens
 
@@ -32,7 +33,7 @@ EXPAND_HINT = "Call memory_expand with a ref for the full record."
 
 
 def ref(memory: Memory) -> str:
-    return ref_of(memory.kind.value, memory.id)
+    return make_ref(memory.kind, memory.id)
 
 
 def _day(moment: datetime | None) -> str:
@@ -179,7 +180,7 @@ def learned(result: LearnResult) -> str:
         return f"Not learned ({result.action.value}):\n" + block(
             reason or ["no reason given"], "learn")
     mine = f"[{ref(result.fact)}]"
-    others = ", ".join(f"[{ref_of('fact', r)}]" for r in result.related)
+    others = ", ".join(f"[{make_ref(Kind.FACT, r)}]" for r in result.related)
     text = {  # the new fact's ref and the old one's never trade places in the wording
         "created": f"New fact {mine}" + (
             f", kept beside {others} and flagged as a possible conflict for the owner to "
@@ -204,7 +205,7 @@ _PLACED = {"restored": "", "confirmed": "; a current fact says the same: it is c
 
 def restored(back: Undeleted) -> str:
     memory = back.memory
-    related = "".join(f" [{ref_of('fact', r)}]" for r in back.related)
+    related = "".join(f" [{make_ref(Kind.FACT, r)}]" for r in back.related)
     return (f"Restored [{ref(memory)}] as {memory.status.value}{_PLACED[back.action.value]}"
             f"{related}:\n" + block([item_line(ref(memory), memory.summary)], "saved"))
 

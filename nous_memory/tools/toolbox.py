@@ -13,6 +13,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..access import may_act_for
 from ..errors import (
     ClientError,
     FieldProblem,
@@ -112,7 +113,7 @@ class ToolBox:
         agent = parse_agent_id(given) if given is not None else self._default_agent()
         if agent is None:
             raise InvalidInputError.single("agent_id", "required: name the agent")
-        if self.allowed_agents is not None and agent not in self.allowed_agents:
+        if not may_act_for(self.allowed_agents, agent):
             raise InvalidInputError.single("agent_id",
                                            "this API key may not act for this agent")
         return agent

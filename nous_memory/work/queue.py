@@ -17,6 +17,7 @@ from uuid import UUID
 
 from ..db import Connection, Database
 from ..errors import ConflictError
+from .tasks import Task
 
 
 class LeaseLost(ConflictError):
@@ -27,7 +28,7 @@ class LeaseLost(ConflictError):
 class WorkItem:
     agent_id: str
     id: int
-    task: str
+    task: str  # a Task value, or the name of a task this version no longer has
     memory_id: UUID
     attempts: int
     payload: Mapping[str, Any] = field(default_factory=dict)
@@ -61,7 +62,7 @@ class WorkContext:
 TaskHandler = Callable[[WorkContext], Awaitable[None]]
 
 
-async def enqueue(conn: Connection | Database, agent_id: str, task: str, memory_id: UUID, *,
+async def enqueue(conn: Connection | Database, agent_id: str, task: Task, memory_id: UUID, *,
                   delay_s: float = 0.0, dedup_key: str = "",
                   payload: Mapping[str, Any] | None = None) -> None:
     """Queue ``task`` for a memory; a no-op while an open item with the same key exists."""

@@ -19,7 +19,9 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
 from ..db import Database
+from ..errors import loggable
 from .queue import LeaseLost, TaskHandler, WorkContext, WorkItem
+from .tasks import Task
 
 _log = logging.getLogger(__name__)
 
@@ -31,12 +33,12 @@ IdleSweep = Callable[[int], Awaitable[int]]
 class Worker:
     """Claims items and dispatches each on its task to a handler (see ``queue``)."""
 
-    def __init__(self, db: Database, handlers: Mapping[str, TaskHandler], *,
+    def __init__(self, db: Database, handlers: Mapping[Task, TaskHandler], *,
                  idle_sweep: IdleSweep | None = None, worker_id: str | None = None,
                  lease_s: float = 300.0, poll_s: float = 1.0,
                  retry_base_s: float = 5.0) -> None:
         self._db = db
-        self._handlers = dict(handlers)
+        self._handlers: dict[str, TaskHandler] = {task.value: h for task, h in handlers.items()}
         self._idle_sweep = idle_sweep
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._lease_s = lease_s
@@ -117,7 +119,8 @@ class Worker:
                 "work_retry", item.agent_id, item.id, self.worker_id, MAX_ATTEMPTS,
                 delay, f"{type(exc).__name__}: {exc}"[:2000])
             log = _log.warning if state == "pending" else _log.error
-            log("work item %s (%s) failed, now %s: %s", item.id, item.task, state, exc)
+            log("work item %s (%s) failed, now %s: %s (the whole error is the item's "
+                "last error)", item.id, item.task, state, loggable(exc))
         return True
 
     @contextlib.asynccontextmanager

@@ -22,7 +22,7 @@ async def test_an_extracted_rule_is_never_pinned_until_the_owner_confirms_it(
 
     async def always_on() -> set[object]:
         """The items every context call considers, whatever the ranking says."""
-        (query,) = await store.memories.embed_texts(A, ["what should I keep in mind?"])
+        (query,) = await store.embeddings.embed_texts(A, ["what should I keep in mind?"])
         rows = await store._db.fetch("context_always_on", A, list(PROFILE_CATEGORIES),
                                      CENSOR_LIMIT, PINNED_FACT_LIMIT, PgVector(query),
                                      store.memories.model_name)

@@ -57,6 +57,7 @@ def stop_server(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
         proc.kill()
+        proc.wait()
 
 
 def wait_healthy(base: str, proc: subprocess.Popen[bytes]) -> None:

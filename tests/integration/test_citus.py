@@ -19,9 +19,11 @@ from nous_memory.db.distribution import (
     CROSS_TENANT_QUERIES,
     DISTRIBUTED,
     DISTRIBUTION_COLUMN,
+    REGISTERED_LOCAL,
+    SINGLE_NODE_ONLY,
     citus_script,
 )
-from tests.integration import citus_catalog, citus_plans
+from tests.integration import citus_catalog, citus_plans, citus_shapes
 
 
 @pytest.fixture
@@ -174,5 +176,109 @@ def test_operator_script_distributes_every_tenant_table_colocated() -> None:
     for table in DISTRIBUTED[1:]:
         assert (f"SELECT create_distributed_table('{table}', '{DISTRIBUTION_COLUMN}', "
                 f"colocate_with => 'memories');") in script
+    assert set(REGISTERED_LOCAL) <= set(COORDINATOR_LOCAL)
     for table in COORDINATOR_LOCAL:
-        assert f"'{table}'" not in script
+        registered = f"SELECT citus_add_local_table_to_metadata('{table}');"
+        assert (registered in script) == (table in REGISTERED_LOCAL)
+        assert f"table('{table}'" not in script
+    assert "citus.propagate_set_commands = %L', current_database(), 'local'" in script
+
+
+# ---------------------------------------------------------------- shapes Citus refuses
+
+async def shape_refusals(conn: asyncpg.Connection, sql: str,
+                         funcs: dict[tuple[str, int], str]) -> list[str]:
+    tables = await tenant_tables(conn)
+    single = (await verdict(conn, sql, tables)).single_tenant \
+        if citus_plans.is_plannable(sql) else True
+    return citus_shapes.refusals(sql, distributed=set(DISTRIBUTED),
+                                 local=set(COORDINATOR_LOCAL), funcs=funcs,
+                                 single_tenant=single)
+
+
+async def test_no_named_query_has_a_shape_citus_refuses(conn: asyncpg.Connection) -> None:
+    funcs = await citus_shapes.volatility(conn)
+    refused, checked = [], 0
+    for name in QUERIES.names():
+        if name in SINGLE_NODE_ONLY:
+            assert SINGLE_NODE_ONLY[name] in QUERIES.names()
+            continue
+        found = await shape_refusals(conn, QUERIES[name], funcs)
+        checked += 1
+        if found:
+            refused.append(f"{name}: {found}")
+    assert not refused, "statements Citus refuses:\n" + "\n".join(refused)
+    assert checked > 150
+
+
+# One statement per shape Citus 13 refused on a running cluster (each the shape of a
+# named query that once had it), and beside each a form it plans.
+REFUSED_SHAPES = {
+    "now() inside COALESCE in an UPDATE's SET":
+        "UPDATE episodes SET ended_at = GREATEST(COALESCE(ended_at, last_message_at, now()), "
+        "started_at) WHERE agent_id = $1 AND memory_id = $2",
+    "a stable function over columns in an UPDATE's SET":
+        "UPDATE episode_messages SET edits = edits || jsonb_build_array(jsonb_build_object("
+        "'content', content, 'edited_at', now())) WHERE agent_id = $1 AND episode_id = $2",
+    "now() in ON CONFLICT DO UPDATE SET":
+        "INSERT INTO conversation_policies (agent_id, policy) VALUES ($1, $2) ON CONFLICT "
+        "(agent_id) DO UPDATE SET policy = EXCLUDED.policy, updated_at = now()",
+    "now() in the WHERE of ON CONFLICT DO UPDATE":
+        "INSERT INTO extraction_cache (agent_id, memory_id, query_sha256, max_tokens, content, "
+        "source, expires_at) VALUES ($1, $2, $3, 10, 'x', 'rule', $4) ON CONFLICT (agent_id, "
+        "memory_id, query_sha256, max_tokens) DO UPDATE SET content = EXCLUDED.content "
+        "WHERE extraction_cache.expires_at <= now()",
+    "a volatile function in an UPDATE":
+        "UPDATE memories SET importance = random() WHERE agent_id = $1",
+    "a row lock over a key range (a row comparison, not agent_id = $n)":
+        "WITH b AS (SELECT agent_id, memory_id FROM episodes "
+        "WHERE (agent_id, memory_id) > ($1::text, $2::uuid) "
+        "AND (agent_id, memory_id) <= ($3::text, $4::uuid) FOR UPDATE) "
+        "UPDATE episodes e SET storage = 'trimmed' FROM b "
+        "WHERE e.agent_id = b.agent_id AND e.memory_id = b.memory_id",
+    "a row lock across agents":
+        "SELECT m.id FROM memories m JOIN facts f ON f.agent_id = m.agent_id "
+        "AND f.memory_id = m.id WHERE f.confirmation_count >= $1 LIMIT 10 "
+        "FOR UPDATE OF m SKIP LOCKED",
+    "the coordinator's queue beside distributed tables in a write":
+        "INSERT INTO work_items (agent_id, task, memory_id, run_after, payload) "
+        "SELECT e.agent_id, 'episode_learn', e.memory_id, now(), '{}'::jsonb FROM episodes e "
+        "WHERE e.state = 'closed' AND NOT EXISTS (SELECT 1 FROM work_items w "
+        "WHERE w.agent_id = e.agent_id AND w.memory_id = e.memory_id) LIMIT $1",
+    "ctid":
+        "DELETE FROM extraction_cache WHERE ctid = ANY(ARRAY(SELECT ctid FROM "
+        "extraction_cache WHERE expires_at < $1 LIMIT $2))",
+    "a recursive CTE across agents":
+        "WITH RECURSIVE a AS ((SELECT agent_id FROM memories ORDER BY agent_id LIMIT 1) "
+        "UNION ALL SELECT (SELECT m.agent_id FROM memories m WHERE m.agent_id > a.agent_id "
+        "ORDER BY m.agent_id LIMIT 1) FROM a WHERE a.agent_id IS NOT NULL) "
+        "SELECT agent_id FROM a LIMIT $1",
+}
+PLANNED_SHAPES = {
+    "the moment as a parameter":
+        "UPDATE episodes SET ended_at = GREATEST(COALESCE(ended_at, last_message_at, "
+        "$3::timestamptz), started_at) WHERE agent_id = $1 AND memory_id = $2",
+    "now() alone in an UPDATE's SET":
+        "UPDATE episode_messages SET deleted_at = now() WHERE agent_id = $1 AND episode_id = $2",
+    "the default through EXCLUDED":
+        "INSERT INTO conversation_policies (agent_id, policy) VALUES ($1, $2) ON CONFLICT "
+        "(agent_id) DO UPDATE SET policy = EXCLUDED.policy, updated_at = EXCLUDED.updated_at",
+    "a row lock within one agent":
+        "SELECT memory_id FROM episodes WHERE agent_id = $1 AND memory_id > $2 "
+        "AND memory_id <= $3 FOR UPDATE",
+    "a read-only multi-shard page":
+        "SELECT agent_id FROM episodes WHERE agent_id > $1 GROUP BY agent_id "
+        "ORDER BY agent_id LIMIT $2",
+    "a recursive CTE within one agent":
+        "WITH RECURSIVE c AS (SELECT id FROM memories WHERE agent_id = $1 AND id = $2 "
+        "UNION ALL SELECT f.memory_id FROM facts f JOIN c ON f.agent_id = $1 "
+        "AND f.supersedes_id = c.id) SELECT id FROM c",
+}
+
+
+async def test_shape_check_refuses_what_citus_refused(conn: asyncpg.Connection) -> None:
+    funcs = await citus_shapes.volatility(conn)
+    for name, sql in REFUSED_SHAPES.items():
+        assert await shape_refusals(conn, sql, funcs), f"{name} passed"
+    for name, sql in PLANNED_SHAPES.items():
+        assert await shape_refusals(conn, sql, funcs) == [], name

@@ -64,6 +64,19 @@ async def test_memory_commands_over_the_service(url: str, store: MemoryStore) ->
     assert appended.code == 0, appended.stderr
     assert [m.content for m in await store.transcript(AGENT, episode["id"])] == [
         "We fly on Friday"]
+    await store.append(AGENT, episode["id"], [
+        {"role": "user", "content": f"Stop {i}: Porto at {i + 8} am."} for i in range(8)])
+    prompt = (await run_process([*base, "episodes", "prompt", episode["id"], "--agent", AGENT,
+                                 "--budget", "200", "--policy-json",
+                                 '{"mode": "rule", "trigger_messages": 6, "min_messages": 0, '
+                                 '"protect_tail": 2}',
+                                 "--json"], env)).json()
+    assert prompt["tokens"] <= 200 and prompt["summarized"]["folded"] == 7
+    summary = await run_process([*base, "episodes", "summary", episode["id"], "--agent",
+                                 AGENT, "--history"], env)
+    assert summary.code == 0, summary.stderr
+    assert "watermark: 6  source: rule" in summary.stdout and "fold depth=0" in summary.stdout
+    assert (await store.conversation_summary(AGENT, episode["id"])).watermark_seq == 6
 
 
 async def test_errors_keep_their_exit_codes(url: str) -> None:
@@ -81,12 +94,21 @@ async def test_errors_keep_their_exit_codes(url: str) -> None:
     assert down.code == 1 and "cannot reach the service" in down.stderr
 
 
-async def test_no_database_model_or_torch_in_the_process(url: str, tmp_path: Path) -> None:
+async def test_no_database_model_or_torch_in_the_process(url: str, store: MemoryStore,
+                                                        tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
     probe.write_text(PROBE.format(heavy=HEAVY))
     result = await run_process([sys.executable, str(probe), "recall", "--agent", AGENT,
                                 "anything"], remote_env(url))  # the URL from the environment
     assert result.code == 0, result.stderr
     assert "LOADED [] 0" in result.stdout, result.stdout
+    episode = await store.start_episode(AGENT)
+    await store.append(AGENT, episode.id, [{"role": "user", "content": "We fly on Friday"}])
+    for argv in (["episodes", "summary", str(episode.id), "--history"],
+                 ["episodes", "prompt", str(episode.id), "--budget", "100"]):
+        result = await run_process([sys.executable, str(probe), *argv, "--agent", AGENT],
+                                   remote_env(url))
+        assert result.code == 0, result.stderr
+        assert "LOADED [] 0" in result.stdout, (argv, result.stdout)
     local = await run_process([sys.executable, str(probe), "--help"], remote_env())
     assert "LOADED [] 0" not in local.stdout  # the probe can see a heavy import

@@ -13,6 +13,7 @@ import os
 import sys
 import textwrap
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ from nous_memory.errors import (
     NousMemoryError,
     PermissionDeniedError,
 )
+from nous_memory.history import HistorySession, HistoryTurn, IngestProgress
 from tests.integration.client_helpers import Normaliser, served
 from tests.unit.test_readme import readme_blocks
 
@@ -140,6 +142,72 @@ async def scenario(m: Any, agent: str) -> list[tuple[str, Any]]:
     assert out[-8][1][0] == "NotFoundError" and out[-6][1] == ["InvalidInputError",
                                                                ["confidence"]]
     assert out[-2][1][0] == "ConflictError"
+
+    # working memory: the policy, a prompt that folds, the summary, edits behind the
+    # watermark, the chain, and the errors of each call
+    talk = await m.start_episode(agent, title="Porto stops")
+    await m.append(agent, talk.id, [
+        {"role": "user", "name": "Ana", "content": f"Ana plans stop {i} in Porto at {i + 8} am."}
+        for i in range(12)])
+    policy = record("set_policy", await m.set_conversation_policy(
+        agent, mode="rule", protect_tail=3, trigger_messages=10))
+    assert policy.protect_tail == 3 and policy.mode == "rule"
+    record("policy", await m.conversation_policy(agent))
+    prompt = record("build_prompt", await m.build_prompt(agent, talk.id, "Be brief.", 300))
+    assert prompt.summarized is not None and prompt.summarized.folded == 9
+    assert prompt.tokens <= 300 and prompt.tail_messages == 3
+    summary = record("conversation_summary", await m.conversation_summary(agent, talk.id))
+    assert summary.watermark_seq == 8 and "Porto" in summary.facets.entities
+    edited = record("edit_message", await m.edit_message(agent, talk.id, 1, "Ana skips Braga."))
+    assert edited.invalidated and edited.action == "edited"
+    run = record("summarize", await m.summarize_conversation(agent, talk.id))
+    assert run.invalidated == "message 1 edited behind the watermark"
+    deleted = record("delete_message", await m.delete_message(agent, talk.id, 11))
+    assert not deleted.invalidated
+    chain = record("summary_history", await m.summary_history(agent, talk.id))
+    assert [(r.op, r.status) for r in chain] == [("fold", "invalidated"), ("rebuild", "current")]
+    record("summary_history_page", await m.summary_history(agent, talk.id, limit=1, offset=1))
+    record("prompt_kept", await m.build_prompt(agent, talk.id, "Be brief.", 120, query="Porto",
+                                               summarize=False, policy={"protect_tail": 2}))
+    record("summarize_forced", await m.summarize_conversation(agent, talk.id, force=True,
+                                                              policy={"protect_tail": 1}))
+    record("policy_reset", await m.set_conversation_policy(agent, protect_tail=None))
+    record("e_seq", await _error(m.edit_message(agent, talk.id, -1, "x")))
+    record("e_content", await _error(m.edit_message(agent, talk.id, 2, "nul \x00")))
+    record("e_policy", await _error(m.set_conversation_policy(agent, protect_tail=-2)))
+    record("e_knob", await _error(m.set_conversation_policy(agent, colour="blue")))
+    record("e_mode", await _error(m.summarize_conversation(agent, talk.id,
+                                                           policy={"mode": "psychic"})))
+    record("e_tiny", await _error(m.build_prompt(agent, talk.id, "word " * 50, 5)))
+    record("e_limit", await _error(m.summary_history(agent, talk.id, limit=0)))
+    record("e_message", await _error(m.delete_message(agent, talk.id, 99)))
+    record("e_other", await _error(m.conversation_summary("someone-else", talk.id)))
+    await m.close_episode(agent, talk.id)
+    closed = record("e_closed_edit", await _error(m.edit_message(agent, talk.id, 0, "late")))
+    assert closed[0] == "ConflictError"
+    seen = dict(out)
+    assert {name: seen[name] for name in ("e_seq", "e_policy", "e_limit", "e_message",
+                                          "e_other")} == {
+        "e_seq": ["InvalidInputError", ["seq"]],
+        "e_policy": ["InvalidInputError", ["policy.protect_tail"]],
+        "e_limit": ["InvalidInputError", ["limit"]],
+        "e_message": ["NotFoundError", None], "e_other": ["NotFoundError", None]}
+
+    # history import: a record and a mapping, the same again (skipped), its status
+    sessions: list[Any] = [
+        HistorySession(key="trip-1", started_at=datetime(2024, 5, 3, 9, tzinfo=UTC),
+                       title="Lisbon", turns=[
+                           HistoryTurn(role="user", name="Ana", content="We moved to Lisbon."),
+                           HistoryTurn(role="assistant", content="Congratulations!")]),
+        {"key": "trip-2", "started_at": "2024-06-01T10:00:00+00:00",
+         "turns": [{"role": "user", "content": "Ana starts at the clinic in June."}]}]
+    reports: list[IngestProgress] = []
+    ingested = record("ingest", await m.ingest(agent, sessions, progress=reports.append))
+    assert ingested.sessions_imported == 2 and reports[-1].sessions_done == 2
+    again = record("ingest_again", await m.ingest(agent, sessions))
+    assert again.sessions_skipped == 2 and again.episode_ids == []
+    record("ingest_status", await m.ingest_status(agent))
+    record("e_session", await _error(m.ingest(agent, [{"key": "x", "turns": []}])))
 
     exported = io.BytesIO()
     summary = record("export", await m.export_agent_to(agent, exported))

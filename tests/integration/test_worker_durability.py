@@ -1,4 +1,4 @@
-"""Durability of episode close processing (DESIGN principle 8) on real parts.
+"""Durability of episode close processing (docs/architecture.md, principle 8) on real parts.
 
 A worker may die at any instant; the work item is claimed again once its lease runs
 out, and the effect is the same as one clean run: the episode closed once, its facts

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nous_memory.conversation import rules
+from nous_memory.conversation import extractive
 from nous_memory.conversation.pairs import ConvMessage, call_for, pair_index, safe_cut
 from nous_memory.conversation.policy import resolve, should_summarize
 from nous_memory.conversation.toolsum import summarize_tool
@@ -140,20 +140,20 @@ def test_policy_clamps_and_refuses() -> None:
 def test_tool_results_are_summarized_by_kind() -> None:
     source = "def load(path):\n    pass\n\nclass Store:\n    pass\n"
     read = [call(0, "r", "read_file", '{"path": "src/app/store.py"}'), result(1, "r", source)]
-    assert rules.analyze(read[1], call_for(read, 1))[1] == (
+    assert extractive.analyze(read[1], call_for(read, 1))[1] == (
         "[tool read_file] read src/app/store.py: 5 lines, py; defines load, Store")
     shell = [call(0, "s", "bash", '{"command": "make test"}'),
              result(1, "s", "building\nerror: missing header foo.h\nexit code: 2")]
-    kind, text = rules.analyze(shell[1], call_for(shell, 1))
+    kind, text = extractive.analyze(shell[1], call_for(shell, 1))
     assert kind == "shell" and "`make test`: exit 2, 3 output lines" in text
     assert "first error: error: missing header foo.h" in text
     grep = [call(0, "g", "grep", '{"pattern": "TODO"}'),
             result(1, "g", "a.py:1: TODO x\na.py:9: TODO y\nb.py:3: TODO z")]
-    kind, text = rules.analyze(grep[1], call_for(grep, 1))
+    kind, text = extractive.analyze(grep[1], call_for(grep, 1))
     assert kind == "search" and "3 matches in 2 files; top: a.py (2), b.py (1)" in text
     edit = [call(0, "e", "edit_file", '{"path": "x.md"}'),
             result(1, "e", "--- a/x.md\n+++ b/x.md\n+new line\n+another\n-old")]
-    assert rules.analyze(edit[1], call_for(edit, 1))[1].endswith("changed x.md: +2/-1 lines")
+    assert extractive.analyze(edit[1], call_for(edit, 1))[1].endswith("changed x.md: +2/-1 lines")
     other = summarize_tool(msg(1, "tool", "sunny, 21C\nwind 3 km/h", name="weather"), None)
     assert other == ("default", "[tool weather] weather: sunny, 21C (2 lines, 22 chars)")
 
@@ -161,9 +161,9 @@ def test_tool_results_are_summarized_by_kind() -> None:
 def test_extractive_rule_keeps_names_and_numbers() -> None:
     text = ("Well, it was a long day. I met Priya at the Lisbon office at 9. "
             "We talked about things. Then lunch was fine, nothing special really. " * 3)
-    kept = rules.extract(text, 120)
+    kept = extractive.extract(text, 120)
     assert len(kept) <= 120 and "Priya" in kept and "Lisbon" in kept
-    assert rules.analyze(msg(0, content="   "), None) == ("empty", "")
+    assert extractive.analyze(msg(0, content="   "), None) == ("empty", "")
 
 
 @settings(max_examples=150, deadline=None)
@@ -175,8 +175,8 @@ def test_summary_length_never_exceeds_max(old: str, lines: list[str], max_chars:
                                           target: int, window: int) -> None:
     policy = resolve({"summary_max_chars": max_chars, "target_chars": target,
                       "window_tokens": window})
-    analyses = [rules.analyze(msg(i, content=t), None)[1] for i, t in enumerate(lines)]
-    folded = rules.append(old, analyses)
+    analyses = [extractive.analyze(msg(i, content=t), None)[1] for i, t in enumerate(lines)]
+    folded = extractive.append(old, analyses)
     if len(folded) > policy.max_chars:
-        folded = rules.fit_summary(folded, policy.goal_chars, policy.summary_token_cap)
+        folded = extractive.fit_summary(folded, policy.goal_chars, policy.summary_token_cap)
     assert len(folded) <= policy.max_chars <= max(100, max_chars)

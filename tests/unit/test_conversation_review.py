@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nous_memory import blocks
-from nous_memory.conversation import rules
+from nous_memory.conversation import extractive
 from nous_memory.conversation.engine import Summarizer
 from nous_memory.conversation.facets import Facets
 from nous_memory.conversation.llm_fold import fold_input
@@ -49,7 +49,7 @@ def test_malformed_tool_call_metadata_is_ignored_not_fatal() -> None:
            msg(2, "assistant", "y", metadata={"tool_calls": "abc"}),
            msg(3, "assistant", "z", metadata={"tool_calls": {"id": "a"}})]
     assert pair_index(odd) == {} and safe_cut(odd, 4) == 4
-    assert rules.analyze(odd[1], None) == ("message", "assistant: x")
+    assert extractive.analyze(odd[1], None) == ("message", "assistant: x")
 
 
 def test_the_cut_never_ends_on_a_call_still_waiting_for_its_result() -> None:
@@ -77,7 +77,7 @@ def test_the_bridge_is_delimited_once_and_never_empty() -> None:
 
 def test_an_injected_block_alone_is_not_an_empty_message() -> None:
     stored = msg(0, "system", blocks.wrap("Summary of the conversation so far", "summary"))
-    kind, text = rules.analyze(stored, None)
+    kind, text = extractive.analyze(stored, None)
     assert kind == "injected" and text == ""
 
 
@@ -99,7 +99,7 @@ def test_the_engine_fold_never_exceeds_max(old: str, story: str, contents: list[
     state = State(watermark_seq=0, watermark_hash=b"\0" * 32, summary_id=1, story_id=2,
                   version=1, armed=False, folded_message_count=1, chapter_messages=chapter // 2,
                   breaker_failures=0, breaker_open_until=None, invalidated_reason=None)
-    delta = [(m, rules.analyze(m, None)[1] or "-") for m in
+    delta = [(m, extractive.analyze(m, None)[1] or "-") for m in
              (msg(i + 1, "user" if i % 2 else "assistant", c) for i, c in enumerate(contents))]
     summarizer = Summarizer(cast(Database, None), None)
     step = asyncio.run(summarizer._fold("agent", uuid4(), policy, state, head,
@@ -138,6 +138,6 @@ def test_shell_summary_reads_no_exit_code_or_error_from_ordinary_words() -> None
         {"id": "s", "function": {"name": "bash", "arguments": '{"command": "make"}'}}]})
     output = "copied src 12 files\nbuild finished: 0 errors, 0 warnings\n3 tests failed"
     result = msg(1, "tool", output, tool_call_id="s")
-    kind, text = rules.analyze(result, call_for([call_msg, result], 1))
+    kind, text = extractive.analyze(result, call_for([call_msg, result], 1))
     assert kind == "shell" and "exit ?" in text, text
     assert "first error: 3 tests failed" in text, text

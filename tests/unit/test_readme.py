@@ -22,6 +22,11 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert command.group(1).strip() in ci_lines
     assert "torch==2.13.0" in command.group(1)
     assert command.group(1).index("torch==2.13.0") < command.group(1).index("pip install -e")
+    # the checks CONTRIBUTING names run, and run before the tests
+    steps = [step.strip() for step in command.group(1).split("&&")]
+    checks = [".venv/bin/ruff check .", ".venv/bin/mypy", ".venv/bin/lint-imports"]
+    assert all(check in steps for check in checks), steps
+    assert max(steps.index(check) for check in checks) < steps.index(".venv/bin/pytest")
 
 
 def test_readme_has_exactly_two_setup_commands() -> None:

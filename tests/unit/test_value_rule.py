@@ -10,7 +10,7 @@ from uuid import uuid4
 
 import pytest
 
-from nous_memory.facts.rules import (
+from nous_memory.facts.consolidation import (
     VALUE_CHANGES,
     Candidate,
     Thresholds,
@@ -240,7 +240,7 @@ def test_words_that_only_look_like_values_are_not(text: str) -> None:
 
 
 def test_an_llm_verdict_of_same_on_a_changed_value_becomes_an_update() -> None:
-    from nous_memory.facts.rules import Verdict
+    from nous_memory.facts.consolidation import Verdict
 
     cand = Candidate(id=uuid4(), content="Book club meets on the first Thursday.", cosine=0.96)
     plan = decide("Book club meets on the last Thursday.", [cand], Thresholds(),

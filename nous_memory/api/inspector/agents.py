@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request, Response
 
 from ..routes import Store
 from .pages import PageRoute, posted, read_form, redirect, render, safe_next, viewer_of
-from .session import PageError, Viewer, check_csrf
+from .session import NOBODY, PageError, Viewer, check_csrf
 
 router = APIRouter(prefix="/ui", route_class=PageRoute, include_in_schema=False)
 
@@ -29,7 +29,7 @@ async def signin_page(request: Request, next: str | None = None) -> Response:
     if gate.ring is None:
         return redirect("/ui/")
     session = await gate.anonymous(request)
-    viewer = Viewer(agents=frozenset(), session=session, signed_in=False)
+    viewer = Viewer(NOBODY, session, signed_in=False)
     return await render(request, viewer, "signin.html", next=safe_next(next), error=None)
 
 
@@ -46,7 +46,7 @@ async def signin(request: Request) -> Response:
     target = safe_next(form.get("next"))
     fresh = await gate.sign_in(request, (form.get("key") or "").strip())
     if fresh is None:
-        viewer = Viewer(agents=frozenset(), session=session, signed_in=False)
+        viewer = Viewer(NOBODY, session, signed_in=False)
         return await render(request, viewer, "signin.html", status=401, next=target,
                             error="Unknown API key.")
     response = redirect(target)

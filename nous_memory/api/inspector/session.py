@@ -26,10 +26,10 @@ from typing import Any
 
 from fastapi import Request, Response
 
-from ...access import ROLES, Role
+from ...access import KeyGrant, Role, hash_secret
 from ...config import Settings
 from ...db.audit import ACTOR
-from ..auth import KeyRing, digest_of, grant_for_digest, is_loopback
+from ..auth import KeyRing, grant_for_digest, is_loopback
 from ..routes import get_store
 
 COOKIE = "nous_inspector"
@@ -87,22 +87,39 @@ def _sign(secret: bytes, body: str) -> str:
     return hmac.new(secret, body.encode(), hashlib.sha256).hexdigest()
 
 
+# without keys the inspector answers loopback only, and its visitor is the owner
+LOOPBACK_OWNER = KeyGrant("inspector", "owner", None)
+# before sign-in: no agent, nothing to do
+NOBODY = KeyGrant("inspector", "read-only", frozenset())
+
+
 @dataclass(frozen=True, slots=True)
 class Viewer:
-    """A visitor allowed to look: the agents they may see (None: every agent)."""
+    """A visitor allowed to look, with what their key grants (``access.KeyGrant``
+    decides which agents they see and what they may do)."""
 
-    agents: frozenset[str] | None
+    grant: KeyGrant
     session: Session
     signed_in: bool  # False when no keys are configured (loopback access)
-    role: Role = "owner"  # without keys (loopback) the visitor is the owner
-    key_name: str | None = None
+
+    @property
+    def agents(self) -> frozenset[str] | None:
+        return self.grant.agents
+
+    @property
+    def role(self) -> Role:
+        return self.grant.role
+
+    @property
+    def key_name(self) -> str | None:
+        return self.grant.name if self.signed_in else None
 
     def allows(self, agent_id: str) -> bool:
-        return self.agents is None or agent_id in self.agents
+        return self.grant.allows(agent_id)
 
     def require(self, role: Role) -> None:
         """Refuse what this key's role may not do (a read-only key changes nothing)."""
-        if ROLES.index(self.role) < ROLES.index(role):
+        if not self.grant.can(role):
             raise PageError(403, "Not allowed",
                             f"This key's role ({self.role}) may not do this; it needs {role}.")
 
@@ -143,7 +160,7 @@ class Gate:
                                 "addressed as localhost or a loopback address. Set "
                                 "NOUS_MEMORY_API_KEYS to use it from elsewhere.")
             request.state.new_session = session is None
-            return Viewer(agents=None, session=session or Session.fresh(), signed_in=False)
+            return Viewer(LOOPBACK_OWNER, session or Session.fresh(), signed_in=False)
         grant = None
         if session is not None and session.key_digest is not None:
             try:
@@ -154,8 +171,7 @@ class Gate:
         if grant is None or session is None:  # unknown, or revoked since sign-in
             raise SignInRequired
         ACTOR.set(grant.name)  # the request's audit events name the key (reset per request)
-        return Viewer(agents=grant.agents, session=session, signed_in=True, role=grant.role,
-                      key_name=grant.name)
+        return Viewer(grant, session, signed_in=True)
 
     async def anonymous(self, request: Request) -> Session:
         """The visitor's session before sign-in (made now if they have none)."""
@@ -169,7 +185,7 @@ class Gate:
         """A new session (new CSRF token) for a valid key, else None."""
         if self.ring is None:
             return None
-        digest = digest_of(presented)
+        digest = hash_secret(presented)
         grant = await grant_for_digest(request.app.state, self.ring, digest)
         return None if grant is None else Session.fresh(digest.hex())
 

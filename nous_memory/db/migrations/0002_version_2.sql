@@ -67,11 +67,9 @@ CREATE TABLE memory_archive (
     memory_id     uuid        NOT NULL,
     part          text        NOT NULL CHECK (part IN ('detail', 'transcript')),
     start_offset  integer     NOT NULL DEFAULT 0 CHECK (start_offset >= 0),
-    -- STORAGE EXTERNAL: out of line, never compressed on the way in.  pglz (this server
-    -- has no lz4) costs the jobs more CPU than it saves on cold data that is rarely read;
-    -- a detail PostgreSQL had already compressed in episodes moves as it is (compressed)
-    content       text        STORAGE EXTERNAL,
-    messages      jsonb       STORAGE EXTERNAL
+    -- stored out of line, never compressed on the way in (ALTER below)
+    content       text,
+    messages      jsonb
         CHECK (messages IS NULL OR jsonb_typeof(messages) = 'array'),
     reason        text        NOT NULL CHECK (reason IN ('trim', 'archive')),
     archived_at   timestamptz NOT NULL DEFAULT now(),
@@ -82,6 +80,12 @@ CREATE TABLE memory_archive (
     CHECK ((part = 'detail') = (content IS NOT NULL)),
     CHECK ((part = 'transcript') = (messages IS NOT NULL))
 );
+-- STORAGE EXTERNAL: out of line, never compressed on the way in.  pglz (this server has
+-- no lz4) costs the jobs more CPU than it saves on cold data that is rarely read; a detail
+-- PostgreSQL had already compressed in episodes moves as it is (compressed).  Set here,
+-- not in CREATE TABLE, which takes a column's STORAGE only from PostgreSQL 16 on.
+ALTER TABLE memory_archive ALTER COLUMN content SET STORAGE EXTERNAL,
+    ALTER COLUMN messages SET STORAGE EXTERNAL;
 
 -- Tier-2 query-time extractions of complex records, keyed by (memory, query, size).
 CREATE TABLE extraction_cache (

@@ -20,18 +20,15 @@ from uuid import UUID
 
 from ..memories.fact_key import normalize_fact
 from ..memories.triggers import trigger_matches
+from ..words import CLAUSE_NEGATIONS, MONTH_NAMES, TENS_WORDS, UNIT_WORDS, WEEKDAY_NAMES
 from .value_words import MONTHS, NEGATING_PREFIXES, WEEKDAYS
 from .values import value_slots
 
 _TOKEN = re.compile("[A-Za-z][A-Za-z.'\u2019\\-]*[A-Za-z]|[A-Za-z]|\\d+(?:[.,:/]\\d+)*")
-_NUMBER_WORDS = {w: str(i) for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-    "fifteen sixteen seventeen eighteen nineteen twenty".split())}
-_CALENDAR = frozenset(
-    "january february march april june july august september october november december "
-    "monday tuesday wednesday thursday friday saturday sunday".split())
+_NUMBER_WORDS = {w: str(i) for i, w in enumerate([*UNIT_WORDS, TENS_WORDS[0]])}
+# full names; "may" is left to the capitalised-name rule (it is also a verb)
+_CALENDAR = frozenset(MONTH_NAMES) - {"may"} | frozenset(WEEKDAY_NAMES)
 _CALENDAR_ABBREVIATIONS = frozenset(MONTHS) | frozenset(WEEKDAYS)
-_NEGATIONS = frozenset("not no never none nobody nothing neither nor without cannot".split())
 _SENTENCE_STARTERS = frozenset(
     "a an the this that these those he she it they we i you there here in on at of for to "
     "and but or if when while after before as by with from his her its their our my your "
@@ -81,7 +78,7 @@ def analyse(text: str) -> Values:
     negated = False
     for index, token in enumerate(raw):
         low = token.lower()
-        if low.endswith("n't") or low in _NEGATIONS:
+        if low.endswith("n't") or low in CLAUSE_NEGATIONS:
             negated = True
         if token[0].isdigit():
             numbers.add(token.replace(",", ""))

@@ -1,0 +1,25 @@
+"""English words the rule-based parts read text with: calendar names, small numbers,
+negations.  One home, so the date parser, the recall time filter and the fact rules
+agree on what a weekday or a negation is."""
+
+from __future__ import annotations
+
+WEEKDAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
+                 "sunday")  # in ``date.weekday()`` order
+MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august",
+               "september", "october", "november", "december")  # month 1 first
+# the usual short forms, beside each full name
+WEEKDAY_ABBREVIATIONS = {"monday": ("mon",), "tuesday": ("tue", "tues"),
+                         "wednesday": ("wed",), "thursday": ("thu", "thur", "thurs"),
+                         "friday": ("fri",), "saturday": ("sat",), "sunday": ("sun",)}
+MONTH_ABBREVIATIONS = {"january": ("jan",), "february": ("feb",), "march": ("mar",),
+                       "april": ("apr",), "may": (), "june": ("jun",), "july": ("jul",),
+                       "august": ("aug",), "september": ("sep", "sept"),
+                       "october": ("oct",), "november": ("nov",), "december": ("dec",)}
+# zero to nineteen, in order: word i is the number i
+UNIT_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve "
+              "thirteen fourteen fifteen sixteen seventeen eighteen nineteen").split()
+TENS_WORDS = "twenty thirty forty fifty sixty seventy eighty ninety".split()  # 20, 30, ...
+# words that negate the clause they stand in ("n't" is read apart)
+CLAUSE_NEGATIONS = frozenset("not no never none nobody nothing neither nor without "
+                             "cannot".split())

@@ -1,0 +1,37 @@
+"""The task registry: each queued task named once, with its place in the flow."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from nous_memory.work.tasks import EPISODE_PROCESSING, PIPELINE, Task
+
+ROOT = Path(__file__).resolve().parents[2]
+PRODUCT = [ROOT / "nous_memory", ROOT / "jobs"]
+
+
+def test_every_task_has_its_place_in_the_flow() -> None:
+    assert set(PIPELINE) == set(Task)
+    for task, flow in PIPELINE.items():
+        assert flow.does and flow.queued_by, task
+        assert task not in flow.queues_next
+    assert set(EPISODE_PROCESSING) <= set(Task)
+
+
+def test_each_task_name_is_written_once_in_the_product() -> None:
+    """Code and SQL refer to ``Task`` members (SQL takes them as parameters), so a
+    rename or a new task has one place to change."""
+    sources = [p for root in PRODUCT for p in root.rglob("*")
+               if p.suffix in {".py", ".sql"} and "__pycache__" not in p.parts]
+    for task in Task:
+        literal = re.compile(rf"""['"]{task.value}['"]""")
+        places = [f"{p.relative_to(ROOT)}:{n}" for p in sources
+                  for n, line in enumerate(p.read_text().splitlines(), 1)
+                  if literal.search(line)]
+        assert places == ["nous_memory/work/tasks.py:" + str(_line_of(task))], (task, places)
+
+
+def _line_of(task: Task) -> int:
+    lines = (ROOT / "nous_memory" / "work" / "tasks.py").read_text().splitlines()
+    return next(n for n, line in enumerate(lines, 1) if f'= "{task.value}"' in line)
