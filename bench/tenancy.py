@@ -320,7 +320,8 @@ async def explain(store: MemoryStore, spy: StatementSpy) -> list[str]:
         await conn.close()
     plan = json.loads(raw)[0] if isinstance(raw, str) else raw[0]
     shown = ", ".join(f"{k}={v}" for k, v in sorted(settings.items()))
-    lines = [f"statement {name}; {shown}; execution {plan['Execution Time']:.2f} ms"]
+    lines = [f"statement {name}; {shown}; planning {plan['Planning Time']:.2f} ms, "
+             f"execution {plan['Execution Time']:.2f} ms"]
     return lines + plan_summary(plan)
 
 
