@@ -7,11 +7,11 @@ refused as unknown fields, and the store validates every value (422 with field a
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
 
+from ..conversation.policy import as_dict as policy_json
 from ..errors import FieldProblem, InvalidInputError
 from .body import json_object, optional_json_object, unknown_fields
 from .episodes import EpisodeId
@@ -54,14 +54,14 @@ async def build_prompt(agent_id: AgentId, episode_id: EpisodeId, request: Reques
         agent_id, episode_id, body["system"], body["budget_tokens"], query=body.get("query"),
         context_tokens=body.get("context_tokens"), summarize=body.get("summarize", True),
         policy=body.get("policy"))
-    return prompt.as_json()
+    return prompt.model_dump(mode="json")
 
 
 @router.get("/episodes/{episode_id}/summary", summary="The current rolling summary",
             responses=ERRORS)
 async def get_summary(agent_id: AgentId, episode_id: EpisodeId, store: Store) -> dict[str, Any]:
     """Story and chapter text, facets, the watermark and the breaker's state."""
-    return (await store.conversation_summary(agent_id, episode_id)).as_json()
+    return (await store.conversation_summary(agent_id, episode_id)).model_dump(mode="json")
 
 
 @router.post("/episodes/{episode_id}/summary", summary="Summarise now", responses=ERRORS)
@@ -75,7 +75,7 @@ async def summarize(agent_id: AgentId, episode_id: EpisodeId, request: Request,
                                                 force=body.get("force", False),
                                                 policy=body.get("policy"))
     summary = await store.conversation_summary(agent_id, episode_id)
-    return {"result": result.as_json(), "summary": summary.as_json()}
+    return {"result": result.model_dump(mode="json"), "summary": summary.model_dump(mode="json")}
 
 
 @router.get("/episodes/{episode_id}/summary/history", summary="The summary chain",
@@ -86,7 +86,7 @@ async def history(agent_id: AgentId, episode_id: EpisodeId, store: Store,
     """Every summary record, oldest first: id, parent, depth, covered messages, tokens,
     source (llm | rule), facets and status (current, superseded, invalidated)."""
     records = await store.summary_history(agent_id, episode_id, limit=limit, offset=offset)
-    return {"episode_id": episode_id, "records": [r.as_json() for r in records]}
+    return {"episode_id": episode_id, "records": [r.model_dump(mode="json") for r in records]}
 
 
 @router.patch("/episodes/{episode_id}/messages/{seq}", summary="Edit a message",
@@ -99,7 +99,8 @@ async def edit_message(agent_id: AgentId, episode_id: EpisodeId, seq: Seq, reque
     _fields(body, ("content",))
     if "content" not in body:
         raise InvalidInputError.single("content", "missing")
-    return (await store.edit_message(agent_id, episode_id, seq, body["content"])).as_json()
+    change = await store.edit_message(agent_id, episode_id, seq, body["content"])
+    return change.model_dump(mode="json")
 
 
 @router.delete("/episodes/{episode_id}/messages/{seq}", summary="Delete a message (soft)",
@@ -107,12 +108,12 @@ async def edit_message(agent_id: AgentId, episode_id: EpisodeId, seq: Seq, reque
 async def delete_message(agent_id: AgentId, episode_id: EpisodeId, seq: Seq,
                          store: Store) -> dict[str, Any]:
     """The message leaves prompts and summaries; its row and text stay."""
-    return (await store.delete_message(agent_id, episode_id, seq)).as_json()
+    return (await store.delete_message(agent_id, episode_id, seq)).model_dump(mode="json")
 
 
 @router.get("/conversation-policy", summary="The agent's summary policy", responses=ERRORS)
 async def get_policy(agent_id: AgentId, store: Store) -> dict[str, Any]:
-    return dataclasses.asdict(await store.conversation_policy(agent_id))
+    return policy_json(await store.conversation_policy(agent_id))
 
 
 @router.put("/conversation-policy", summary="Change the agent's summary policy",
@@ -120,4 +121,4 @@ async def get_policy(agent_id: AgentId, store: Store) -> dict[str, Any]:
 async def set_policy(agent_id: AgentId, request: Request, store: Store) -> dict[str, Any]:
     """Body: knobs to store (``null`` removes one); the effective policy is returned."""
     knobs = await json_object(request)
-    return dataclasses.asdict(await store.set_conversation_policy(agent_id, **knobs))
+    return policy_json(await store.set_conversation_policy(agent_id, **knobs))

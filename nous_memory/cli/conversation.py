@@ -64,7 +64,7 @@ async def _prompt(store: MemoryStore, args: argparse.Namespace) -> Output:
     lines = [f"{prompt.tokens}/{prompt.budget_tokens} tokens: summary {prompt.summary_tokens}, "
              f"{prompt.tail_messages} recent message(s), {prompt.dropped_messages} left out"]
     lines += [f"[{m['role']}] {shorten(m['content'], CONTENT_CHARS)}" for m in prompt.messages]
-    return Output(prompt.as_json(), "\n".join(lines))
+    return Output(prompt.model_dump(mode="json"), "\n".join(lines))
 
 
 async def _summary(store: MemoryStore, args: argparse.Namespace) -> Output:
@@ -75,12 +75,12 @@ async def _summary(store: MemoryStore, args: argparse.Namespace) -> Output:
     if args.run:
         result = await store.summarize_conversation(args.agent, args.episode_id,
                                                     force=args.force, policy=_policy(args))
-        data["result"] = result.as_json()
+        data["result"] = result.model_dump(mode="json")
         lines.append(f"folded {result.folded} message(s); watermark {result.watermark_seq}")
         lines += [f"  - {r}" for r in result.reasons]
         lines += [f"  gap at {g.seq}: {g.reason}" for g in result.gaps]
     summary = await store.conversation_summary(args.agent, args.episode_id)
-    data["summary"] = summary.as_json()
+    data["summary"] = summary.model_dump(mode="json")
     lines.append(f"watermark: {summary.watermark_seq}  source: {summary.source or '-'}  "
                  f"tokens: {summary.tokens}")
     if summary.invalidated_reason:
@@ -90,7 +90,7 @@ async def _summary(store: MemoryStore, args: argparse.Namespace) -> Output:
         lines.append("entities: " + ", ".join(summary.facets.entities))
     if args.history:
         records = await store.summary_history(args.agent, args.episode_id, limit=500)
-        data["history"] = [r.as_json() for r in records]
+        data["history"] = [r.model_dump(mode="json") for r in records]
         lines.append("history:")
         lines += [f"  #{r.id} parent={r.parent_id} {r.level} {r.op} depth={r.depth} "
                   f"seq {r.first_seq}-{r.last_seq} {r.tokens} tokens {r.source} {r.status}"

@@ -8,29 +8,36 @@ types as the store without loading the database layer; the modules that compute 
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, PlainSerializer
 
 from .facets import Facets
 
 Level = Literal["chapter", "story"]
 Op = Literal["fold", "compaction", "rebuild", "chapter_close"]
 Source = Literal["llm", "rule"]
+# JSON keeps the offset spelled out (``+00:00``), as these records always have
+Moment = Annotated[datetime, PlainSerializer(lambda value: value.isoformat(), return_type=str,
+                                             when_used="json")]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Gap:
+class _Record(BaseModel):
+    """A result sent as JSON as it is (CONTRIBUTING.md, "Records")."""
+
+    model_config = ConfigDict(frozen=True)
+
+
+class Gap(_Record):
     """Where the watermark had to stop, and why."""
 
     seq: int
     reason: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SummarizeResult:
+class SummarizeResult(_Record):
     episode_id: UUID
     folded: int  # messages folded by this call
     steps: int  # chain records written by this call (folds, compactions, chapter closes)
@@ -44,14 +51,8 @@ class SummarizeResult:
     lost_race: bool = False  # another worker folded first; this call wrote nothing
     deferred: bool = False  # a fold is due but was left to the worker (it needs the LLM)
 
-    def as_json(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["episode_id"] = str(self.episode_id)
-        return data
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SummaryRecord:
+class SummaryRecord(_Record):
     """One link of the chain (a fold, compaction, rebuild, chapter or story summary)."""
 
     id: int
@@ -69,35 +70,19 @@ class SummaryRecord:
     facets: Facets
     status: str
     notes: tuple[str, ...] = ()
-    created_at: datetime | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        return {"id": self.id, "parent_id": self.parent_id, "level": self.level,
-                "op": self.op, "depth": self.depth, "first_seq": self.first_seq,
-                "last_seq": self.last_seq, "covered": self.covered, "content": self.content,
-                "chars": self.chars, "tokens": self.tokens, "source": self.source,
-                "facets": self.facets.model_dump(), "status": self.status,
-                "notes": list(self.notes),
-                "created_at": self.created_at.isoformat() if self.created_at else None}
+    created_at: Moment | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MessageChange:
+class MessageChange(_Record):
     episode_id: UUID
     seq: int
     action: str  # edited | deleted
-    at: datetime
+    at: Moment
     invalidated: bool  # the change was behind the watermark: the summary is rebuilt
     versions: int = 1  # stored versions of the message (edits + the current one)
 
-    def as_json(self) -> dict[str, Any]:
-        return {"episode_id": str(self.episode_id), "seq": self.seq, "action": self.action,
-                "at": self.at.isoformat(), "invalidated": self.invalidated,
-                "versions": self.versions}
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConversationSummary:
+class ConversationSummary(_Record):
     """The current rolling summary of an episode (what the close pipeline can read)."""
 
     episode_id: UUID
@@ -113,21 +98,10 @@ class ConversationSummary:
     tokens: int
     invalidated_reason: str | None
     breaker_failures: int
-    breaker_open_until: datetime | None
-
-    def as_json(self) -> dict[str, Any]:
-        return {"episode_id": str(self.episode_id), "text": self.text, "story": self.story,
-                "chapter": self.chapter, "facets": self.facets.model_dump(),
-                "watermark_seq": self.watermark_seq, "summary_id": self.summary_id,
-                "story_id": self.story_id, "source": self.source, "depth": self.depth,
-                "tokens": self.tokens, "invalidated_reason": self.invalidated_reason,
-                "breaker_failures": self.breaker_failures,
-                "breaker_open_until": (self.breaker_open_until.isoformat()
-                                       if self.breaker_open_until else None)}
+    breaker_open_until: Moment | None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Prompt:
+class Prompt(_Record):
     """Chat messages for the next call and how the budget was spent."""
 
     messages: list[dict[str, Any]]
@@ -140,8 +114,3 @@ class Prompt:
     truncated: bool  # the newest message was cut to fit
     watermark_seq: int
     summarized: SummarizeResult | None
-
-    def as_json(self) -> dict[str, Any]:
-        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        data["summarized"] = self.summarized.as_json() if self.summarized else None
-        return data
