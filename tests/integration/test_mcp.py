@@ -143,10 +143,14 @@ async def served(store: MemoryStore, **settings: Any) -> AsyncIterator[str]:
         await asyncio.wait_for(task, timeout=STARTUP_S)
 
 
-def http_client(url: str, key: str) -> Client:
+@asynccontextmanager
+async def http_client(url: str, key: str) -> AsyncIterator[Client]:
+    """An SDK client sending ``key``; the HTTP client it is given is ours to close (the
+    SDK leaves a caller's client open)."""
     headers = {"Authorization": f"Bearer {key}"}
-    return Client(streamable_http_client(url, http_client=httpx2.AsyncClient(
-        headers=headers, timeout=60)), read_timeout_seconds=60)
+    async with httpx2.AsyncClient(headers=headers, timeout=60) as http, Client(
+            streamable_http_client(url, http_client=http), read_timeout_seconds=60) as client:
+        yield client
 
 
 async def test_http_endpoint_lets_a_key_use_only_its_agents(store: MemoryStore) -> None:
