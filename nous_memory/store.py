@@ -66,9 +66,11 @@ class MemoryStore(OwnerView):
     """Long-term memory for agents.  Use ``async with MemoryStore.open() as store:``."""
 
     def __init__(self, *, settings: Settings, db: Database, embedder: Embedder,
-                 schema: SchemaStatus, dsn: str, server: EmbeddedServer | None = None) -> None:
+                 schema: SchemaStatus, dsn: str, server: EmbeddedServer | None = None,
+                 owns_embedder: bool = False) -> None:
         self.settings = settings
         self.embedder = embedder
+        self._owns_embedder = owns_embedder  # made from the settings: closed with the store
         self.schema = schema
         self._db = db
         self._dsn = dsn
@@ -129,6 +131,7 @@ class MemoryStore(OwnerView):
             settings = Settings.from_env(**overrides)
         elif overrides:
             settings = settings.with_changes(**overrides)
+        owns_embedder = embedder is None
         embedder = embedder or embedder_from_settings(settings)
         server: EmbeddedServer | None = None
         if settings.database_url:
@@ -150,7 +153,7 @@ class MemoryStore(OwnerView):
                 await asyncio.to_thread(server.release)
             raise
         return cls(settings=settings, db=db, embedder=embedder, schema=schema, dsn=dsn,
-                   server=server)
+                   server=server, owns_embedder=owns_embedder)
 
     async def close(self) -> None:
         try:
@@ -158,6 +161,9 @@ class MemoryStore(OwnerView):
             await self.access.aclose()
             if self.llm is not None:
                 await self.llm.aclose()
+            close_embedder = getattr(self.embedder, "aclose", None)
+            if self._owns_embedder and callable(close_embedder):
+                await close_embedder()
             await self._db.close()
         finally:
             if self._server is not None:

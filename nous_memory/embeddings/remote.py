@@ -40,6 +40,10 @@ class OpenAIEmbedder:
     def model_name(self) -> str:
         return self._model
 
+    async def aclose(self) -> None:
+        """Close the HTTP connections (the store does this for an embedder it made)."""
+        await self._client.close()
+
     @property
     def dimension(self) -> int:
         return self._dimension

@@ -14,6 +14,7 @@ async def test_batches_orders_and_normalises(llm_server: ScriptedLLMServer) -> N
                               dimension=384, batch_size=2)
     texts = ["alpha", "beta", "gamma"]
     vectors = await embedder.embed(texts)
+    await embedder.aclose()
     assert [len(b["input"]) for b in llm_server.embedding_requests] == [2, 1]
     assert all(b["dimensions"] == 384 for b in llm_server.embedding_requests)
     fake = FakeEmbedder(dimension=384)
@@ -40,6 +41,7 @@ async def test_wrong_dimension_from_server_is_refused(llm_server: ScriptedLLMSer
     embedder._request_dims = None  # a server that ignores the requested size
     with pytest.raises(EmbeddingMismatchError, match="12"):
         await embedder.embed(["x"])
+    await embedder.aclose()
 
 
 def test_unknown_model_needs_a_dimension() -> None:
