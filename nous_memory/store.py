@@ -58,7 +58,7 @@ from .memories.manager import MemoryManager
 from .memories.messages import TranscriptMessage
 from .memories.records import Memory, MemoryEvent, Page
 from .owner import OwnerView
-from .pipeline import build_worker
+from .pipeline import task_handlers
 from .work.worker import Worker
 
 
@@ -285,10 +285,11 @@ class MemoryStore(OwnerView):
         """A work-queue worker on this store (``await worker.run(stop_event)``)."""
         tasks = EpisodeTasks(self._db, self.episodes, self.closer,
                              idle_close_after_s=self.settings.episode_idle_close_s)
-        return build_worker(self._db, episodes=tasks, learner=self.learner,
-                            conversation=self.conversation, extractor=self.extractor,
-                            maintenance=self.maintenance, worker_id=worker_id,
-                            lease_s=self.settings.worker_lease_s, poll_s=poll_s)
+        handlers = task_handlers(episodes=tasks, learner=self.learner,
+                                 conversation=self.conversation, extractor=self.extractor,
+                                 maintenance=self.maintenance)
+        return Worker(self._db, handlers, idle_sweep=tasks.close_idle, worker_id=worker_id,
+                      lease_s=self.settings.worker_lease_s, poll_s=poll_s)
 
     # ------------------------------------------------------------------ working memory
 

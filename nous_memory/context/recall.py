@@ -14,10 +14,10 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 from pgvector import Vector as PgVector
@@ -51,6 +51,7 @@ AGENT_ROWS_CACHED = 10_000  # agents whose size is remembered (least recently us
 # and the two figures move by a fraction of a percent in that time.
 CORPUS_TTL_S = 300.0
 
+T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Fusion:
@@ -199,6 +200,26 @@ def parse_request(agent_id: object, query: object, kinds: object, k: object,
                          window=resolve(text, moment or datetime.now(UTC)))
 
 
+class PerAgent(Generic[T]):
+    """A figure per agent, counted at most once per ``ttl_s``, for the
+    ``AGENT_ROWS_CACHED`` agents used last (the others are counted again when asked)."""
+
+    def __init__(self, ttl_s: float) -> None:
+        self._ttl_s = ttl_s
+        self._known: OrderedDict[str, tuple[T, float]] = OrderedDict()
+
+    async def get(self, agent: str, count: Callable[[], Awaitable[T]]) -> T:
+        now = time.monotonic()
+        known = self._known.get(agent)
+        if known is None or now - known[1] > self._ttl_s:
+            known = (await count(), now)
+            self._known[agent] = known
+            if len(self._known) > AGENT_ROWS_CACHED:
+                self._known.popitem(last=False)
+        self._known.move_to_end(agent)
+        return known[0]
+
+
 class Recaller:
     """Runs recall for any agent; every statement is scoped to the request's agent."""
 
@@ -212,8 +233,8 @@ class Recaller:
         self._priors = priors or Priors()
         self._fusion = fusion or Fusion()
         self._exact_max = exact_scan_max_rows
-        self._agent_rows: OrderedDict[str, tuple[int, float]] = OrderedDict()
-        self._corpus: OrderedDict[str, tuple[int, int, float]] = OrderedDict()
+        self._agent_rows: PerAgent[int] = PerAgent(AGENT_ROWS_TTL_S)
+        self._corpus: PerAgent[tuple[int, int]] = PerAgent(CORPUS_TTL_S)
 
     async def recall(self, agent_id: str, query: str, *, kinds: Sequence[Kind | str] | None = None,
                      k: int = 10, include_superseded: bool = False,
@@ -279,31 +300,23 @@ class Recaller:
         the limit, at most once per ``AGENT_ROWS_TTL_S``; a limit of 0 means never)."""
         if self._exact_max == 0:
             return False
-        now = time.monotonic()
-        known = self._agent_rows.get(agent)
-        if known is None or now - known[1] > AGENT_ROWS_TTL_S:
-            rows = await self._db.fetchval("recall_agent_rows", agent, self._exact_max + 1)
-            known = (int(rows), now)
-            self._agent_rows[agent] = known
-            if len(self._agent_rows) > AGENT_ROWS_CACHED:
-                self._agent_rows.popitem(last=False)
-        self._agent_rows.move_to_end(agent)
-        return known[0] <= self._exact_max
+
+        async def count() -> int:
+            return int(await self._db.fetchval("recall_agent_rows", agent,
+                                               self._exact_max + 1))
+
+        return await self._agent_rows.get(agent, count) <= self._exact_max
 
     async def _corpus_of(self, agent: str) -> tuple[int, int]:
         """A large agent's BM25 corpus: its documents and their total length (counted at
         most once per ``CORPUS_TTL_S``)."""
-        now = time.monotonic()
-        known = self._corpus.get(agent)
-        if known is None or now - known[2] > CORPUS_TTL_S:
+
+        async def count() -> tuple[int, int]:
             row = await self._db.fetchrow("recall_corpus", agent)
             assert row is not None
-            known = (int(row["documents"]), int(row["lexemes"]), now)
-            self._corpus[agent] = known
-            if len(self._corpus) > AGENT_ROWS_CACHED:
-                self._corpus.popitem(last=False)
-        self._corpus.move_to_end(agent)
-        return known[0], known[1]
+            return int(row["documents"]), int(row["lexemes"])
+
+        return await self._corpus.get(agent, count)
 
     def check_vector(self, value: Sequence[float] | np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         try:
