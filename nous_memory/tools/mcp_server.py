@@ -17,6 +17,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import X_MCP_HEADER_KEY
 
 from .. import __version__, telemetry
 from .definitions import TOOL_NAMES, TOOLS
@@ -57,16 +58,25 @@ def _annotations(name: str) -> types.ToolAnnotations:
                                  idempotent_hint=tool.idempotent, open_world_hint=False)
 
 
-_SCHEMAS = {tool.name: tool.input_schema() for tool in TOOLS}
+def _names_a_header(schema: Any) -> bool:
+    """Whether any part of a JSON schema carries the ``x-mcp-header`` annotation."""
+    if isinstance(schema, dict):
+        return X_MCP_HEADER_KEY in schema or any(_names_a_header(v) for v in schema.values())
+    return isinstance(schema, list) and any(_names_a_header(v) for v in schema)
+
+
+_HEADER_SCHEMAS = {tool.name: schema for tool in TOOLS
+                   if _names_a_header(schema := tool.input_schema())}
 
 
 def _declared_schema(name: str) -> dict[str, Any] | None:
     """A tool's arguments' schema for the SDK's ``Mcp-Param-*`` header check on every HTTP
-    tool call.  Without it the SDK runs a whole ``tools/list`` per call to find the schema
-    (about a millisecond, measured with bench/tools.py).  The ``agent_id`` property a
-    session may be shown besides is left out: no property maps to a header, so the check
-    reads the same either way."""
-    return _SCHEMAS.get(name)
+    tool call, or None when no argument of it maps to a header.  Without this lookup the
+    SDK runs a whole ``tools/list`` per call to find the schema (about a millisecond,
+    measured with bench/tools.py); with a schema that names no header it still walks the
+    schema twice per call to find none, and None skips a check that could only pass.
+    The ``agent_id`` property a session may be shown besides maps to no header either."""
+    return _HEADER_SCHEMAS.get(name)
 
 
 def build_server(toolbox_for: ToolBoxFor) -> Server[Any]:
