@@ -13,7 +13,7 @@ next turns, so a head and a body sent together leave together.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, cast
 
 import uvicorn
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
@@ -112,8 +112,9 @@ class OneSendHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
     ``OneSendTransport``."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        super().connection_made(OneSendTransport(transport, asyncio.get_running_loop()))
+        # a socket transport, asyncio's or uvloop's (which does not derive from asyncio's)
+        socket = cast(asyncio.Transport, transport)
+        super().connection_made(OneSendTransport(socket, asyncio.get_running_loop()))
 
 
 def server_config(app: Any, *, host: str, port: int, **options: Any) -> uvicorn.Config:
