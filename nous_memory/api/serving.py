@@ -6,8 +6,9 @@ client, which reads the head, finds no body yet and sleeps again until the secon
 write: two wake-ups where one would do.  On this 2-core machine under load a wake-up
 can cost milliseconds (the woken client takes the core, and the server waits for it
 back), and an MCP tool call over HTTP paid that on every call.  ``OneSendTransport``
-gathers what the protocol writes while the app runs and sends it when the event loop
-next turns, so a head and a body sent together leave together.
+holds a short write (a response head) until the next write, which takes it along, or
+until the event loop next turns, whichever comes first: a head and the body sent right
+after it leave together, and nothing waits longer than the turn it was written in.
 """
 
 from __future__ import annotations
@@ -18,30 +19,36 @@ from typing import Any, cast
 import uvicorn
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
-FLUSH_BYTES = 64 * 1024
-"""Past this much gathered output a write goes out at once (a large or streamed body)."""
+HOLD_BYTES = 16 * 1024
+"""A write shorter than this (a response head) waits for what follows it; a longer one
+goes out at once."""
 
 
 class OneSendTransport(asyncio.Transport):
-    """A socket transport whose writes within one turn of the event loop go out as one."""
+    """A socket transport whose short write goes out with the write after it."""
 
     def __init__(self, transport: asyncio.Transport,
                  loop: asyncio.AbstractEventLoop) -> None:
         super().__init__()
         self._transport = transport
         self._loop = loop
-        self._pending: list[bytes] = []
-        self._size = 0
+        self._held = b""
         self._flush_due = False
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         if not data:
             return
-        self._pending.append(bytes(data))
-        self._size += len(data)
-        if self._size >= FLUSH_BYTES:
-            self.flush()
-        elif not self._flush_due:
+        if self._held:
+            held, self._held = self._held, b""
+            if len(data) < HOLD_BYTES:
+                self._transport.write(held + data)
+                return
+            self._transport.write(held)
+        if len(data) >= HOLD_BYTES:
+            self._transport.write(data)
+            return
+        self._held = bytes(data)
+        if not self._flush_due:
             self._flush_due = True
             self._loop.call_soon(self.flush)
 
@@ -50,15 +57,11 @@ class OneSendTransport(asyncio.Transport):
             self.write(data)
 
     def flush(self) -> None:
-        """Send what was gathered (nothing once the connection is closing)."""
+        """Send a held write now (nothing once the connection is closing)."""
         self._flush_due = False
-        if not self._pending:
-            return
-        data = self._pending[0] if len(self._pending) == 1 else b"".join(self._pending)
-        self._pending.clear()
-        self._size = 0
-        if not self._transport.is_closing():
-            self._transport.write(data)
+        held, self._held = self._held, b""
+        if held and not self._transport.is_closing():
+            self._transport.write(held)
 
     def close(self) -> None:
         self.flush()
@@ -72,8 +75,7 @@ class OneSendTransport(asyncio.Transport):
         return self._transport.can_write_eof()
 
     def abort(self) -> None:
-        self._pending.clear()
-        self._size = 0
+        self._held = b""
         self._transport.abort()
 
     def is_closing(self) -> bool:
@@ -98,7 +100,7 @@ class OneSendTransport(asyncio.Transport):
         return self._transport.get_protocol()
 
     def get_write_buffer_size(self) -> int:
-        return self._transport.get_write_buffer_size() + self._size
+        return self._transport.get_write_buffer_size() + len(self._held)
 
     def get_write_buffer_limits(self) -> tuple[int, int]:
         return self._transport.get_write_buffer_limits()

@@ -1,5 +1,5 @@
-"""The transport ``nous-memory serve`` answers through: what the protocol writes during
-one turn of the event loop reaches the socket as one send, head and body together."""
+"""The transport ``nous-memory serve`` answers through: a response's head waits for its
+body, and both reach the socket in one send."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from starlette.types import Receive, Scope, Send
 from uvicorn.server import ServerState
 
-from nous_memory.api.serving import FLUSH_BYTES, OneSendTransport, server_config
+from nous_memory.api.serving import HOLD_BYTES, OneSendTransport, server_config
 
 
 class Recording(asyncio.Transport):
@@ -48,35 +48,47 @@ class Recording(asyncio.Transport):
         return 0
 
 
-async def test_writes_in_one_turn_leave_as_one_send() -> None:
+async def test_a_short_write_leaves_with_the_next_one() -> None:
     raw = Recording()
     transport = OneSendTransport(raw, asyncio.get_running_loop())
     transport.write(b"HTTP/1.1 200 OK\r\n\r\n")
     transport.write(b"")
-    transport.write(b"body")
-    assert raw.writes == [] and transport.get_write_buffer_size() == 23
-    await asyncio.sleep(0)
+    assert raw.writes == [] and transport.get_write_buffer_size() == 19
+    transport.write(b"body")  # at once: nothing waits for the loop once the body came
     assert raw.writes == [b"HTTP/1.1 200 OK\r\n\r\nbody"]
-    assert transport.get_write_buffer_size() == 0
-    transport.write(b"next")
-    await asyncio.sleep(0)
-    assert raw.writes[1:] == [b"next"]
+    transport.write(b"more")
+    transport.write(b"again")
+    assert raw.writes[1:] == [b"moreagain"]
+    await asyncio.sleep(0)  # the turn ends: nothing was left to send
+    assert len(raw.writes) == 2 and transport.get_write_buffer_size() == 0
 
 
-async def test_a_large_write_goes_out_at_once_and_close_sends_what_is_left() -> None:
+async def test_a_lone_short_write_leaves_when_the_loop_turns() -> None:
     raw = Recording()
     transport = OneSendTransport(raw, asyncio.get_running_loop())
+    transport.write(b"HTTP/1.1 204 No Content\r\n\r\n")
+    assert raw.writes == []
+    await asyncio.sleep(0)
+    assert raw.writes == [b"HTTP/1.1 204 No Content\r\n\r\n"]
+
+
+async def test_long_writes_go_out_at_once_and_close_sends_what_is_held() -> None:
+    raw = Recording()
+    transport = OneSendTransport(raw, asyncio.get_running_loop())
+    long = b"x" * HOLD_BYTES
+    transport.write(long)
+    assert raw.writes == [long]
     transport.write(b"head")
-    transport.write(b"x" * FLUSH_BYTES)
-    assert raw.writes == [b"head" + b"x" * FLUSH_BYTES]  # no waiting for the loop
+    transport.write(long)  # not copied into one buffer with the head
+    assert raw.writes[1:] == [b"head", long]
     transport.write(b"tail")
     transport.close()
-    assert raw.writes[1:] == [b"tail"] and raw.closed
+    assert raw.writes[3:] == [b"tail"] and raw.closed
     await asyncio.sleep(0)  # the flush that was due finds nothing, and writes nothing
-    assert len(raw.writes) == 2
+    assert len(raw.writes) == 4
 
 
-async def test_abort_drops_what_was_gathered() -> None:
+async def test_abort_drops_what_is_held() -> None:
     raw = Recording()
     transport = OneSendTransport(raw, asyncio.get_running_loop())
     transport.write(b"never sent")
