@@ -198,15 +198,24 @@ qs AS MATERIALIZED (
     SELECT u.lexeme, array_to_tsvector(ARRAY[u.lexeme])::text::tsquery AS q
     FROM unnest(to_tsvector('english', $2)) AS u
 ),
-terms AS MATERIALIZED (
-    SELECT qs.lexeme,
-           (SELECT count(*) FROM memories m
-            WHERE m.agent_id = $1 AND m.search_tsv @@ qs.q AND m.status = ANY($6::text[])
-              AND m.kind = ANY($5::text[]))
-           + (SELECT count(*) FROM gone, episode_chunks c
-              WHERE $7 AND c.agent_id = $1 AND c.search_tsv @@ qs.q
-                AND c.episode_id <> ALL(gone.ids)) AS df
+anyq AS (
+    SELECT replace(array_to_tsvector(array_agg(lexeme))::text, ''' ''', ''' | ''')::tsquery AS q
     FROM qs
+),
+matched AS MATERIALIZED (
+    -- the documents holding any query lexeme, read once through the text indexes (one
+    -- bitmap scan per table, not one per lexeme)
+    SELECT 'memory' AS source, m.id AS memory_id, NULL::integer AS chunk_no, m.search_tsv AS tsv
+    FROM anyq, memories m
+    WHERE m.agent_id = $1 AND m.search_tsv @@ anyq.q AND m.status = ANY($6::text[])
+      AND m.kind = ANY($5::text[])
+    UNION ALL
+    SELECT 'chunk', c.episode_id, c.chunk_no, c.search_tsv
+    FROM anyq, gone, episode_chunks c
+    WHERE $7 AND c.agent_id = $1 AND c.search_tsv @@ anyq.q AND c.episode_id <> ALL(gone.ids)
+),
+terms AS MATERIALIZED (
+    SELECT qs.lexeme, (SELECT count(*) FROM matched d WHERE d.tsv @@ qs.q) AS df FROM qs
 ),
 sel AS (
     SELECT replace(array_to_tsvector(array_agg(lexeme))::text, ''' ''', ''' | ''')::tsquery AS q
@@ -239,14 +248,8 @@ UNION ALL
    AND COALESCE(c.started_at, c.created_at) < $11::timestamptz
  ORDER BY c.embedding <=> $3 LIMIT $8)
 UNION ALL
-SELECT 'doc', 'memory', m.id, NULL, NULL, NULL, NULL
-FROM sel, memories m
-WHERE m.agent_id = $1 AND m.search_tsv @@ sel.q
-  AND m.status = ANY($6::text[]) AND m.kind = ANY($5::text[])
-UNION ALL
-SELECT 'doc', 'chunk', c.episode_id, c.chunk_no, NULL, NULL, NULL
-FROM sel, gone, episode_chunks c
-WHERE $7 AND c.agent_id = $1 AND c.search_tsv @@ sel.q AND c.episode_id <> ALL(gone.ids)
+SELECT 'doc', d.source, d.memory_id, d.chunk_no, NULL, NULL, NULL
+FROM sel, matched d WHERE d.tsv @@ sel.q
 UNION ALL
 SELECT 'term', NULL, NULL, NULL, NULL, lexeme, df FROM terms;
 
