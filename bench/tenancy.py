@@ -59,6 +59,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -232,6 +233,17 @@ async def build(store: MemoryStore, world: World, args: argparse.Namespace) -> d
     return timings
 
 
+async def set_shared_buffers(data_dir: str, size: str) -> None:
+    """The embedded server's buffer cache (ALTER SYSTEM), in effect from its next start:
+    the store is closed (the embedded server stops with its last user) and reopened."""
+    async with MemoryStore.open(data_dir=data_dir, database_url=None) as store:
+        conn = await asyncpg.connect(store.dsn)
+        try:
+            await conn.execute(f"ALTER SYSTEM SET shared_buffers = '{size}'")
+        finally:
+            await conn.close()
+
+
 async def reuse(store: MemoryStore, world: World) -> dict[str, float] | None:
     """Development only: measure again on a database an earlier --keep-data-dir run
     built with the same arguments."""
@@ -396,6 +408,8 @@ async def run(args: argparse.Namespace) -> None:
         data_dir = args.keep_data_dir or tmp
         tuning = {"recall_exact_scan_max_rows": args.exact_scan_max_rows,
                   "agent_indexes_min_rows": args.own_index_rows}
+        if args.shared_buffers and not url:
+            await set_shared_buffers(data_dir, args.shared_buffers)
         opened = (MemoryStore.open(database_url=url, **tuning) if url
                   else MemoryStore.open(data_dir=data_dir, database_url=None, **tuning))
         async with opened as store:
@@ -407,6 +421,11 @@ async def run(args: argparse.Namespace) -> None:
             built["own_s"] = time.perf_counter() - began
             built["own_agents"] = own.counts["agents_with_own_indexes"]
             built["own_created"] = own.counts["agent_indexes_created"]
+            conn = await asyncpg.connect(store.dsn)
+            try:
+                buffers = str(await conn.fetchval("SHOW shared_buffers"))
+            finally:
+                await conn.close()
             rng = np.random.default_rng([args.seed, 99])
             results = {}
             async with contextlib.AsyncExitStack() as stack:
@@ -418,12 +437,14 @@ async def run(args: argparse.Namespace) -> None:
                 for name, agents in world.classes().items():
                     results[name] = (agents, *await measure_class(store, paths, world, agents,
                                                                   args, rng))
-    report(args, world, built, results)
+    report(args, world, built, results, buffers)
 
 
 def report(args: argparse.Namespace, world: World, built: dict[str, float],
-           results: dict[str, tuple[list[Agent], dict[str, list[float]], list[str]]]) -> None:
+           results: dict[str, tuple[list[Agent], dict[str, list[float]], list[str]]],
+           buffers: str) -> None:
     load = os.getloadavg()
+    print(f"# server: shared_buffers {buffers}")
     print(f"# machine: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} "
           f"{load[2]:.2f} at the end")
     sizes = sorted(a.size for a in world.agents)
@@ -463,6 +484,12 @@ def report(args: argparse.Namespace, world: World, built: dict[str, float],
     print(f"tenancy_min_recall_at_10: {worst:.4f}")
 
 
+def buffer_size(text: str) -> str:
+    if not re.fullmatch(r"[1-9][0-9]{0,6}(kB|MB|GB)", text):
+        raise argparse.ArgumentTypeError("a size such as 512MB or 4GB")
+    return text
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--agents", type=int, default=10_000)
@@ -481,6 +508,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="the store's recall_exact_scan_max_rows (its default)")
     parser.add_argument("--own-index-rows", type=int, default=20_000,
                         help="the store's agent_indexes_min_rows (its default)")
+    parser.add_argument("--shared-buffers", metavar="SIZE", type=buffer_size,
+                        help="the embedded server's shared_buffers (e.g. 4GB; default: "
+                             "PostgreSQL's 128MB), set before measuring")
     parser.add_argument("--keep-data-dir", metavar="DIR",
                         help="development: keep the embedded server's data in DIR")
     parser.add_argument("--reuse", action="store_true",
