@@ -1,7 +1,7 @@
 """Agent tools: what a call costs through MCP (stdio and HTTP) next to the same call in
 Python.
 
-    python bench/tools.py [--memories 2000] [--calls 60]
+    python bench/tools.py [--memories 2000] [--calls 60] [--baseline DIR]
 
 Builds a fresh database (an embedded PostgreSQL in a temporary directory, or
 NOUS_MEMORY_DATABASE_URL when set) with one agent of --memories memories written through
@@ -13,9 +13,14 @@ Each round calls every tool once per face, in rotating face order (so drift on t
 shared machine hits the faces alike); the first --warmup rounds are not counted.  Write
 tools get fresh arguments every call (a new fact, a new memory to forget).
 
+With ``--baseline DIR`` (another checkout, e.g. an export of ``main``), a fourth face
+``http_baseline`` is a second ``nous-memory serve`` with that checkout's package first on
+the path, in the same rotation: the same calls against the same database in the same run.
+
 Prints per tool and face ``tools_<tool>_<face>_ms_p50`` / ``_p95``, then per transport the
-median over tools of (face p50 - python p50): ``mcp_overhead_ms_p50_stdio`` and
-``..._http``; the headline ``mcp_overhead_ms_p50`` is the larger of the two (goal <= 3).
+median over tools of (face p50 - python p50): ``mcp_overhead_ms_p50_stdio``,
+``..._http`` (and ``..._http_baseline``); the headline ``mcp_overhead_ms_p50`` is the larger
+of stdio and http (goal <= 3).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +103,12 @@ class Arguments:
         }[tool]()
 
 
+def with_path(env: dict[str, str], checkout: Path) -> dict[str, str]:
+    """``env`` with ``checkout``'s package first on the path (before an installed one)."""
+    rest = env.get("PYTHONPATH")
+    return {**env, "PYTHONPATH": f"{checkout}{os.pathsep}{rest}" if rest else str(checkout)}
+
+
 async def serve_http(env: dict[str, str], port: int) -> asyncio.subprocess.Process:
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "nous_memory.cli", "serve", "--port", str(port), "--no-worker",
@@ -124,7 +136,8 @@ async def serve_and_measure(args: argparse.Namespace, data_dir: Path) -> None:
         refs = await seed(store, args.memories)
         rounds = args.calls + args.warmup
         forgettable: dict[str, list[str]] = {}
-        for face in ("python", "stdio", "http"):
+        http_faces = ["http"] + (["http_baseline"] if args.baseline is not None else [])
+        for face in ("python", "stdio", *http_faces):
             made = await store.remember_many(AGENT, [
                 {"kind": "fact", "content": f"Forgettable {face} fact {i}"}
                 for i in range(rounds)])
@@ -132,14 +145,17 @@ async def serve_and_measure(args: argparse.Namespace, data_dir: Path) -> None:
         arguments = Arguments(refs, forgettable)
         box = ToolBox(store, agent_id=AGENT)
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "NOUS_MEMORY_DATABASE_URL": store.dsn}
-        port = free_port()
-        http_proc = await serve_http(env, port)
+        servers: dict[str, tuple[asyncio.subprocess.Process, int]] = {}
         stdio = StdioServerParameters(command=sys.executable, env=env,
                                       args=["-m", "nous_memory.cli", "mcp", "--agent", AGENT])
         try:
-            async with Client(stdio, read_timeout_seconds=120) as stdio_client, \
-                    Client(f"http://127.0.0.1:{port}/mcp",
-                           read_timeout_seconds=120) as http_client:
+            for face in http_faces:
+                port = free_port()
+                face_env = env if face == "http" else with_path(env, args.baseline.resolve())
+                servers[face] = await serve_http(face_env, port), port
+            async with AsyncExitStack() as clients:
+                stdio_client = await clients.enter_async_context(
+                    Client(stdio, read_timeout_seconds=120))
 
                 async def python_call(name: str, call_args: dict[str, Any]) -> bool:
                     return (await box.call(name, call_args)).is_error
@@ -147,19 +163,25 @@ async def serve_and_measure(args: argparse.Namespace, data_dir: Path) -> None:
                 async def stdio_call(name: str, call_args: dict[str, Any]) -> bool:
                     return bool((await stdio_client.call_tool(name, call_args)).is_error)
 
-                async def http_call(name: str, call_args: dict[str, Any]) -> bool:
-                    result = await http_client.call_tool(name, {**call_args,
-                                                                "agent_id": AGENT})
-                    return bool(result.is_error)
-
-                faces: dict[str, Call] = {"python": python_call, "stdio": stdio_call,
-                                          "http": http_call}
+                faces: dict[str, Call] = {"python": python_call, "stdio": stdio_call}
+                for face, (_, port) in servers.items():
+                    faces[face] = http_call(await clients.enter_async_context(
+                        Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=120)))
                 timings = await measure(faces, [t.name for t in box.tools], arguments,
                                         rounds, args.warmup)
         finally:
-            http_proc.terminate()
-            await http_proc.wait()
+            for proc, _ in servers.values():
+                proc.terminate()
+                await proc.wait()
     report(timings)
+
+
+def http_call(client: Client) -> Call:
+    async def call(name: str, call_args: dict[str, Any]) -> bool:
+        result = await client.call_tool(name, {**call_args, "agent_id": AGENT})
+        return bool(result.is_error)
+
+    return call
 
 
 async def measure(faces: dict[str, Call], tools: list[str], arguments: Arguments,
@@ -167,7 +189,8 @@ async def measure(faces: dict[str, Call], tools: list[str], arguments: Arguments
     timings: dict[tuple[str, str], list[float]] = {}
     order = list(faces)
     for round_no in range(rounds):
-        rotation = order[round_no % 3:] + order[:round_no % 3]
+        shift = round_no % len(order)
+        rotation = order[shift:] + order[:shift]
         for tool in tools:
             for face in rotation:
                 call_args = arguments(tool, face)
@@ -183,21 +206,23 @@ async def measure(faces: dict[str, Call], tools: list[str], arguments: Arguments
 
 def report(timings: dict[tuple[str, str], list[float]]) -> None:
     tools = sorted({tool for tool, _ in timings})
-    overhead: dict[str, list[float]] = {"stdio": [], "http": []}
+    served = [face for face in ("stdio", "http", "http_baseline")
+              if any(f == face for _, f in timings)]
+    overhead: dict[str, list[float]] = {face: [] for face in served}
     for tool in tools:
         p50 = {}
-        for face in ("python", "stdio", "http"):
+        for face in ("python", *served):
             values = timings[(tool, face)]
             p50[face] = statistics.median(values)
             short = tool.removeprefix("memory_")
             print(f"tools_{short}_{face}_ms_p50: {p50[face]:.2f}")
             print(f"tools_{short}_{face}_ms_p95: {percentile(values, 0.95):.2f}")
-        for face in ("stdio", "http"):
+        for face in served:
             overhead[face].append(p50[face] - p50["python"])
     per_face = {face: statistics.median(values) for face, values in overhead.items()}
     for face, value in per_face.items():
         print(f"mcp_overhead_ms_p50_{face}: {value:.2f}")
-    headline = max(per_face.values())
+    headline = max(per_face["stdio"], per_face["http"])
     print(f"# goal mcp_overhead_ms_p50 <= {GOAL_MS}: {'met' if headline <= GOAL_MS else 'NOT met'}")
     print(f"mcp_overhead_ms_p50: {headline:.2f}")
 
@@ -207,6 +232,8 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=2_000)
     parser.add_argument("--calls", type=int, default=60, help="counted rounds")
     parser.add_argument("--warmup", type=int, default=5, help="rounds not counted")
+    parser.add_argument("--baseline", type=Path, metavar="DIR",
+                        help="another checkout whose serve is measured beside this one's")
     asyncio.run(run(parser.parse_args()))
 
 

@@ -96,7 +96,8 @@ SMOKES: dict[str, Smoke] = {
                               # the large agent takes the index path through its own indexes
                               "--exact-scan-max-rows", "300", "--own-index-rows", "300"),
                         headline="tenancy_min_recall_at_10"),
-    "tools.py": Smoke(argv=("--memories", "30", "--calls", "2", "--warmup", "1"),
+    "tools.py": Smoke(argv=("--memories", "30", "--calls", "2", "--warmup", "1",
+                            "--baseline", str(ROOT)),  # this checkout as its own baseline
                       headline="mcp_overhead_ms_p50"),
     "working_memory.py": Smoke(argv=("--limit", "1", "--turns", "120", "--window", "1024"),
                                data="locomo/locomo-dev.json",
