@@ -426,15 +426,15 @@ bm25 AS MATERIALIZED (
     ORDER BY score DESC, h.memory_id, h.chunk_no NULLS FIRST LIMIT $8
 ),
 legs AS (
-    SELECT source, memory_id, chunk_no, 'vector' AS leg, NULL::float8 AS score,
+    SELECT source, memory_id, chunk_no, 'vector' AS leg, NULL::float8 AS score, dist,
            row_number() OVER (ORDER BY dist, memory_id, chunk_no NULLS FIRST) AS rnk
     FROM vec
     UNION ALL
-    SELECT source, memory_id, chunk_no, 'time', NULL,
+    SELECT source, memory_id, chunk_no, 'time', NULL, dist,
            row_number() OVER (ORDER BY dist, memory_id, chunk_no NULLS FIRST)
     FROM timed
     UNION ALL
-    SELECT source, memory_id, chunk_no, 'text', score,
+    SELECT source, memory_id, chunk_no, 'text', score, NULL,
            row_number() OVER (ORDER BY score DESC, memory_id, chunk_no NULLS FIRST)
     FROM bm25
 ),
@@ -444,7 +444,8 @@ fused AS (
            bool_or(leg = 'time') AS in_time,
            min(rnk) FILTER (WHERE leg = 'vector') AS vector_rank,
            min(rnk) FILTER (WHERE leg = 'text') AS text_rank,
-           max(score) FILTER (WHERE leg = 'text') AS text_score
+           max(score) FILTER (WHERE leg = 'text') AS text_score,
+           min(dist) AS dist
     FROM legs GROUP BY source, memory_id, chunk_no
 ),
 bar AS MATERIALIZED (
@@ -504,7 +505,9 @@ found AS (
                 WHEN m.kind = 'episode' THEN (SELECT ep.ended_at FROM episodes ep
                                               WHERE ep.agent_id = $1 AND ep.memory_id = f.memory_id)
            END AS ended_at,
-           CASE WHEN f.source = 'chunk'
+           -- a vector leg's distance when it has one (its vector is not read again)
+           CASE WHEN f.dist IS NOT NULL THEN 1 - f.dist
+                WHEN f.source = 'chunk'
                 THEN CASE WHEN c.embedding_model = $4 THEN 1 - (c.embedding <=> $3) END
                 ELSE CASE WHEN m.embedding_model = $4 THEN 1 - (m.embedding <=> $3) END
            END AS cosine,
