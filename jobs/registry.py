@@ -67,6 +67,10 @@ JOBS: dict[str, Job] = {job.name: job for job in (
     Job(name="backfill", run=Maintenance.backfill, schedule=lambda s: s.job_backfill_cron,
         description="with an LLM, episodes closed without one (facts from the rules or "
                     "none) queued for the LLM extraction, backfill_per_run a run"),
+    Job(name="indexes", run=Maintenance.indexes, schedule=lambda s: s.job_indexes_cron,
+        description="agents past agent_indexes_min_rows memories get HNSW and GIN indexes "
+                    "of their own (built concurrently); agents that shrank or were erased "
+                    "lose them"),
 )}
 
 

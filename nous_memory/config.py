@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -100,6 +101,7 @@ class Settings:
     # LLM upgrades of episodes closed without one: at most backfill_per_run a run, due
     # backfill_spacing_s apart (the worker spreads the calls)
     job_backfill_cron: str = "*/20 * * * *"
+    job_indexes_cron: str = "40 * * * *"
     backfill_per_run: int = 50
     backfill_spacing_s: float = 10.0
     run_scheduler_in_serve: bool = False
@@ -113,6 +115,14 @@ class Settings:
     # call); off behind a transaction-mode pooler (pgbouncer, ...), which would hand those
     # sessions to other clients: recall then sets its plan settings per transaction
     recall_scan_pool: bool = True
+    # large agents' own indexes (the indexes job, maintenance/indexes.py): an agent past
+    # agent_indexes_min_rows memories (or chunks) gets partial HNSW and GIN indexes of its
+    # own, at most agent_indexes_max agents (the largest), built with this much
+    # maintenance_work_mem; recall searches their HNSW graphs with recall_ef_search
+    agent_indexes_min_rows: int = 20_000
+    agent_indexes_max: int = 200
+    agent_indexes_build_memory: str = "1GB"
+    recall_ef_search: int = 100
 
     api_host: str = "127.0.0.1"
     api_port: int = 8765
@@ -178,6 +188,14 @@ class Settings:
                                      "extraction_sync_timeout_s > 0")
         if self.recall_exact_scan_max_rows < 0:
             raise ConfigurationError("recall_exact_scan_max_rows must be >= 0")
+        if not 1 <= self.recall_ef_search <= 1000:
+            raise ConfigurationError("recall_ef_search must be within [1, 1000]")
+        if self.agent_indexes_min_rows < 2 or self.agent_indexes_max < 0:
+            raise ConfigurationError("agent_indexes_min_rows must be >= 2 and "
+                                     "agent_indexes_max >= 0")
+        if not re.fullmatch(r"[1-9][0-9]{0,6}\s*(kB|MB|GB)", self.agent_indexes_build_memory):
+            raise ConfigurationError("agent_indexes_build_memory must be a size such as "
+                                     "512MB or 2GB")
         if self.llm_max_attempts < 1 or self.llm_timeout_s < 1:
             raise ConfigurationError("llm_max_attempts and llm_timeout_s must be >= 1")
         for name in ("trim_after_days", "trim_keep_chars", "archive_after_days",

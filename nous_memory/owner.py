@@ -20,6 +20,7 @@ from .episodes.provenance import learned_from
 from .facts.conflicts import ConflictPair, ConflictResolver, Resolution
 from .facts.undelete import Undeleted, Undeleter
 from .llm.usage import DailyUsage, usage_by_day
+from .maintenance import Maintenance
 from .maintenance.runs import JobRun, JobRuns
 from .memories.agents import AgentOverview, agent_overview, known_agents
 from .memories.kinds import parse_agent_id
@@ -51,6 +52,7 @@ class OwnerView:
     undeleter: Undeleter
     job_runs: JobRuns
     keys: Keys
+    maintenance: Maintenance
 
     # ------------------------------------------------------------------ export, import, erasure
     # (portability is imported when used: its typed-row machinery costs 0.4 s of imports)
@@ -76,10 +78,14 @@ class OwnerView:
 
     async def forget_agent(self, agent_id: str, /, *, actor: str = "python"
                            ) -> ErasureReceipt:
-        """Erase every row of one agent in one transaction; a content-free receipt stays."""
+        """Erase every row of one agent in one transaction; a content-free receipt stays.
+        The agent's own indexes (a large agent's, ``maintenance/indexes.py``) are dropped
+        after it: their predicates name the agent."""
         from .portability import Eraser
 
-        return await Eraser(self._db, self.embeddings).forget(agent_id, actor=actor)
+        receipt = await Eraser(self._db, self.embeddings).forget(agent_id, actor=actor)
+        await self.maintenance.agent_indexes.drop_for(receipt.agent_id)
+        return receipt
 
     def _exporter(self) -> Exporter:
         from .portability import Exporter

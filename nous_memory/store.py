@@ -99,7 +99,8 @@ class MemoryStore(OwnerView):
         self.job_runs = JobRuns(db)
         self.keys = Keys(db)
         self.recaller = Recaller(db, self.embeddings,
-                                 exact_scan_max_rows=settings.recall_exact_scan_max_rows)
+                                 exact_scan_max_rows=settings.recall_exact_scan_max_rows,
+                                 ef_search=settings.recall_ef_search)
         self._init_context()
 
     # ------------------------------------------------------------------ lifecycle

@@ -125,17 +125,23 @@ WHERE a.agent_id = $1 AND a.memory_id = $2 ORDER BY a.part;
 -- ---------------------------------------------------------------- recall
 
 -- name: recall_plan_settings
--- Recall's settings inside its transaction (a large agent's; a small agent's too when
--- there is no scan pool).  Filtered HNSW scans (this agent, these kinds) keep going until
--- the LIMIT is met; relaxed order is re-sorted by exact distance in the recall query.
--- $1, the plan cache mode: a large agent's index scans need a plan of their own
--- ('force_custom_plan': the planner sees how many rows this agent has); a small agent's
--- statement does not ('force_generic_plan'; on Citus always custom: a generic plan has no
--- agent_id to pick the shard with).  $2, enable_seqscan: 'off' for a small agent (see
--- scan_session_settings), 'on' for a large one.
-SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
-       set_config('plan_cache_mode', $1, true),
-       set_config('enable_seqscan', $2, true);
+-- The ranking statement's settings inside its transaction, when there is no scan pool
+-- (its sessions have them already: scan_session_settings).  $1, the plan cache mode:
+-- 'force_generic_plan' (recall reads no index whose choice depends on the agent's size);
+-- on Citus 'force_custom_plan' (a generic plan has no agent_id to pick the shard with).
+SELECT set_config('plan_cache_mode', $1, true),
+       set_config('enable_seqscan', 'off', true);
+
+-- name: recall_index_settings
+-- A large agent's index reads (recall_index_legs), inside their transaction: a plan of
+-- their own ('force_custom_plan', so the agent's own partial indexes qualify); HNSW scans
+-- that keep going until the LIMIT is met when rows are filtered out (other agents' in a
+-- shared index, other kinds), in relaxed order (the statement sorts by exact distance);
+-- and $1 candidates kept while searching the graph (hnsw.ef_search: bench/tenancy.py
+-- measures what the agreement with an exact search costs).
+SELECT set_config('plan_cache_mode', 'force_custom_plan', true),
+       set_config('hnsw.iterative_scan', 'relaxed_order', true),
+       set_config('hnsw.ef_search', $1::integer::text, true);
 
 -- name: recall_scan_small
 -- On Citus, the scan settings must act where the statement runs, a worker: set_config
@@ -146,6 +152,11 @@ SET LOCAL enable_seqscan = off;
 -- name: recall_scan_large
 -- (see recall_scan_small)
 SET LOCAL hnsw.iterative_scan = relaxed_order;
+
+-- name: recall_scan_large_ef
+-- (see recall_scan_small) hnsw.ef_search as recall_index_settings sets it, as a SET
+-- LOCAL statement built by PostgreSQL (SET takes no parameter; the value is an integer).
+SELECT format('SET LOCAL hnsw.ef_search = %s', $1::integer);
 
 -- name: recall_agent_rows
 -- The most rows a small agent's recall would read from one table (every memory but the
@@ -167,6 +178,79 @@ SELECT (SELECT count(*) FROM memories WHERE agent_id = $1 AND status <> 'deleted
        + COALESCE((SELECT sum(length(search_tsv)) FROM episode_chunks
                    WHERE agent_id = $1), 0) AS lexemes;
 
+-- name: recall_index_legs
+-- A large agent's candidates, read through the indexes: its own (maintenance/indexes.py)
+-- once built, the shared ones filtered by agent_id until then.  Planned for this agent (a
+-- custom plan: the planner sees agent_id = '<agent>' hold, which its partial indexes
+-- need) and short, so planning it costs a fraction of planning all of recall, which then
+-- ranks these candidates with a generic plan.  One row per candidate, by ``part``:
+-- 'vector' and 'time' (a vector leg's row and its distance), 'doc' (a document the text
+-- leg selects), 'term' (a query lexeme and its document frequency).  The parameters are
+-- recall's: $1 agent, $2 query text, $3 query vector, $4 model, $5 kinds, $6 memory
+-- statuses, $7 include chunks, $8 candidates per leg; then $9 the agent's corpus size
+-- (recall_corpus: documents), $10/$11 the time the query names, or NULL.
+-- Which lexemes select documents follows recall's rule (weights): those in fewer than
+-- half the documents, or the rarest when every one is that common.
+WITH gone AS (
+    SELECT COALESCE(array_agg(id), '{}') AS ids FROM memories
+    WHERE agent_id = $1 AND status NOT IN ('active', 'archived') AND kind = 'episode'
+),
+qs AS MATERIALIZED (
+    SELECT u.lexeme, array_to_tsvector(ARRAY[u.lexeme])::text::tsquery AS q
+    FROM unnest(to_tsvector('english', $2)) AS u
+),
+terms AS MATERIALIZED (
+    SELECT qs.lexeme,
+           (SELECT count(*) FROM memories m
+            WHERE m.agent_id = $1 AND m.search_tsv @@ qs.q AND m.status = ANY($6::text[])
+              AND m.kind = ANY($5::text[]))
+           + (SELECT count(*) FROM gone, episode_chunks c
+              WHERE $7 AND c.agent_id = $1 AND c.search_tsv @@ qs.q
+                AND c.episode_id <> ALL(gone.ids)) AS df
+    FROM qs
+),
+sel AS (
+    SELECT replace(array_to_tsvector(array_agg(lexeme))::text, ''' ''', ''' | ''')::tsquery AS q
+    FROM (SELECT lexeme, df, min(df) FILTER (WHERE df > 0) OVER () AS rarest FROM terms) AS t
+    WHERE df > 0 AND (2 * df < $9 OR df = rarest)
+)
+(SELECT 'vector' AS part, 'memory' AS source, m.id AS memory_id, NULL::integer AS chunk_no,
+        m.embedding <=> $3 AS dist, NULL::text AS lexeme, NULL::bigint AS df
+ FROM memories m
+ WHERE m.agent_id = $1 AND m.status = 'active' AND m.kind = ANY($5::text[])
+   AND m.embedding_model = $4
+ ORDER BY m.embedding <=> $3 LIMIT $8)
+UNION ALL
+-- archived (and superseded) rows are not in the HNSW indexes
+(SELECT 'vector', 'memory', m.id, NULL, m.embedding <=> $3, NULL, NULL FROM memories m
+ WHERE m.agent_id = $1 AND m.status <> 'active' AND m.status = ANY($6::text[])
+   AND m.kind = ANY($5::text[]) AND m.embedding_model = $4
+ ORDER BY m.embedding <=> $3 LIMIT $8)
+UNION ALL
+(SELECT 'vector', 'chunk', c.episode_id, c.chunk_no, c.embedding <=> $3, NULL, NULL
+ FROM gone, episode_chunks c
+ WHERE $7 AND c.agent_id = $1 AND c.embedding_model = $4 AND c.episode_id <> ALL(gone.ids)
+ ORDER BY c.embedding <=> $3 LIMIT $8)
+UNION ALL
+(SELECT 'time', 'chunk', c.episode_id, c.chunk_no, c.embedding <=> $3, NULL, NULL
+ FROM gone, episode_chunks c
+ WHERE $7 AND $10::timestamptz IS NOT NULL AND c.agent_id = $1
+   AND c.embedding_model = $4 AND c.episode_id <> ALL(gone.ids)
+   AND COALESCE(c.started_at, c.created_at) >= $10::timestamptz
+   AND COALESCE(c.started_at, c.created_at) < $11::timestamptz
+ ORDER BY c.embedding <=> $3 LIMIT $8)
+UNION ALL
+SELECT 'doc', 'memory', m.id, NULL, NULL, NULL, NULL
+FROM sel, memories m
+WHERE m.agent_id = $1 AND m.search_tsv @@ sel.q
+  AND m.status = ANY($6::text[]) AND m.kind = ANY($5::text[])
+UNION ALL
+SELECT 'doc', 'chunk', c.episode_id, c.chunk_no, NULL, NULL, NULL
+FROM sel, gone, episode_chunks c
+WHERE $7 AND c.agent_id = $1 AND c.search_tsv @@ sel.q AND c.episode_id <> ALL(gone.ids)
+UNION ALL
+SELECT 'term', NULL, NULL, NULL, NULL, lexeme, df FROM terms;
+
 -- name: recall
 -- Hybrid recall in one statement.  $1 agent, $2 query text, $3 query vector, $4 model,
 -- $5 kinds, $6 memory statuses, $7 include chunks, $8 candidates per leg, $9 k,
@@ -176,8 +260,10 @@ SELECT (SELECT count(*) FROM memories WHERE agent_id = $1 AND status <> 'deleted
 -- one of its own text, $20 the priors' spread (largest factor / smallest), $21 true for
 -- a small agent: its rows are read once (mem_rows, chunk_rows) and every leg works on
 -- them in memory (an exact vector scan beats a filtered HNSW scan there, and is exact);
--- false for a large agent: HNSW indexes for the vector legs, the GIN indexes for the
--- text leg.  Each half is gated on $21, so only one of them runs.  $22: the speaker
+-- false for a large agent, whose candidates recall_index_legs has read through the
+-- indexes and which come in as $29..$35 (one array per column of its rows; empty for a
+-- small agent).  So this statement reads no index whose choice depends on the agent's
+-- size, and one generic plan serves every agent.  $22: the speaker
 -- prior, for a chunk spoken by someone the query names (every word of the name is a
 -- word of the query, case folded).  $23: the moment the query is asked (as_of: the
 -- reference of recency).  $24/$25: the time the query names (a relative phrase resolved
@@ -199,9 +285,9 @@ SELECT (SELECT count(*) FROM memories WHERE agent_id = $1 AND status <> 'deleted
 -- it only adds to the score of the ones the other lexemes select (when every lexeme is
 -- that common, the rarest ones select).  Measured on LoCoMo: recall unchanged.  Term
 -- frequencies come from each selected row's tsvector cut down to the query's lexemes
--- (setweight marks them 'C', ts_filter keeps them).  Priors only scale a fused score by [min, max] factors, so an item whose fused
--- score times the spread is below the k-th best fused score cannot reach the top k: only
--- the rest are joined to their details.  Chunks never need episode_messages (archived
+-- (setweight marks them 'C', ts_filter keeps them).  Priors only scale a fused score by
+-- [min, max] factors, so an item whose fused score times the spread is below the k-th
+-- best fused score cannot reach the top k: only the rest are joined to their details.  Chunks never need episode_messages (archived
 -- transcripts).
 WITH gone AS (
     -- episodes whose chunks recall never returns
@@ -215,6 +301,13 @@ tq AS (
 qwords AS (
     -- the query's words, case folded (for the speaker prior)
     SELECT regexp_split_to_array(lower($2), '[^[:alnum:]]+') AS words
+),
+given AS MATERIALIZED (
+    -- a large agent's candidates, read through the indexes by recall_index_legs (none
+    -- for a small agent)
+    SELECT * FROM unnest($29::text[], $30::text[], $31::uuid[], $32::integer[],
+                         $33::float8[], $34::text[], $35::bigint[])
+        AS g(part, source, memory_id, chunk_no, dist, lexeme, df)
 ),
 mem_rows AS MATERIALIZED (
     SELECT m.id, m.status, length(m.search_tsv) AS len, m.search_tsv AS tsv,
@@ -239,23 +332,7 @@ vec AS MATERIALIZED (
     (SELECT 'chunk', episode_id, chunk_no, dist FROM chunk_rows
      WHERE dist IS NOT NULL ORDER BY dist, episode_id, chunk_no LIMIT $8)
     UNION ALL
-    (SELECT 'memory', m.id, NULL, m.embedding <=> $3
-     FROM memories m
-     WHERE NOT $21 AND m.agent_id = $1 AND m.status = 'active' AND m.kind = ANY($5::text[])
-       AND m.embedding_model = $4
-     ORDER BY m.embedding <=> $3 LIMIT $8)
-    UNION ALL
-    -- archived (and superseded) rows are not in the HNSW index
-    (SELECT 'memory', m.id, NULL, m.embedding <=> $3 FROM memories m
-     WHERE NOT $21 AND m.agent_id = $1 AND m.status <> 'active' AND m.status = ANY($6::text[])
-       AND m.kind = ANY($5::text[]) AND m.embedding_model = $4
-     ORDER BY m.embedding <=> $3 LIMIT $8)
-    UNION ALL
-    (SELECT 'chunk', c.episode_id, c.chunk_no, c.embedding <=> $3
-     FROM gone, episode_chunks c
-     WHERE NOT $21 AND $7 AND c.agent_id = $1 AND c.embedding_model = $4
-       AND c.episode_id <> ALL(gone.ids)
-     ORDER BY c.embedding <=> $3 LIMIT $8)
+    SELECT source, memory_id, chunk_no, dist FROM given WHERE part = 'vector'
 ),
 timed AS MATERIALIZED (
     (SELECT 'chunk' AS source, episode_id AS memory_id, chunk_no, dist FROM chunk_rows c
@@ -263,13 +340,7 @@ timed AS MATERIALIZED (
        AND c.said_at >= $24::timestamptz AND c.said_at < $25::timestamptz
      ORDER BY dist, episode_id, chunk_no LIMIT $8)
     UNION ALL
-    (SELECT 'chunk', c.episode_id, c.chunk_no, c.embedding <=> $3
-     FROM gone, episode_chunks c
-     WHERE NOT $21 AND $7 AND $24::timestamptz IS NOT NULL AND c.agent_id = $1
-       AND c.embedding_model = $4 AND c.episode_id <> ALL(gone.ids)
-       AND COALESCE(c.started_at, c.created_at) >= $24::timestamptz
-       AND COALESCE(c.started_at, c.created_at) < $25::timestamptz
-     ORDER BY c.embedding <=> $3 LIMIT $8)
+    SELECT source, memory_id, chunk_no, dist FROM given WHERE part = 'time'
 ),
 qs AS MATERIALIZED (
     -- each query lexeme as a tsquery of its own
@@ -286,14 +357,7 @@ terms AS MATERIALIZED (
                        GROUP BY q.lexeme) AS n USING (lexeme)
     WHERE $21
     UNION ALL
-    SELECT qs.lexeme,
-           (SELECT count(*) FROM memories m
-            WHERE m.agent_id = $1 AND m.search_tsv @@ qs.q AND m.status = ANY($6::text[])
-              AND m.kind = ANY($5::text[]))
-           + (SELECT count(*) FROM gone, episode_chunks c
-              WHERE $7 AND c.agent_id = $1 AND c.search_tsv @@ qs.q
-                AND c.episode_id <> ALL(gone.ids))
-    FROM qs WHERE NOT $21
+    SELECT lexeme, df FROM given WHERE part = 'term'
 ),
 corpus AS (
     SELECT sum(n)::float8 AS n, GREATEST(sum(total) / GREATEST(sum(n), 1), 1)::float8 AS avgdl
@@ -325,14 +389,13 @@ docs AS (
     FROM sel, chunk_rows r WHERE r.tsv @@ sel.q
     UNION ALL
     SELECT 'memory', m.id, NULL, length(m.search_tsv), m.search_tsv
-    FROM sel, memories m
-    WHERE NOT $21 AND m.agent_id = $1 AND m.search_tsv @@ sel.q
-      AND m.status = ANY($6::text[]) AND m.kind = ANY($5::text[])
+    FROM given g JOIN memories m ON m.agent_id = $1 AND m.id = g.memory_id
+    WHERE g.part = 'doc' AND g.source = 'memory'
     UNION ALL
     SELECT 'chunk', c.episode_id, c.chunk_no, length(c.search_tsv), c.search_tsv
-    FROM sel, gone, episode_chunks c
-    WHERE NOT $21 AND $7 AND c.agent_id = $1 AND c.search_tsv @@ sel.q
-      AND c.episode_id <> ALL(gone.ids)
+    FROM given g JOIN episode_chunks c ON c.agent_id = $1 AND c.episode_id = g.memory_id
+                                       AND c.chunk_no = g.chunk_no
+    WHERE g.part = 'doc' AND g.source = 'chunk'
 ),
 hits AS (
     -- a document's tsvector cut down to the query's lexemes (a handful of entries), each

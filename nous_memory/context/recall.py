@@ -50,6 +50,12 @@ AGENT_ROWS_CACHED = 10_000  # agents whose size is remembered (least recently us
 # bench/tenancy.py, where it was most of a large agent's recall),
 # and the two figures move by a fraction of a percent in that time.
 CORPUS_TTL_S = 300.0
+# Candidates kept while searching an HNSW graph for a large agent (pgvector's default is
+# 40): on bench/tenancy.py, 100,000 memories in the agent's own index (see
+# maintenance/indexes.py), this many bring its top 10 within 1% of an exact search.
+EF_SEARCH = 100
+CANDIDATE_COLUMNS = ("part", "source", "memory_id", "chunk_no", "dist", "lexeme", "df")
+NO_CANDIDATES: tuple[list[Any], ...] = tuple([] for _ in CANDIDATE_COLUMNS)
 
 T = TypeVar("T")
 
@@ -225,9 +231,13 @@ class Recaller:
 
     def __init__(self, db: Database, embeddings: EmbeddingCache, *,
                  priors: Priors | None = None, fusion: Fusion | None = None,
-                 exact_scan_max_rows: int = EXACT_SCAN_MAX_ROWS) -> None:
+                 exact_scan_max_rows: int = EXACT_SCAN_MAX_ROWS,
+                 ef_search: int = EF_SEARCH) -> None:
         if exact_scan_max_rows < 0:
             raise ValueError("exact_scan_max_rows must be >= 0")
+        if not 1 <= ef_search <= 1000:
+            raise ValueError("ef_search must be within [1, 1000] (pgvector's range)")
+        self._ef_search = ef_search
         self._db = db
         self._embeddings = embeddings
         self._priors = priors or Priors()
@@ -282,18 +292,34 @@ class Recaller:
                 req.window.start if req.window else None,
                 req.window.end if req.window else None, p.time)
         exact = await self._scans_exactly(req.agent)
-        if exact and self._db.has_scan_pool:
+        corpus, given = (0, 0), NO_CANDIDATES
+        if not exact:
+            corpus = await self._corpus_of(req.agent)
+            given = await self._index_candidates(req, args, corpus[0])
+        ranked = (*args[:20], exact, *args[20:], *corpus, *given)
+        if self._db.has_scan_pool:
             async with self._db.scanning() as conn:  # one round trip: no transaction
-                return await conn.fetch("recall", *args[:20], True, *args[20:], 0, 0)
-        corpus = (0, 0) if exact else await self._corpus_of(req.agent)
+                return await conn.fetch("recall", *ranked)
         async with self._db.transaction() as conn:
-            generic = exact and not self._db.distributed
-            await conn.fetchval("recall_plan_settings",
-                                "force_generic_plan" if generic else "force_custom_plan",
-                                "off" if exact else "on")
+            await conn.fetchval("recall_plan_settings", "force_custom_plan"
+                                if self._db.distributed else "force_generic_plan")
             if self._db.distributed:  # the scan settings, sent on to the agent's worker
-                await conn.execute("recall_scan_small" if exact else "recall_scan_large")
-            return await conn.fetch("recall", *args[:20], exact, *args[20:], *corpus)
+                await conn.execute("recall_scan_small")
+            return await conn.fetch("recall", *ranked)
+
+    async def _index_candidates(self, req: RecallRequest, args: tuple[Any, ...],
+                                documents: int) -> tuple[list[Any], ...]:
+        """A large agent's candidates read through the indexes (``recall_index_legs``),
+        as the columns recall takes them in."""
+        async with self._db.transaction() as conn:
+            await conn.fetchval("recall_index_settings", self._ef_search)
+            if self._db.distributed:  # the scan settings, sent on to the agent's worker
+                await conn.execute("recall_scan_large")
+                await conn.execute_built(await conn.fetchval("recall_scan_large_ef",
+                                                             self._ef_search))
+            rows = await conn.fetch("recall_index_legs", *args[:8], documents,
+                                    *args[22:24])
+        return tuple([row[i] for row in rows] for i in range(len(CANDIDATE_COLUMNS)))
 
     async def _scans_exactly(self, agent: str) -> bool:
         """Whether this agent is small enough to be read whole (its size is counted, up to

@@ -65,6 +65,13 @@ class Connection:
             status: str = await self.raw.execute(self._queries[name], *args)
             return status
 
+    async def execute_built(self, statement: str) -> str:
+        """A statement PostgreSQL built itself (a named query's ``format()`` with %I and %L
+        quoting): DDL, which takes no parameters.  Never text from anywhere else."""
+        with translated():
+            status: str = await self.raw.execute(statement)
+            return status
+
     @asynccontextmanager
     async def savepoint(self) -> AsyncIterator[None]:
         """A nested transaction: an error inside undoes only its own statements."""

@@ -87,6 +87,9 @@ CROSS_TENANT_QUERIES: Final[dict[str, str]] = {
     "lifecycle_flag_agents": _AGENTS,
     "lifecycle_retire_agents": _AGENTS,
     "expired_cache_agents": _AGENTS,
+    "agent_index_candidates": "the indexes job's read-only list of the largest agents (a "
+                              "multi-shard GROUP BY agent_id); each agent's own indexes "
+                              "are then built with its id in their predicate",
     "backfill_upgrade_candidates": "the fact backfill's read-only, multi-shard page of "
                                    "candidate episodes in key order (optional agent filter)",
     "backfill_upgrades_enqueue": "the fact backfill's queueing of those candidates into the "

@@ -19,6 +19,7 @@ from .backfill import Backfill
 from .batches import BatchHook, JobResult
 from .compression import Compression
 from .housekeeping import Housekeeping
+from .indexes import AgentIndexes, AgentIndexPolicy
 from .policy import MaintenancePolicy
 from .promotion import CORE_TAG, REVIEW_TAG, run_lifecycle
 from .resummarize import Resummarizer
@@ -41,6 +42,9 @@ class Maintenance:
         self._housekeeping = Housekeeping(db, embeddings, policy)
         self._resummarizer = Resummarizer(db, memories, embeddings, llm)
         self._backfill = Backfill(db, policy, llm_configured=llm is not None)
+        self.agent_indexes = AgentIndexes(db, AgentIndexPolicy(
+            min_rows=policy.agent_indexes_min_rows, max_agents=policy.agent_indexes_max,
+            build_memory=policy.agent_indexes_build_memory))
 
     async def regenerate_summary(self, ctx: WorkContext) -> None:
         """Runs ``Task.SUMMARY_REGENERATE``, which the trim job queues."""
@@ -78,6 +82,10 @@ class Maintenance:
     async def housekeeping(self, *, now: datetime, dry_run: bool = False,
                            on_batch: BatchHook | None = None) -> JobResult:
         return await self._housekeeping.run(now=now, dry_run=dry_run, on_batch=on_batch)
+
+    async def indexes(self, *, now: datetime, dry_run: bool = False,
+                      on_batch: BatchHook | None = None) -> JobResult:
+        return await self.agent_indexes.run(now=now, dry_run=dry_run, on_batch=on_batch)
 
     async def backfill(self, *, now: datetime, dry_run: bool = False,
                        agent_id: str | None = None, on_batch: BatchHook | None = None

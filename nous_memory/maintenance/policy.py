@@ -26,6 +26,9 @@ class MaintenancePolicy:
     batch_size: int
     backfill_per_run: int = 50
     backfill_spacing_s: float = 10.0
+    agent_indexes_min_rows: int = 20_000
+    agent_indexes_max: int = 200
+    agent_indexes_build_memory: str = "1GB"
 
     @classmethod
     def from_settings(cls, s: Settings) -> MaintenancePolicy:
@@ -39,4 +42,7 @@ class MaintenancePolicy:
             retire_min_activations=s.retire_min_activations,
             retire_false_positive_share=s.retire_false_positive_share,
             batch_size=s.job_batch_size, backfill_per_run=s.backfill_per_run,
-            backfill_spacing_s=s.backfill_spacing_s)
+            backfill_spacing_s=s.backfill_spacing_s,
+            agent_indexes_min_rows=s.agent_indexes_min_rows,
+            agent_indexes_max=s.agent_indexes_max,
+            agent_indexes_build_memory=s.agent_indexes_build_memory)

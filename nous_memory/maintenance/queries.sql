@@ -723,3 +723,40 @@ WITH picked AS (
     RETURNING agent_id
 )
 SELECT count(*)::int FROM queued;
+
+-- ---------------------------------------------------------------- large agents' own indexes
+-- (maintenance/indexes.py)
+
+-- name: agent_index_candidates
+-- cross-agent, read-only: the agents with more than $1 rows in memories (deleted ones
+-- aside) or in episode_chunks, as recall counts them, the largest first, at most $2.
+SELECT agent_id, max(n)::bigint AS rows
+FROM (SELECT agent_id, count(*) AS n FROM memories WHERE status <> 'deleted'
+      GROUP BY agent_id HAVING count(*) > $1
+      UNION ALL
+      SELECT agent_id, count(*) FROM episode_chunks
+      GROUP BY agent_id HAVING count(*) > $1) AS sizes
+GROUP BY agent_id ORDER BY max(n) DESC, agent_id LIMIT $2;
+
+-- name: agent_indexes_present
+-- The large agents' own indexes that exist, by name (the catalog: no agent's rows), and
+-- whether each is valid (a CREATE INDEX CONCURRENTLY that failed leaves an invalid one).
+SELECT c.relname::text AS name, i.indisvalid AS valid
+FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+WHERE i.indrelid IN ('memories'::regclass, 'episode_chunks'::regclass)
+  AND c.relname ~ '^agent_(mem|chunk)_(vec|text)_[0-9a-f]{16}$';
+
+-- name: agent_index_build_settings
+-- The building session's memory: an HNSW graph that fits in maintenance_work_mem is built
+-- several times faster than one that does not.
+SELECT set_config('maintenance_work_mem', $1, false);
+
+-- name: agent_index_create_ddl
+-- One agent's own index, as DDL text built by PostgreSQL: %I quotes the name and table,
+-- %L the agent id.  $1 name, $2 table, $3 access method and columns (a fixed shape from
+-- maintenance/indexes.py), $4 agent id, $5 the rest of the predicate.
+SELECT format('CREATE INDEX CONCURRENTLY %I ON %I USING %s WHERE agent_id = %L%s',
+              $1::text, $2::text, $3::text, $4::text, $5::text);
+
+-- name: agent_index_drop_ddl
+SELECT format('DROP INDEX CONCURRENTLY IF EXISTS %I', $1::text);

@@ -33,7 +33,7 @@ async def test_jobs_list_run_history_and_restore(database_url: str, store: Memor
     assert code == 0, err
     listed = {j["name"]: j for j in json.loads(out)}
     assert list(listed) == ["archive", "trim", "compress", "lifecycle", "retention",
-                            "housekeeping", "backfill"]
+                            "housekeeping", "backfill", "indexes"]
     assert listed["retention"]["schedule"] == "off" and listed["retention"]["next_run"] is None
     assert listed["trim"]["schedule"] == "30 2 * * *" and listed["trim"]["last_run"] is None
 
@@ -88,11 +88,12 @@ async def test_scheduler_process_catches_up_and_stops_on_sigterm(
         for _ in range(200):  # catch-up runs every job once at start on a fresh database
             done = await sql(database_url, "SELECT job FROM job_runs WHERE status <> "
                              "'running' AND trigger = 'catch_up'")
-            if len(done) == 6:
+            if len(done) == 7:
                 break
             await asyncio.sleep(0.1)
         assert sorted(r["job"] for r in done) == sorted(
-            ["trim", "archive", "compress", "lifecycle", "housekeeping", "backfill"])
+            ["trim", "archive", "compress", "lifecycle", "housekeeping", "backfill",
+             "indexes"])
         proc.send_signal(signal.SIGTERM)
         out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
     finally:
