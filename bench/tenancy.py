@@ -59,6 +59,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -232,6 +233,17 @@ async def build(store: MemoryStore, world: World, args: argparse.Namespace) -> d
     return timings
 
 
+async def set_shared_buffers(data_dir: str, size: str) -> None:
+    """The embedded server's buffer cache (ALTER SYSTEM), in effect from its next start:
+    the store is closed (the embedded server stops with its last user) and reopened."""
+    async with MemoryStore.open(data_dir=data_dir, database_url=None) as store:
+        conn = await asyncpg.connect(store.dsn)
+        try:
+            await conn.execute(f"ALTER SYSTEM SET shared_buffers = '{size}'")
+        finally:
+            await conn.close()
+
+
 async def reuse(store: MemoryStore, world: World) -> dict[str, float] | None:
     """Development only: measure again on a database an earlier --keep-data-dir run
     built with the same arguments."""
@@ -256,11 +268,14 @@ def pct(values: Sequence[float], q: float) -> float:
 
 
 class StatementSpy:
-    """Keeps the last recall statement's arguments and session settings the store ran,
-    so that the very statement can be explained (the library is unchanged)."""
+    """Keeps the arguments and session settings of the last recall statements the store
+    ran (its index reads and its ranking), so that the very statements can be explained
+    (the library is unchanged)."""
+
+    NAMES = ("recall_index_legs", "recall")
 
     def __init__(self) -> None:
-        self.last: tuple[str, tuple[Any, ...], dict[str, str]] | None = None
+        self.last: dict[str, tuple[tuple[Any, ...], dict[str, str]]] = {}
         self.watching = False  # only the store under test, not the forced-path stores
         self._original: Callable[..., Any] = Connection.fetch
 
@@ -269,12 +284,12 @@ class StatementSpy:
 
         async def fetch(conn: Connection, name: str, *args: Any) -> Any:
             rows = await original(conn, name, *args)
-            if spy.watching and name == "recall":
+            if spy.watching and name in spy.NAMES:
                 settings = await conn.raw.fetch(
                     "SELECT name, setting FROM pg_settings WHERE name IN "
                     "('plan_cache_mode', 'enable_seqscan', 'hnsw.iterative_scan', "
                     "'hnsw.ef_search', 'hnsw.max_scan_tuples')")
-                spy.last = (name, args, {r["name"]: r["setting"] for r in settings})
+                spy.last[name] = (args, {r["name"]: r["setting"] for r in settings})
             return rows
 
         Connection.fetch = fetch  # type: ignore[method-assign,assignment]
@@ -304,25 +319,29 @@ def plan_summary(plan: dict[str, Any]) -> list[str]:
 
 
 async def explain(store: MemoryStore, spy: StatementSpy) -> list[str]:
-    assert spy.last is not None
-    name, args, settings = spy.last
     from nous_memory.db.queries import QUERIES
 
+    lines: list[str] = []
     conn = await asyncpg.connect(store.dsn)
     await register_vector(conn)
     try:
-        async with conn.transaction():
-            for key, value in settings.items():
-                await conn.execute(f"SELECT set_config('{key}', '{value}', true)")
-            raw = await conn.fetchval(
-                "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + QUERIES[name], *args)
+        for name in StatementSpy.NAMES:
+            if name not in spy.last:
+                continue
+            args, settings = spy.last[name]
+            async with conn.transaction():
+                for key, value in settings.items():
+                    await conn.execute("SELECT set_config($1, $2, true)", key, value)
+                raw = await conn.fetchval(
+                    "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + QUERIES[name], *args)
+            plan = json.loads(raw)[0] if isinstance(raw, str) else raw[0]
+            shown = ", ".join(f"{k}={v}" for k, v in sorted(settings.items()))
+            lines.append(f"statement {name}; {shown}; planning {plan['Planning Time']:.2f} "
+                         f"ms, execution {plan['Execution Time']:.2f} ms")
+            lines += plan_summary(plan)
     finally:
         await conn.close()
-    plan = json.loads(raw)[0] if isinstance(raw, str) else raw[0]
-    shown = ", ".join(f"{k}={v}" for k, v in sorted(settings.items()))
-    lines = [f"statement {name}; {shown}; planning {plan['Planning Time']:.2f} ms, "
-             f"execution {plan['Execution Time']:.2f} ms"]
-    return lines + plan_summary(plan)
+    return lines
 
 
 async def own_rows(store: MemoryStore, agent: str) -> tuple[list[uuid.UUID], np.ndarray]:
@@ -387,12 +406,26 @@ async def run(args: argparse.Namespace) -> None:
     url = os.environ.get("NOUS_MEMORY_DATABASE_URL")
     with tempfile.TemporaryDirectory(prefix="nous-bench-tenancy-") as tmp:
         data_dir = args.keep_data_dir or tmp
-        opened = (MemoryStore.open(database_url=url) if url
-                  else MemoryStore.open(data_dir=data_dir, database_url=None))
+        tuning = {"recall_exact_scan_max_rows": args.exact_scan_max_rows,
+                  "agent_indexes_min_rows": args.own_index_rows}
+        if args.shared_buffers and not url:
+            await set_shared_buffers(data_dir, args.shared_buffers)
+        opened = (MemoryStore.open(database_url=url, **tuning) if url
+                  else MemoryStore.open(data_dir=data_dir, database_url=None, **tuning))
         async with opened as store:
             built = await reuse(store, world) if args.reuse else None
             if built is None:
                 built = await build(store, world, args)
+            began = time.perf_counter()
+            own = await store.maintenance.indexes(now=datetime.now(UTC))
+            built["own_s"] = time.perf_counter() - began
+            built["own_agents"] = own.counts["agents_with_own_indexes"]
+            built["own_created"] = own.counts["agent_indexes_created"]
+            conn = await asyncpg.connect(store.dsn)
+            try:
+                buffers = str(await conn.fetchval("SHOW shared_buffers"))
+            finally:
+                await conn.close()
             rng = np.random.default_rng([args.seed, 99])
             results = {}
             async with contextlib.AsyncExitStack() as stack:
@@ -404,12 +437,14 @@ async def run(args: argparse.Namespace) -> None:
                 for name, agents in world.classes().items():
                     results[name] = (agents, *await measure_class(store, paths, world, agents,
                                                                   args, rng))
-    report(args, world, built, results)
+    report(args, world, built, results, buffers)
 
 
 def report(args: argparse.Namespace, world: World, built: dict[str, float],
-           results: dict[str, tuple[list[Agent], dict[str, list[float]], list[str]]]) -> None:
+           results: dict[str, tuple[list[Agent], dict[str, list[float]], list[str]]],
+           buffers: str) -> None:
     load = os.getloadavg()
+    print(f"# server: shared_buffers {buffers}")
     print(f"# machine: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} "
           f"{load[2]:.2f} at the end")
     sizes = sorted(a.size for a in world.agents)
@@ -419,6 +454,8 @@ def report(args: argparse.Namespace, world: World, built: dict[str, float],
     print(f"# build: COPY {built['load_s']:.1f} s, indexes {built['index_s']:.1f} s of which "
           f"HNSW {built['hnsw_s']:.1f} s (maintenance_work_mem {args.build_memory}, "
           f"{args.build_workers} parallel workers)")
+    print(f"# own indexes (the indexes job): {built['own_agents']:.0f} agents, "
+          f"{built['own_created']:.0f} indexes built in {built['own_s']:.1f} s")
     print("# latency: vectors given (no model time); recall_sql is the statement alone")
     worst = 1.0
     for name, (agents, out, plan) in results.items():
@@ -447,6 +484,12 @@ def report(args: argparse.Namespace, world: World, built: dict[str, float],
     print(f"tenancy_min_recall_at_10: {worst:.4f}")
 
 
+def buffer_size(text: str) -> str:
+    if not re.fullmatch(r"[1-9][0-9]{0,6}(kB|MB|GB)", text):
+        raise argparse.ArgumentTypeError("a size such as 512MB or 4GB")
+    return text
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--agents", type=int, default=10_000)
@@ -461,6 +504,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--build-memory", default="4GB", help="maintenance_work_mem")
     parser.add_argument("--build-workers", type=int, default=2,
                         help="max_parallel_maintenance_workers")
+    parser.add_argument("--exact-scan-max-rows", type=int, default=20_000,
+                        help="the store's recall_exact_scan_max_rows (its default)")
+    parser.add_argument("--own-index-rows", type=int, default=20_000,
+                        help="the store's agent_indexes_min_rows (its default)")
+    parser.add_argument("--shared-buffers", metavar="SIZE", type=buffer_size,
+                        help="the embedded server's shared_buffers (e.g. 4GB; default: "
+                             "PostgreSQL's 128MB), set before measuring")
     parser.add_argument("--keep-data-dir", metavar="DIR",
                         help="development: keep the embedded server's data in DIR")
     parser.add_argument("--reuse", action="store_true",

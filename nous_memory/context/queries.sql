@@ -185,7 +185,8 @@ SELECT (SELECT count(*) FROM memories WHERE agent_id = $1 AND status <> 'deleted
 -- need) and short, so planning it costs a fraction of planning all of recall, which then
 -- ranks these candidates with a generic plan.  One row per candidate, by ``part``:
 -- 'vector' and 'time' (a vector leg's row and its distance), 'doc' (a document the text
--- leg selects), 'term' (a query lexeme and its document frequency).  The parameters are
+-- leg selects, with its tsvector: recall scores it without reading it again), 'term' (a
+-- query lexeme and its document frequency).  The parameters are
 -- recall's: $1 agent, $2 query text, $3 query vector, $4 model, $5 kinds, $6 memory
 -- statuses, $7 include chunks, $8 candidates per leg; then $9 the agent's corpus size
 -- (recall_corpus: documents), $10/$11 the time the query names, or NULL.
@@ -199,15 +200,24 @@ qs AS MATERIALIZED (
     SELECT u.lexeme, array_to_tsvector(ARRAY[u.lexeme])::text::tsquery AS q
     FROM unnest(to_tsvector('english', $2)) AS u
 ),
-terms AS MATERIALIZED (
-    SELECT qs.lexeme,
-           (SELECT count(*) FROM memories m
-            WHERE m.agent_id = $1 AND m.search_tsv @@ qs.q AND m.status = ANY($6::text[])
-              AND m.kind = ANY($5::text[]))
-           + (SELECT count(*) FROM gone, episode_chunks c
-              WHERE $7 AND c.agent_id = $1 AND c.search_tsv @@ qs.q
-                AND c.episode_id <> ALL(gone.ids)) AS df
+anyq AS (
+    SELECT replace(array_to_tsvector(array_agg(lexeme))::text, ''' ''', ''' | ''')::tsquery AS q
     FROM qs
+),
+matched AS MATERIALIZED (
+    -- the documents holding any query lexeme, read once through the text indexes (one
+    -- bitmap scan per table, not one per lexeme)
+    SELECT 'memory' AS source, m.id AS memory_id, NULL::integer AS chunk_no, m.search_tsv AS tsv
+    FROM anyq, memories m
+    WHERE m.agent_id = $1 AND m.search_tsv @@ anyq.q AND m.status = ANY($6::text[])
+      AND m.kind = ANY($5::text[])
+    UNION ALL
+    SELECT 'chunk', c.episode_id, c.chunk_no, c.search_tsv
+    FROM anyq, gone, episode_chunks c
+    WHERE $7 AND c.agent_id = $1 AND c.search_tsv @@ anyq.q AND c.episode_id <> ALL(gone.ids)
+),
+terms AS MATERIALIZED (
+    SELECT qs.lexeme, (SELECT count(*) FROM matched d WHERE d.tsv @@ qs.q) AS df FROM qs
 ),
 sel AS (
     SELECT replace(array_to_tsvector(array_agg(lexeme))::text, ''' ''', ''' | ''')::tsquery AS q
@@ -215,24 +225,25 @@ sel AS (
     WHERE df > 0 AND (2 * df < $9 OR df = rarest)
 )
 (SELECT 'vector' AS part, 'memory' AS source, m.id AS memory_id, NULL::integer AS chunk_no,
-        m.embedding <=> $3 AS dist, NULL::text AS lexeme, NULL::bigint AS df
+        m.embedding <=> $3 AS dist, NULL::text AS lexeme, NULL::bigint AS df,
+        NULL::tsvector AS tsv
  FROM memories m
  WHERE m.agent_id = $1 AND m.status = 'active' AND m.kind = ANY($5::text[])
    AND m.embedding_model = $4
  ORDER BY m.embedding <=> $3 LIMIT $8)
 UNION ALL
 -- archived (and superseded) rows are not in the HNSW indexes
-(SELECT 'vector', 'memory', m.id, NULL, m.embedding <=> $3, NULL, NULL FROM memories m
+(SELECT 'vector', 'memory', m.id, NULL, m.embedding <=> $3, NULL, NULL, NULL FROM memories m
  WHERE m.agent_id = $1 AND m.status <> 'active' AND m.status = ANY($6::text[])
    AND m.kind = ANY($5::text[]) AND m.embedding_model = $4
  ORDER BY m.embedding <=> $3 LIMIT $8)
 UNION ALL
-(SELECT 'vector', 'chunk', c.episode_id, c.chunk_no, c.embedding <=> $3, NULL, NULL
+(SELECT 'vector', 'chunk', c.episode_id, c.chunk_no, c.embedding <=> $3, NULL, NULL, NULL
  FROM gone, episode_chunks c
  WHERE $7 AND c.agent_id = $1 AND c.embedding_model = $4 AND c.episode_id <> ALL(gone.ids)
  ORDER BY c.embedding <=> $3 LIMIT $8)
 UNION ALL
-(SELECT 'time', 'chunk', c.episode_id, c.chunk_no, c.embedding <=> $3, NULL, NULL
+(SELECT 'time', 'chunk', c.episode_id, c.chunk_no, c.embedding <=> $3, NULL, NULL, NULL
  FROM gone, episode_chunks c
  WHERE $7 AND $10::timestamptz IS NOT NULL AND c.agent_id = $1
    AND c.embedding_model = $4 AND c.episode_id <> ALL(gone.ids)
@@ -240,16 +251,10 @@ UNION ALL
    AND COALESCE(c.started_at, c.created_at) < $11::timestamptz
  ORDER BY c.embedding <=> $3 LIMIT $8)
 UNION ALL
-SELECT 'doc', 'memory', m.id, NULL, NULL, NULL, NULL
-FROM sel, memories m
-WHERE m.agent_id = $1 AND m.search_tsv @@ sel.q
-  AND m.status = ANY($6::text[]) AND m.kind = ANY($5::text[])
+SELECT 'doc', d.source, d.memory_id, d.chunk_no, NULL, NULL, NULL, d.tsv
+FROM sel, matched d WHERE d.tsv @@ sel.q
 UNION ALL
-SELECT 'doc', 'chunk', c.episode_id, c.chunk_no, NULL, NULL, NULL
-FROM sel, gone, episode_chunks c
-WHERE $7 AND c.agent_id = $1 AND c.search_tsv @@ sel.q AND c.episode_id <> ALL(gone.ids)
-UNION ALL
-SELECT 'term', NULL, NULL, NULL, NULL, lexeme, df FROM terms;
+SELECT 'term', NULL, NULL, NULL, NULL, lexeme, df, NULL FROM terms;
 
 -- name: recall
 -- Hybrid recall in one statement.  $1 agent, $2 query text, $3 query vector, $4 model,
@@ -261,7 +266,7 @@ SELECT 'term', NULL, NULL, NULL, NULL, lexeme, df FROM terms;
 -- a small agent: its rows are read once (mem_rows, chunk_rows) and every leg works on
 -- them in memory (an exact vector scan beats a filtered HNSW scan there, and is exact);
 -- false for a large agent, whose candidates recall_index_legs has read through the
--- indexes and which come in as $29..$35 (one array per column of its rows; empty for a
+-- indexes and which come in as $29..$36 (one array per column of its rows; empty for a
 -- small agent).  So this statement reads no index whose choice depends on the agent's
 -- size, and one generic plan serves every agent.  $22: the speaker
 -- prior, for a chunk spoken by someone the query names (every word of the name is a
@@ -306,8 +311,8 @@ given AS MATERIALIZED (
     -- a large agent's candidates, read through the indexes by recall_index_legs (none
     -- for a small agent)
     SELECT * FROM unnest($29::text[], $30::text[], $31::uuid[], $32::integer[],
-                         $33::float8[], $34::text[], $35::bigint[])
-        AS g(part, source, memory_id, chunk_no, dist, lexeme, df)
+                         $33::float8[], $34::text[], $35::bigint[], $36::tsvector[])
+        AS g(part, source, memory_id, chunk_no, dist, lexeme, df, tsv)
 ),
 mem_rows AS MATERIALIZED (
     SELECT m.id, m.status, length(m.search_tsv) AS len, m.search_tsv AS tsv,
@@ -388,14 +393,7 @@ docs AS (
     SELECT 'chunk', r.episode_id, r.chunk_no, r.len, r.tsv
     FROM sel, chunk_rows r WHERE r.tsv @@ sel.q
     UNION ALL
-    SELECT 'memory', m.id, NULL, length(m.search_tsv), m.search_tsv
-    FROM given g JOIN memories m ON m.agent_id = $1 AND m.id = g.memory_id
-    WHERE g.part = 'doc' AND g.source = 'memory'
-    UNION ALL
-    SELECT 'chunk', c.episode_id, c.chunk_no, length(c.search_tsv), c.search_tsv
-    FROM given g JOIN episode_chunks c ON c.agent_id = $1 AND c.episode_id = g.memory_id
-                                       AND c.chunk_no = g.chunk_no
-    WHERE g.part = 'doc' AND g.source = 'chunk'
+    SELECT source, memory_id, chunk_no, length(tsv), tsv FROM given WHERE part = 'doc'
 ),
 hits AS (
     -- a document's tsvector cut down to the query's lexemes (a handful of entries), each
@@ -429,15 +427,15 @@ bm25 AS MATERIALIZED (
     ORDER BY score DESC, h.memory_id, h.chunk_no NULLS FIRST LIMIT $8
 ),
 legs AS (
-    SELECT source, memory_id, chunk_no, 'vector' AS leg, NULL::float8 AS score,
+    SELECT source, memory_id, chunk_no, 'vector' AS leg, NULL::float8 AS score, dist,
            row_number() OVER (ORDER BY dist, memory_id, chunk_no NULLS FIRST) AS rnk
     FROM vec
     UNION ALL
-    SELECT source, memory_id, chunk_no, 'time', NULL,
+    SELECT source, memory_id, chunk_no, 'time', NULL, dist,
            row_number() OVER (ORDER BY dist, memory_id, chunk_no NULLS FIRST)
     FROM timed
     UNION ALL
-    SELECT source, memory_id, chunk_no, 'text', score,
+    SELECT source, memory_id, chunk_no, 'text', score, NULL,
            row_number() OVER (ORDER BY score DESC, memory_id, chunk_no NULLS FIRST)
     FROM bm25
 ),
@@ -447,7 +445,8 @@ fused AS (
            bool_or(leg = 'time') AS in_time,
            min(rnk) FILTER (WHERE leg = 'vector') AS vector_rank,
            min(rnk) FILTER (WHERE leg = 'text') AS text_rank,
-           max(score) FILTER (WHERE leg = 'text') AS text_score
+           max(score) FILTER (WHERE leg = 'text') AS text_score,
+           min(dist) AS dist
     FROM legs GROUP BY source, memory_id, chunk_no
 ),
 bar AS MATERIALIZED (
@@ -507,7 +506,9 @@ found AS (
                 WHEN m.kind = 'episode' THEN (SELECT ep.ended_at FROM episodes ep
                                               WHERE ep.agent_id = $1 AND ep.memory_id = f.memory_id)
            END AS ended_at,
-           CASE WHEN f.source = 'chunk'
+           -- a vector leg's distance when it has one (its vector is not read again)
+           CASE WHEN f.dist IS NOT NULL THEN 1 - f.dist
+                WHEN f.source = 'chunk'
                 THEN CASE WHEN c.embedding_model = $4 THEN 1 - (c.embedding <=> $3) END
                 ELSE CASE WHEN m.embedding_model = $4 THEN 1 - (m.embedding <=> $3) END
            END AS cosine,

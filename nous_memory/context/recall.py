@@ -54,7 +54,7 @@ CORPUS_TTL_S = 300.0
 # 40): on bench/tenancy.py, 100,000 memories in the agent's own index (see
 # maintenance/indexes.py), this many bring its top 10 within 1% of an exact search.
 EF_SEARCH = 100
-CANDIDATE_COLUMNS = ("part", "source", "memory_id", "chunk_no", "dist", "lexeme", "df")
+CANDIDATE_COLUMNS = ("part", "source", "memory_id", "chunk_no", "dist", "lexeme", "df", "tsv")
 NO_CANDIDATES: tuple[list[Any], ...] = tuple([] for _ in CANDIDATE_COLUMNS)
 
 T = TypeVar("T")
