@@ -43,7 +43,7 @@ from .when import Window, resolve
 # 1,000 rows costs about 1.5 ms, less than a filtered HNSW scan over every agent's rows,
 # and the answer is exact.  Past it, the HNSW and GIN indexes keep the cost flat.
 EXACT_SCAN_MAX_ROWS = 20_000
-AGENT_ROWS_TTL_S = 30.0  # how long a counted agent size is trusted (a count costs < 5 ms)
+AGENT_ROWS_TTL_S = 30.0  # how long a small agent's counted size is trusted
 AGENT_ROWS_CACHED = 10_000  # agents whose size is remembered (least recently used go)
 # A large agent's BM25 corpus (document count and total length) is counted at most this
 # often: counting reads every row of the agent (about 200 ms at 100,000 memories on
@@ -207,18 +207,20 @@ def parse_request(agent_id: object, query: object, kinds: object, k: object,
 
 
 class PerAgent(Generic[T]):
-    """A figure per agent, counted at most once per ``ttl_s``, for the
-    ``AGENT_ROWS_CACHED`` agents used last (the others are counted again when asked)."""
+    """A figure per agent, counted at most once per ``ttl_s`` (or per what ``ttl_of``
+    says for the figure counted), for the ``AGENT_ROWS_CACHED`` agents used last (the
+    others are counted again when asked)."""
 
-    def __init__(self, ttl_s: float) -> None:
-        self._ttl_s = ttl_s
-        self._known: OrderedDict[str, tuple[T, float]] = OrderedDict()
+    def __init__(self, ttl_s: float, ttl_of: Callable[[T], float] | None = None) -> None:
+        self._ttl_of = ttl_of or (lambda _: ttl_s)
+        self._known: OrderedDict[str, tuple[T, float]] = OrderedDict()  # figure, expiry
 
     async def get(self, agent: str, count: Callable[[], Awaitable[T]]) -> T:
         now = time.monotonic()
         known = self._known.get(agent)
-        if known is None or now - known[1] > self._ttl_s:
-            known = (await count(), now)
+        if known is None or now > known[1]:
+            value = await count()
+            known = (value, now + self._ttl_of(value))
             self._known[agent] = known
             if len(self._known) > AGENT_ROWS_CACHED:
                 self._known.popitem(last=False)
@@ -243,7 +245,11 @@ class Recaller:
         self._priors = priors or Priors()
         self._fusion = fusion or Fusion()
         self._exact_max = exact_scan_max_rows
-        self._agent_rows: PerAgent[int] = PerAgent(AGENT_ROWS_TTL_S)
+        # an agent past the limit is trusted to stay there as long as its corpus counts
+        # (counting up to the limit reads as many index entries: 40-90 ms at 20,000)
+        self._agent_rows: PerAgent[int] = PerAgent(
+            AGENT_ROWS_TTL_S, lambda rows: CORPUS_TTL_S if rows > self._exact_max
+            else AGENT_ROWS_TTL_S)
         self._corpus: PerAgent[tuple[int, int]] = PerAgent(CORPUS_TTL_S)
 
     async def recall(self, agent_id: str, query: str, *, kinds: Sequence[Kind | str] | None = None,
@@ -323,7 +329,8 @@ class Recaller:
 
     async def _scans_exactly(self, agent: str) -> bool:
         """Whether this agent is small enough to be read whole (its size is counted, up to
-        the limit, at most once per ``AGENT_ROWS_TTL_S``; a limit of 0 means never)."""
+        the limit, at most once per ``AGENT_ROWS_TTL_S``, or ``CORPUS_TTL_S`` once past
+        the limit; a limit of 0 means never)."""
         if self._exact_max == 0:
             return False
 
