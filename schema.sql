@@ -1,6 +1,6 @@
 -- nous-memory schema: the single source of truth for the database layout.
 --
--- schema-version: 9
+-- schema-version: 10
 --
 -- The migration runner applies this file to an empty database and records the
 -- version above; numbered files in nous_memory/db/migrations/ upgrade databases
@@ -181,6 +181,9 @@ CREATE UNIQUE INDEX episodes_source_key ON episodes (agent_id, source_key)
 CREATE INDEX facts_source_episode ON facts (agent_id, source_episode_id)
     WHERE source_episode_id IS NOT NULL;
 CREATE INDEX facts_normalized ON facts (agent_id, normalized_hash);
+-- context assembly's always-on read: the facts the user stated, by category (the pins)
+CREATE INDEX facts_pinned ON facts (agent_id, lower(category))
+    WHERE source_kind = 'user_stated';
 
 -- Deleting a fact (a purge, forgetting an agent) makes PostgreSQL look for the facts that
 -- point at it through the supersession links; without these, every deleted fact costs

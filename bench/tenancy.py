@@ -252,8 +252,11 @@ async def reuse(store: MemoryStore, world: World) -> dict[str, float] | None:
         have = await conn.fetchval("SELECT count(*) FROM memories")
     finally:
         await conn.close()
-    if have != sum(a.size for a in world.agents):
+    if have == 0:
         return None
+    if have != sum(a.size for a in world.agents):
+        sys.exit(f"--reuse: the kept database holds {have} memories, not this data set's "
+                 f"{sum(a.size for a in world.agents)}; give another --keep-data-dir")
     print("# reused a database built by an earlier run (development only)")
     return {"load_s": float("nan"), "hnsw_s": float("nan"), "index_s": float("nan"),
             "rows": float(have)}

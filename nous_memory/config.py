@@ -122,7 +122,7 @@ class Settings:
     agent_indexes_min_rows: int = 20_000
     agent_indexes_max: int = 200
     agent_indexes_build_memory: str = "1GB"
-    recall_ef_search: int = 100
+    recall_ef_search: int = 64
 
     api_host: str = "127.0.0.1"
     api_port: int = 8765

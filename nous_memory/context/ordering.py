@@ -20,16 +20,19 @@ cannot keep by itself.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-Row = dict[str, Any]
+Row = Mapping[str, Any]
 SPEAKER, TIME = 1 << 62, 1 << 61  # evidence bits beside the query's lexemes
 
 
-def final_order(rows: Sequence[Mapping[str, Any]], k: int) -> list[Row]:
-    """The statement's rows (in its order) reordered by the rules above, cut to ``k``."""
-    out = merge_fact_turns([dict(r) for r in rows])
+def final_order(rows: Sequence[Row], k: int) -> list[Row]:
+    """The statement's rows (in its order) reordered by the rules above, cut to ``k``.
+    The rows are read, not copied (a context call orders a hundred of them): only a turn
+    that a fact merges into is copied, to change."""
+    out = merge_fact_turns(rows)
     out = by_evidence(out)
     out = superseding_first(out)
     return out[:k]
@@ -49,7 +52,8 @@ def superseding_first(rows: list[Row]) -> list[Row]:
     return [rows[i] for i in order]
 
 
-def merge_fact_turns(rows: list[Row]) -> list[Row]:
+def merge_fact_turns(rows: Sequence[Row]) -> list[Row]:
+    rows = list(rows)  # a turn that takes a fact is replaced by its merged copy
     chunk_at: dict[Any, list[int]] = {}
     for index, row in enumerate(rows):
         if row["source"] == "chunk":
@@ -65,7 +69,7 @@ def merge_fact_turns(rows: list[Row]) -> list[Row]:
             if chunk["first_seq"] <= seq <= chunk["last_seq"]:
                 dropped.add(index)
                 place[c] = min(place.get(c, c), index)
-                _absorb(chunk, row)
+                rows[c] = _absorb(chunk, row)
                 break
     if not dropped:
         return rows
@@ -74,14 +78,16 @@ def merge_fact_turns(rows: list[Row]) -> list[Row]:
     return [rows[i] for _, _, i in sorted(keyed)]
 
 
-def _absorb(chunk: Row, fact: Row) -> None:
-    """The fact is one of its turn's keys: the chunk is as close to the query as the
-    closer of the two, and holds the query words of both."""
+def _absorb(chunk: Row, fact: Row) -> dict[str, Any]:
+    """The fact is one of its turn's keys: the chunk (a copy) is as close to the query as
+    the closer of the two, and holds the query words of both."""
+    merged = dict(chunk)
     if fact.get("cosine") is not None and (chunk.get("cosine") is None
                                            or fact["cosine"] > chunk["cosine"]):
-        chunk["cosine"] = fact["cosine"]
+        merged["cosine"] = fact["cosine"]
     if fact.get("lexemes"):
-        chunk["lexemes"] = sorted(set(chunk.get("lexemes") or ()) | set(fact["lexemes"]))
+        merged["lexemes"] = sorted(set(chunk.get("lexemes") or ()) | set(fact["lexemes"]))
+    return merged
 
 
 def _evidence(row: Row, bits: dict[str, int]) -> int:
@@ -97,18 +103,24 @@ def _evidence(row: Row, bits: dict[str, int]) -> int:
     return mask
 
 
-def by_evidence(rows: list[Row]) -> list[Row]:
+def by_evidence(rows: Sequence[Row]) -> list[Row]:
     """Insert each row before the first placed row it dominates (higher cosine, at least
-    the same evidence); dominance is transitive, so the result respects all of it."""
+    the same evidence); dominance is transitive, so the result respects all of it.  A row
+    without a cosine is placed as +inf: it never dominates and is never dominated."""
     bits: dict[str, int] = {}
-    placed: list[tuple[float | None, int, Row]] = []
+    cosines: list[float] = []  # of the placed rows, in their order (kept beside them:
+    evidence: list[int] = []  # this loop is quadratic and runs on every recall)
+    placed: list[Row] = []
     for row in rows:
         cos, ev = row.get("cosine"), _evidence(row, bits)
         at = len(placed)
         if cos is not None:
-            for i, (other_cos, other_ev, _) in enumerate(placed):
-                if other_cos is not None and cos > other_cos and other_ev & ~ev == 0:
+            lacking = ~ev
+            for i, (other_cos, other_ev) in enumerate(zip(cosines, evidence, strict=True)):
+                if cos > other_cos and not other_ev & lacking:
                     at = i
                     break
-        placed.insert(at, (cos, ev, row))
-    return [row for _, _, row in placed]
+        cosines.insert(at, math.inf if cos is None else cos)
+        evidence.insert(at, ev)
+        placed.insert(at, row)
+    return placed

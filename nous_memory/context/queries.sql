@@ -12,7 +12,8 @@
 -- Only facts the user stated (or an owner confirmed by setting source_kind) are pinned:
 -- an extracted "rule" must never become a standing instruction by itself.  Pins are the
 -- $4 closest in meaning to the query ($5, its vector; $6 the model), so an agent with
--- hundreds of profile facts gets the relevant ones, with their raw cosine.
+-- hundreds of profile facts gets the relevant ones, with their raw cosine.  The facts
+-- branch reads its rows through facts_pinned, not through every fact of the agent.
 (SELECT m.id, m.kind, m.summary, m.importance, c.trigger_pattern, NULL::text AS category,
         NULL::float8 AS cosine
  FROM censors c JOIN memories m ON m.agent_id = c.agent_id AND m.id = c.memory_id

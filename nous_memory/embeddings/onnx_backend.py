@@ -55,6 +55,11 @@ def _open(files: ModelFiles, cache_dir: Path, threads: int) -> tuple[Any, Any]:
             # grow the arena by what a run asks for, not in doubling chunks
             options.add_session_config_entry("session.arena_extend_strategy",
                                              "kSameAsRequested")
+            # no busy-waiting for the next run: a spinning pool thread keeps a core busy
+            # after each query (2 cores: about 40 ms of CPU in the 200 ms after one query
+            # embedding, 0 without), just when the recall that follows needs it for
+            # PostgreSQL (bench/context_latency.py)
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             session = ort.InferenceSession(str(graph), options,
                                            providers=["CPUExecutionProvider"])
             tokenizer = Tokenizer.from_file(str(files.path / "tokenizer.json"))

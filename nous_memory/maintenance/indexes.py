@@ -47,12 +47,13 @@ class IndexShape:
 
 
 # HNSW over active memories only, as the shared index (archived and superseded rows are
-# read through memories_inactive).  A denser graph than pgvector's defaults (m 16,
-# ef_construction 64): on bench/tenancy.py, 100,000 memories of one agent, m 16 with
-# ef_construction 128 agreed with an exact top 10 0.967 of the time at ef_search 100 and
-# needed ef_search 400 for 1.0; m 32 with ef_construction 200 gave 1.0 from ef_search 40,
-# for about twice the build time of one agent's index.
-HNSW = "hnsw (embedding vector_cosine_ops) WITH (m = 32, ef_construction = 200)"
+# read through memories_inactive).  A better graph than pgvector's default build
+# (ef_construction 64): on bench/tenancy.py, 100,000 memories of one agent, its top 10
+# agreed with an exact search 0.967 of the time with ef_construction 128 (at ef_search
+# 40 and 100; 1.0 needed ef_search 400) and 1.0 with 200 (at ef_search 40 and 100),
+# for 66 s of build at load 4.  A denser graph (m 32) did no better and doubled the
+# build time and the cost of every insert.
+HNSW = "hnsw (embedding vector_cosine_ops) WITH (ef_construction = 200)"
 SHAPES: tuple[IndexShape, ...] = (
     IndexShape(short="mem_vec", table="memories",
                using=HNSW,

@@ -59,7 +59,7 @@ SMOKES: dict[str, Smoke] = {
                              "--cli-runs", "1"), headline="cli_recall_url_s_p50"),
     "capacity.py": Smoke(argv=("--write-sample", "20", "--p95-ms", "10"),
                          headline="agents_per_node_in_memory", before="context_latency.py"),
-    "context_latency.py": Smoke(argv=CONTEXT_LATENCY, headline="context_over_floor_p50"),
+    "context_latency.py": Smoke(argv=CONTEXT_LATENCY, headline="context_ms_p50"),
     "dedup_eval.py": Smoke(argv=("--limit", "40", "--learn-n", "10"),
                            data="stsb/dev.csv", headline="dedup_f1"),
     "embeddings.py": Smoke(argv=("--queries", "5", "--batches", "1", "--agreement", "20",

@@ -4,12 +4,18 @@ agent scoping, tier-2 extraction (cached / sync / off) through the scripted LLM 
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
+import asyncpg
 import pytest
+from pgvector import Vector
+from pgvector.asyncpg import register_vector
 
 from nous_memory import MemoryStore
+from nous_memory.context.assembly import CENSOR_LIMIT, PINNED_FACT_LIMIT, PROFILE_CATEGORIES
 from nous_memory.context.model import Section, Tier
+from nous_memory.db import QUERIES
 from nous_memory.errors import InvalidInputError
 from nous_memory.testing import ScriptedLLMServer
 from nous_memory.tokens import count_tokens
@@ -255,3 +261,32 @@ async def test_a_failed_read_stops_the_others_and_takes_their_errors(
     assert all(task.done() for task in reads.values())
     # what asyncio checks when a task goes: a failure nobody retrieved gets logged
     assert not reads["context_tier2"]._log_traceback
+
+
+def _index_names(node: dict[str, Any]) -> set[str]:
+    own = {node["Index Name"]} if "Index Name" in node else set()
+    return own.union(*(_index_names(child) for child in node.get("Plans", [])))
+
+
+async def test_the_always_on_read_finds_the_pins_through_their_index(
+        store: MemoryStore) -> None:
+    """Every call reads the agent's pins: through facts_pinned (the facts the user stated,
+    by category), not through all of the agent's facts, so the statement's conditions
+    must stay the partial index's."""
+    await _seed(store)
+    await store.remember_many("a", [{"kind": "fact", "content": f"Ticket {n} was closed"}
+                                    for n in range(30)])
+    vector = (await store.embedder.embed(["billing"]))[0]
+    conn = await asyncpg.connect(store.dsn)
+    try:
+        await register_vector(conn)
+        await conn.execute("ANALYZE facts")
+        await conn.execute("SET enable_seqscan = off")  # a table this small is read whole
+        (plan,) = json.loads(await conn.fetchval(
+            "EXPLAIN (FORMAT JSON) " + QUERIES["context_always_on"], "a",
+            list(PROFILE_CATEGORIES), CENSOR_LIMIT, PINNED_FACT_LIMIT, Vector(vector),
+            store.embedder.model_name))
+    finally:
+        await conn.close()
+    indexes = _index_names(plan["Plan"])
+    assert "facts_pinned" in indexes and "facts_pkey" not in indexes, indexes
