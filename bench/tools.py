@@ -9,8 +9,9 @@ the store (facts, decisions, procedures), then serves the tools three ways again
   - python: ``ToolBox.call`` in this process (the baseline: the store's own work);
   - stdio: ``nous-memory mcp --agent ...`` as a subprocess, driven by the MCP SDK client;
   - http: ``nous-memory serve`` as a subprocess, ``/mcp`` driven by the SDK client.
-Each round calls every tool once per face, in rotating face order (so drift on this
-shared machine hits the faces alike); the first --warmup rounds are not counted.  Write
+Each round calls every tool once per face, the faces in each of their orders in turn (so
+drift on this shared machine, and one face's leftover work, hit the faces alike); the
+first --warmup rounds are not counted.  Write
 tools get fresh arguments every call (a new fact, a new memory to forget).
 
 With ``--baseline DIR`` (another checkout, e.g. an export of ``main``), a fourth face
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import statistics
 import sys
@@ -187,10 +189,11 @@ def http_call(client: Client) -> Call:
 async def measure(faces: dict[str, Call], tools: list[str], arguments: Arguments,
                   rounds: int, warmup: int) -> dict[tuple[str, str], list[float]]:
     timings: dict[tuple[str, str], list[float]] = {}
-    order = list(faces)
+    # every order of the faces in turn: each face follows each other face (and goes
+    # first) equally often, so none inherits another's leftover work more than the rest
+    orders = list(itertools.permutations(faces))
     for round_no in range(rounds):
-        shift = round_no % len(order)
-        rotation = order[shift:] + order[:shift]
+        rotation = orders[round_no % len(orders)]
         for tool in tools:
             for face in rotation:
                 call_args = arguments(tool, face)
