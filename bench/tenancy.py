@@ -4,6 +4,8 @@ for small, median and large agents.
     python bench/tenancy.py [--agents 10000] [--min-size 10] [--max-size 500]
                             [--large 3] [--large-size 100000] [--topics 4000]
                             [--queries 60] [--warmup 5] [--seed 5]
+                            [--exact-scan-max-rows 20000] [--own-index-rows 20000]
+                            [--shared-buffers SIZE]
 
 Builds a fresh database (an embedded PostgreSQL in a temporary directory, or
 NOUS_MEMORY_DATABASE_URL when set, an empty database): --agents agents whose sizes are
@@ -42,8 +44,10 @@ same database that always scan exactly or always use the indexes
 (``recall_exact_scan_max_rows`` 10**9 and 0): ``{class}_{exact,index}_path_recall_at_10``
 and ``..._recall_sql_ms_p50``, the evidence for the store's choice.
 
-Per class it prints the plan PostgreSQL chose for that agent's recall statement
-(EXPLAIN ANALYZE of the statement the store ran, as ``#`` lines: the scans and the
+After the build the store's ``indexes`` job gives the large agents indexes of their own
+(maintenance/indexes.py; its time is printed).  Per class it prints the plans PostgreSQL
+chose for that agent's recall statements (EXPLAIN ANALYZE of the statements the store
+ran, a large agent's candidate read and the ranking, as ``#`` lines: the scans and the
 indexes they use), then ``{class}_recall_at_10``, ``{class}_fewer_than_k`` (queries
 answered with fewer results than the agent could give), ``{class}_recall_sql_ms_p50/p95``,
 ``{class}_recall_ms_p50/p95``, ``{class}_context_ms_p50/p95``, and last
