@@ -14,7 +14,6 @@ from typing import Any
 
 from fastapi import Depends, FastAPI
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .. import __version__
 from ..config import Settings
@@ -38,7 +37,7 @@ from .inspector.portability import UI_IMPORT_PATH
 from .keys import router as keys_router
 from .maintenance import router as maintenance_router
 from .mcp import PATH as MCP_PATH
-from .mcp import McpEndpoint, ServerErrorGuard
+from .mcp import McpEndpoint
 from .observe import Observe, metrics_router
 from .portability import IMPORT_PATH
 from .portability import router as portability_router
@@ -90,32 +89,7 @@ TAGS = [
 
 
 class NousMemoryAPI(FastAPI):
-    """FastAPI plus the request-body schemas, which no route parameter declares, and a
-    short way in for ``POST /mcp``.
-
-    An agent's tool call is the hottest request the service answers, and FastAPI's stack
-    (its error, exception, exit-stack and body-limit layers, then a walk over every
-    router) cost about half a millisecond of CPU per call before the MCP endpoint saw it,
-    measured with bench/tools.py.  Such a request goes straight to the same middleware
-    the app adds (``Observe``, ``BodySizeLimit``) around the same route, with the error
-    handling the endpoint can need; every other request, other methods on ``/mcp``
-    included, takes the full stack.
-    """
-
-    mcp_route: Route | None = None
-    _mcp_stack: ASGIApp | None = None
-
-    def serve_mcp_directly(self, route: Route, stack: ASGIApp) -> None:
-        self.mcp_route, self._mcp_stack = route, stack
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (self._mcp_stack is not None and scope["type"] == "http"
-                and scope["method"] == "POST" and _route_path(scope) == MCP_PATH):
-            scope["app"] = self
-            scope["route"] = self.mcp_route  # the template the access line names
-            await self._mcp_stack(scope, receive, send)
-            return
-        await super().__call__(scope, receive, send)
+    """FastAPI plus the request-body schemas, which no route parameter declares."""
 
     def openapi(self) -> dict[str, Any]:
         if self.openapi_schema is None:
@@ -129,13 +103,6 @@ class NousMemoryAPI(FastAPI):
                 components.setdefault(name, body)
         assert self.openapi_schema is not None
         return self.openapi_schema
-
-
-def _route_path(scope: Scope) -> str:
-    """The path a route is matched on: without the ``root_path`` a proxy mounts it at."""
-    path: str = scope["path"]
-    root = scope.get("root_path", "")
-    return path[len(root):] if root and path.startswith(root + "/") else path
 
 
 def create_app(store: MemoryStore | None = None, *,
@@ -185,11 +152,9 @@ def create_app(store: MemoryStore | None = None, *,
     app.state.key_ring = ring
     errors.install(app)
     guard = [Depends(require_key(ring))] if ring else []
-    body_limits: dict[str, Any] = {
-        "max_bytes": MAX_BODY_BYTES, "rpc_path": MCP_PATH,
-        "streamed": re.compile(f"{IMPORT_PATH.pattern}|{UI_IMPORT_PATH.pattern}"),
-        "streamed_max_bytes": settings.api_import_max_bytes}
-    app.add_middleware(BodySizeLimit, **body_limits)
+    app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES,
+                       streamed=re.compile(f"{IMPORT_PATH.pattern}|{UI_IMPORT_PATH.pattern}"),
+                       streamed_max_bytes=settings.api_import_max_bytes, rpc_path=MCP_PATH)
     app.include_router(health_router)
     app.include_router(metrics_router, dependencies=guard)
     app.include_router(router, dependencies=guard)
@@ -201,10 +166,8 @@ def create_app(store: MemoryStore | None = None, *,
     app.include_router(context_router, dependencies=guard)
     app.include_router(history_router, dependencies=guard)
     mcp = McpEndpoint(app, ring, proxied=settings.insecure_no_auth_on_network)
-    mcp_route = Route(MCP_PATH, mcp.route, methods=["POST"], include_in_schema=False)
-    app.router.routes.append(mcp_route)  # other methods (405) and /mcp/ (a redirect)
-    app.serve_mcp_directly(mcp_route, Observe(BodySizeLimit(ServerErrorGuard(mcp.route),
-                                                            **body_limits)))
+    app.router.routes.append(Route(MCP_PATH, mcp.route, methods=["POST"],
+                                   include_in_schema=False))
     app.include_router(portability_router, dependencies=guard)
     app.include_router(keys_router, dependencies=guard)
     install_inspector(app, ring, settings)  # the owner's pages at /ui (their own sign-in)

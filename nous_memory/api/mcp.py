@@ -26,7 +26,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, Streamable
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import METHOD_NOT_FOUND, PARSE_ERROR
 from starlette.requests import Request
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from ..access import KeyGrant
 from ..db.audit import ACTOR
@@ -36,7 +36,6 @@ from ..tools.mcp_lines import Refusal, check_line
 from ..tools.mcp_server import build_server
 from .auth import API_KEY_HEADER, KeyRing, grant_for, presented_key
 from .body import replay
-from .errors import nous_memory_error
 
 log = logging.getLogger("nous_memory.mcp")
 
@@ -118,32 +117,6 @@ async def _refuse(send: Send, status: int, reason: str) -> None:
         (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
         (b"www-authenticate", b"Bearer")]})
     await send({"type": "http.response.body", "body": body})
-
-
-class ServerErrorGuard:
-    """What FastAPI's exception layers did for ``/mcp`` before it was answered ahead of
-    them: an exception that escapes before the response began (the store failing while
-    a key is looked up) is answered as the REST API answers it (503 for an unavailable
-    database, else a logged 500), never with a dropped connection."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self._app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        started = False
-
-        async def watch(message: Message) -> None:
-            nonlocal started
-            started = True
-            await send(message)
-
-        try:
-            await self._app(scope, receive, watch)
-        except Exception as exc:
-            if started:
-                raise
-            response = await nous_memory_error(Request(scope), exc)
-            await response(scope, receive, send)
 
 
 class McpEndpoint:

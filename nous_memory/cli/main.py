@@ -175,14 +175,13 @@ async def _serve(args: argparse.Namespace) -> None:
                    insecure_opt_out=args.insecure_no_auth_on_network
                    or settings.insecure_no_auth_on_network)
     from ..api.observe import configure_logging
-    from ..api.serving import server_config
 
     app = create_app(settings=settings, run_worker=False if args.no_worker else None,
                      run_scheduler=args.scheduler)
     configure_logging(settings.log_format)
     # the app writes the access line itself (route templates and request ids, no query)
-    config = server_config(app, host=host, log_config=None, access_log=False,
-                           port=args.port if args.port is not None else settings.api_port)
+    config = uvicorn.Config(app, host=host, log_config=None, access_log=False,
+                            port=args.port if args.port is not None else settings.api_port)
     # uvicorn handles SIGTERM (graceful shutdown) and raises it again once it is done; a
     # stop asked for by SIGTERM (docker stop, systemd) then ends as a clean exit (0), not
     # as death by that signal (143)

@@ -21,7 +21,6 @@ from mcp_types import INVALID_PARAMS
 
 from nous_memory import MemoryStore
 from nous_memory.api import create_app
-from nous_memory.api.serving import server_config
 from nous_memory.tools import DEFAULT_TOOL_NAMES
 from nous_memory.tools.mcp_server import memory_uri
 from tests.integration.http_helpers import free_port
@@ -126,12 +125,11 @@ async def test_stdio_server_reports_an_unreachable_database_in_one_line() -> Non
 
 @asynccontextmanager
 async def served(store: MemoryStore, **settings: Any) -> AsyncIterator[str]:
-    """The REST service around ``store`` on a loopback port, for as long as the block,
-    served as ``nous-memory serve`` serves it."""
+    """The REST service around ``store`` on a loopback port, for as long as the block."""
     port = free_port()
     app = create_app(store, settings=store.settings.with_changes(**settings))
-    server = uvicorn.Server(server_config(app, host="127.0.0.1", port=port,
-                                          log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
+                                           log_level="warning"))
     task = asyncio.create_task(server.serve())
     for _ in range(int(STARTUP_S / 0.05)):
         if server.started or task.done():
