@@ -100,15 +100,16 @@ async def test_catch_up_runs_a_missed_slot_once(store: MemoryStore, database_url
     ran = await scheduler.catch_up()
     # compress and backfill have no LLM here: they run, are skipped (and say so) and are
     # not in the list
-    assert ran == ["archive", "trim", "lifecycle", "housekeeping"]
+    assert ran == ["archive", "trim", "lifecycle", "housekeeping", "indexes"]
     assert await scheduler.catch_up() == []
-    clock[0] = NOW + timedelta(hours=1)  # housekeeping is hourly
-    assert await scheduler.catch_up() == ["housekeeping"]
+    clock[0] = NOW + timedelta(hours=1)  # housekeeping and indexes are hourly
+    assert await scheduler.catch_up() == ["housekeeping", "indexes"]
     clock[0] = NOW + timedelta(days=1)
-    assert await scheduler.catch_up() == ["archive", "trim", "lifecycle", "housekeeping"]
+    assert await scheduler.catch_up() == ["archive", "trim", "lifecycle", "housekeeping",
+                                          "indexes"]
     statuses = await sql(database_url, "SELECT status, count(*) AS n FROM job_runs "
                          "GROUP BY status ORDER BY status")
-    assert {r["status"]: r["n"] for r in statuses} == {"ok": 9, "skipped": 8}
+    assert {r["status"]: r["n"] for r in statuses} == {"ok": 12, "skipped": 8}
 
 
 def test_slots_follow_the_cron_expression() -> None:
