@@ -19,7 +19,7 @@ from .backfill import Backfill
 from .batches import BatchHook, JobResult
 from .compression import Compression
 from .housekeeping import Housekeeping
-from .indexes import AgentIndexes, AgentIndexPolicy
+from .indexes import AgentIndexes
 from .policy import MaintenancePolicy
 from .promotion import CORE_TAG, REVIEW_TAG, run_lifecycle
 from .resummarize import Resummarizer
@@ -42,9 +42,7 @@ class Maintenance:
         self._housekeeping = Housekeeping(db, embeddings, policy)
         self._resummarizer = Resummarizer(db, memories, embeddings, llm)
         self._backfill = Backfill(db, policy, llm_configured=llm is not None)
-        self.agent_indexes = AgentIndexes(db, AgentIndexPolicy(
-            min_rows=policy.agent_indexes_min_rows, max_agents=policy.agent_indexes_max,
-            build_memory=policy.agent_indexes_build_memory))
+        self.agent_indexes = AgentIndexes(db, policy)
 
     async def regenerate_summary(self, ctx: WorkContext) -> None:
         """Runs ``Task.SUMMARY_REGENERATE``, which the trim job queues."""

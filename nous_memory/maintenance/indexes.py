@@ -4,22 +4,23 @@ Every agent's rows share the HNSW and GIN indexes of ``memories`` and ``episode_
 Recall reads a large agent through them with its agent filter: HNSW walks a graph of
 every agent's vectors and drops the other agents' rows as it goes (pgvector's iterative
 scan), so at 100,000 memories among 1.5 million its top 10 agreed with an exact search
-only 92% of the time (bench/tenancy.py); and GIN intersects each query word with the
+only 92-95% of the time (bench/tenancy.py); and GIN intersects each query word with the
 agent's entry, a posting list of every row the agent has.
 
-So an agent past ``min_rows`` (memories or chunks, as recall counts them) gets four
-partial indexes, ``WHERE agent_id = '<agent>'``: HNSW and GIN over its memories and over
-its chunks.  Recall's statement for a large agent is planned for its agent id, so the
-planner sees the predicate hold and reads the agent's own, smaller indexes.  They are
-built and dropped CONCURRENTLY (writes go on), one at a time, in a session of their own
-with ``build_memory`` of maintenance_work_mem (an HNSW build that fits in it is several
-times faster).  An agent that shrinks below half of ``min_rows`` or is erased loses its
-indexes (the gap stops an agent at the limit from flapping); a build that failed
-(an invalid index left by a killed CREATE INDEX CONCURRENTLY) is dropped and built again.
+So an agent past ``agent_indexes_min_rows`` (memories or chunks, as recall counts them)
+gets four partial indexes, ``WHERE agent_id = '<agent>'``: HNSW and GIN over its memories
+and over its chunks.  Recall's statement for a large agent is planned for its agent id,
+so the planner sees the predicate hold and reads the agent's own, smaller indexes.  They
+are built and dropped CONCURRENTLY (writes go on), one at a time, in a session of their
+own with ``agent_indexes_build_memory`` of maintenance_work_mem (an HNSW build that fits
+in it is several times faster).  An agent that shrinks below half of the limit or is
+erased loses its indexes (the gap stops an agent at the limit from flapping); a build
+that failed (an invalid index left by a killed CREATE INDEX CONCURRENTLY) is dropped and
+built again.
 
 Every partial index of a table is considered when a statement on it is planned, so at
-most ``max_agents`` agents have their own (the largest first); past that many large
-agents, partition the tables by agent instead (docs/scaling.md).
+most ``agent_indexes_max`` agents have their own (the largest first); past that many large
+agents, spread them over Citus shard groups of their own (docs/scaling.md).
 
 Index names carry a digest of the agent id, not the id: ``agent_<table>_<leg>_<hex>``.
 """
@@ -32,6 +33,7 @@ from datetime import datetime
 
 from ..db import Database
 from .batches import BatchHook, JobResult
+from .policy import MaintenancePolicy
 
 NAME_PATTERN = r"^agent_(mem|chunk)_(vec|text)_[0-9a-f]{16}$"  # also in queries.sql
 
@@ -76,37 +78,26 @@ def index_names(agent: str) -> list[str]:
     return [index_name(agent, shape) for shape in SHAPES]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AgentIndexPolicy:
-    min_rows: int = 20_000
-    max_agents: int = 200
-    build_memory: str = "1GB"
-
-    def __post_init__(self) -> None:
-        if self.min_rows < 2 or self.max_agents < 0:
-            raise ValueError("agent indexes need min_rows >= 2 and max_agents >= 0")
-
-
 class AgentIndexes:
     """Creates and drops the large agents' own indexes (the ``indexes`` job's body)."""
 
-    def __init__(self, db: Database, policy: AgentIndexPolicy) -> None:
+    def __init__(self, db: Database, policy: MaintenancePolicy) -> None:
         self._db = db
         self._policy = policy
 
     async def run(self, *, now: datetime, dry_run: bool = False,
                   on_batch: BatchHook | None = None) -> JobResult:
         del now  # what is large is read from the rows, not from the clock
-        policy = self._policy
-        sizes = await self._db.fetch("agent_index_candidates", policy.min_rows // 2,
-                                     policy.max_agents)
+        limit = self._policy.agent_indexes_min_rows
+        sizes = await self._db.fetch("agent_index_candidates", limit // 2,
+                                     self._policy.agent_indexes_max)
         present = {row["name"]: row["valid"] for row in
                    await self._db.fetch("agent_indexes_present")}
         wanted: dict[str, tuple[str, IndexShape]] = {}  # index name -> agent, shape
         for row in sizes:
             agent, rows = row["agent_id"], row["rows"]
             names = index_names(agent)
-            if rows > policy.min_rows or any(name in present for name in names):
+            if rows > limit or any(name in present for name in names):
                 wanted.update((name, (agent, shape)) for name, shape in zip(names, SHAPES,
                                                                              strict=True))
         stale = [name for name in present if name not in wanted]
@@ -144,7 +135,8 @@ class AgentIndexes:
         if not todo:
             return
         async with self._db.session() as conn:
-            await conn.fetchval("agent_index_build_settings", self._policy.build_memory)
+            await conn.fetchval("agent_index_build_settings",
+                                self._policy.agent_indexes_build_memory)
             for name, agent, shape in todo:
                 await conn.execute_built(await conn.fetchval(
                     "agent_index_create_ddl", name, shape.table, shape.using, agent,

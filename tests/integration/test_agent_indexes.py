@@ -11,7 +11,9 @@ import pytest
 
 from jobs.runner import JobRunner
 from nous_memory import MemoryStore
+from nous_memory.config import Settings
 from nous_memory.embeddings import Embedder
+from nous_memory.errors import ConfigurationError
 from nous_memory.maintenance.indexes import NAME_PATTERN, index_names
 from tests.integration.jobs_helpers import sql
 
@@ -109,8 +111,5 @@ async def test_only_the_largest_agents(database_url: str, embedder: Embedder) ->
 
 
 def test_bad_build_memory_is_refused() -> None:
-    from nous_memory.config import Settings
-    from nous_memory.errors import ConfigurationError
-
     with pytest.raises(ConfigurationError, match="agent_indexes_build_memory"):
         Settings(agent_indexes_build_memory="1GB; DROP TABLE memories")
