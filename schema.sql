@@ -1,6 +1,6 @@
 -- nous-memory schema: the single source of truth for the database layout.
 --
--- schema-version: 10
+-- schema-version: 11
 --
 -- The migration runner applies this file to an empty database and records the
 -- version above; numbered files in nous_memory/db/migrations/ upgrade databases
@@ -153,6 +153,19 @@ CREATE TABLE facts (
     -- the message of the source episode it was learned from (rule facts know their turn):
     -- recall credits the turn, context shows the two once
     source_seq          integer     CHECK (source_seq >= 0),
+    -- the slot the fact fills (facts/slots.py): who it is about, which attribute, the
+    -- value it gives it (normalised); slot_ended: it closes the value ("Max died").  A
+    -- newer statement in the same slot supersedes, in the order things were said.
+    slot_subject        text,
+    slot_attribute      text,
+    slot_value          text,
+    slot_ended          boolean     NOT NULL DEFAULT false,
+    -- when it was said (not when recorded) and until when it held (the successor's
+    -- valid_from); NULL valid_from: a fact from before slots, not yet read by the backfill
+    valid_from          timestamptz,
+    valid_until         timestamptz,
+    -- the moment a stated plan happens ("next Tuesday at 3pm"): the Upcoming section
+    event_at            timestamptz,
     PRIMARY KEY (agent_id, memory_id),
     FOREIGN KEY (agent_id, memory_id, kind)
         REFERENCES memories (agent_id, id, kind) ON DELETE CASCADE,
@@ -184,6 +197,11 @@ CREATE INDEX facts_normalized ON facts (agent_id, normalized_hash);
 -- context assembly's always-on read: the facts the user stated, by category (the pins)
 CREATE INDEX facts_pinned ON facts (agent_id, lower(category))
     WHERE source_kind = 'user_stated';
+-- learn_fact's slot stage and context's "about the user now" read a slot's facts
+CREATE INDEX facts_slot ON facts (agent_id, slot_subject, slot_attribute)
+    WHERE slot_attribute IS NOT NULL;
+-- the Upcoming section: an agent's dated plans in time order
+CREATE INDEX facts_events ON facts (agent_id, event_at) WHERE event_at IS NOT NULL;
 
 -- Deleting a fact (a purge, forgetting an agent) makes PostgreSQL look for the facts that
 -- point at it through the supersession links; without these, every deleted fact costs

@@ -107,6 +107,13 @@ class FactRow(SQLModel, table=True):
     conflicts_with: list[UUID] = Field(
         default_factory=list, sa_column=Column(ARRAY(PgUUID), nullable=False))
     source_seq: int | None = None
+    slot_subject: str | None = None
+    slot_attribute: str | None = None
+    slot_value: str | None = None
+    slot_ended: bool = False
+    valid_from: datetime | None = _time(default=None)
+    valid_until: datetime | None = _time(default=None)
+    event_at: datetime | None = _time(default=None)
 
 
 class EpisodeRow(SQLModel, table=True):

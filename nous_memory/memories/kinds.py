@@ -217,6 +217,16 @@ class FactDetail(_Detail):
     supersedes_id: UUID | None = None
     superseded_by_id: UUID | None = None
     conflicts_with: list[UUID] = []
+    # what it describes (facts/slots.py reads it from the content when not given)
+    slot_subject: Label | None = None
+    slot_attribute: Label | None = None
+    slot_value: str | None = None
+    slot_ended: bool = False
+    # when it was said (default: when learned); until when it held (kept by learn_fact)
+    valid_from: Timestamp | None = None
+    valid_until: Timestamp | None = None
+    # when a stated plan happens (read from the content, against valid_from)
+    event_at: Timestamp | None = None
 
 
 class EpisodeDetail(_Detail):
@@ -309,7 +319,7 @@ COMMON_FIELDS = frozenset(CommonFields.model_fields)
 # Detail fields the store maintains itself; callers cannot set them directly.
 MANAGED_FIELDS: dict[Kind, frozenset[str]] = {
     Kind.FACT: frozenset({"confirmation_count", "last_confirmed_at", "supersedes_id",
-                          "superseded_by_id", "conflicts_with"}),
+                          "superseded_by_id", "conflicts_with", "valid_until"}),
     Kind.EPISODE: frozenset({"state", "facts_state", "message_count", "last_message_at",
                              "storage", "facts_extractor", "source_key"}),
 }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID, uuid4
 
@@ -28,6 +28,7 @@ from ..errors import (
 from ..tokens import count_tokens
 from .changes import apply_changes, audit_values, refuse_cold_detail_edit
 from .fact_key import fact_hash
+from .fact_slots import SELF, slot_and_event
 from .kinds import (
     MAX_BATCH_ITEMS,
     MAX_PAGE_SIZE,
@@ -347,7 +348,27 @@ class MemoryManager:
 # ---------------------------------------------------------------------- helpers
 
 
+def complete_fact(detail: FactDetail) -> FactDetail:
+    """The fact with when it was said (default now), its slot and its plan's moment read
+    from its content where the caller gave none (a given slot is normalised)."""
+    said = detail.valid_from or datetime.now(UTC)
+    updates: dict[str, Any] = {"valid_from": said}
+    slot, event = slot_and_event(detail.content, said)
+    if detail.slot_attribute is not None:
+        updates.update(slot_subject=" ".join((detail.slot_subject or SELF).lower().split()),
+                       slot_attribute=" ".join(detail.slot_attribute.lower().split()),
+                       slot_value=" ".join((detail.slot_value or "").lower().split()))
+    elif slot is not None:
+        updates.update(slot_subject=slot.subject, slot_attribute=slot.attribute,
+                       slot_value=slot.value, slot_ended=slot.ended)
+    if detail.event_at is None and event is not None:
+        updates["event_at"] = event
+    return detail.model_copy(update=updates)
+
+
 def _detail_row(agent: str, memory_id: UUID, detail: Any) -> dict[str, Any]:
+    if isinstance(detail, FactDetail):
+        detail = complete_fact(detail)
     row: dict[str, Any] = detail.model_dump(mode="json")
     row.update(agent_id=agent, memory_id=str(memory_id))
     if isinstance(detail, FactDetail):

@@ -34,7 +34,10 @@ ON CONFLICT (agent_id, memory_id) DO UPDATE SET
     content = EXCLUDED.content, subject = EXCLUDED.subject, category = EXCLUDED.category,
     confidence = EXCLUDED.confidence, source = EXCLUDED.source,
     source_kind = EXCLUDED.source_kind, source_episode_id = EXCLUDED.source_episode_id,
-    source_seq = EXCLUDED.source_seq, normalized_hash = EXCLUDED.normalized_hash;
+    source_seq = EXCLUDED.source_seq, normalized_hash = EXCLUDED.normalized_hash,
+    slot_subject = EXCLUDED.slot_subject, slot_attribute = EXCLUDED.slot_attribute,
+    slot_value = EXCLUDED.slot_value, slot_ended = EXCLUDED.slot_ended,
+    valid_from = EXCLUDED.valid_from, event_at = EXCLUDED.event_at;
 
 -- name: upsert_episode_details
 -- State, message count and extraction state belong to the lifecycle: never overwritten.
