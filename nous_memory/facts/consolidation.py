@@ -199,6 +199,18 @@ def _spelled_value(word: str) -> dict[str, frozenset[str]]:
             if kind in SPELLED_KINDS}
 
 
+def _reframed(new: str, old: str) -> bool:
+    """The same frame with two or more other content words on each side ("sister Kalopa
+    works as a ririra maker" / "sister Ririba ... a rarari maker"): a rewording changes
+    verbs and adjectives, but a sentence that keeps its frame and swaps two of its words
+    on each side says something else."""
+    a, b = content_words(new), content_words(old)
+    only_a, only_b = a - b, b - a
+    shared = a & b
+    return (len(only_a) >= 2 and len(only_b) >= 2 and len(shared) >= max(len(only_a), 2)
+            and not any(x.endswith(_VERB_FORMS) for x in only_a | only_b))
+
+
 def content_words(text: str) -> set[str]:
     return {t for t in analyse(text).tokens if t not in _STOPWORDS}
 
@@ -266,6 +278,7 @@ class Candidate:
     id: UUID
     content: str
     cosine: float
+    slot: str | None = None  # "subject|attribute" when it fills one
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -281,9 +294,13 @@ class Plan:
 
 
 def decide(content: str, candidates: list[Candidate], thresholds: Thresholds, *,
-           llm_available: bool, verdicts: dict[UUID, Verdict] | None = None) -> Plan:
-    """Choose an action from the nearest active facts (most similar first)."""
-    near = [c for c in candidates if c.cosine >= thresholds.candidate]
+           llm_available: bool, verdicts: dict[UUID, Verdict] | None = None,
+           slot: str | None = None) -> Plan:
+    """Choose an action from the nearest active facts (most similar first).  A fact of
+    another slot (another subject, or another attribute) is never the same fact, however
+    close the wording ("Dev's sister Kalopa works as ..." / "... Ririba works as ...")."""
+    near = [c for c in candidates if c.cosine >= thresholds.candidate
+            and (slot is None or c.slot is None or c.slot == slot)]
     band = [c for c in near if c.cosine < thresholds.confirm]
     if llm_available and verdicts is None and band and not any(
             c.cosine >= thresholds.confirm and relation(content, c.content) != "names"
@@ -310,6 +327,8 @@ def decide(content: str, candidates: list[Candidate], thresholds: Thresholds, *,
 def _from_values(content: str, cand: Candidate,
                  decided_by: Literal["similarity", "rule"]) -> Plan | None:
     rel = relation(content, cand.content)
+    if rel == "compatible" and decided_by == "rule" and _reframed(content, cand.content):
+        return None  # two values changed in one frame: another fact, kept beside it
     if rel == "compatible":
         action: Literal["confirm", "merge"] = (
             "merge" if more_specific(content, cand.content) else "confirm")

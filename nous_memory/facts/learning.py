@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -22,16 +23,14 @@ from pgvector import Vector as PgVector
 from pydantic import BaseModel
 
 from ..db import Connection, Database
-from ..db.audit import record_events
 from ..embeddings.cache import EmbeddingCache
 from ..errors import InvalidInputError, NotFoundError, loggable
 from ..llm import LLMClient, LLMError
 from ..memories.fact_key import fact_hash
 from ..memories.kinds import FactDetail, Kind, NewMemory, parse_agent_id, parse_new
-from ..memories.manager import MemoryManager, PreparedWrite
+from ..memories.manager import MemoryManager, PreparedWrite, complete_fact
 from ..memories.params import parse_memory_id
 from ..memories.records import Memory, MemoryEvent
-from ..tokens import count_tokens
 from .consolidation import (
     Candidate,
     Plan,
@@ -39,17 +38,20 @@ from .consolidation import (
     Verdict,
     censor_matches,
     decide,
+    more_specific,
     rejection_reason,
 )
 from .results import FactHistory as FactHistory
 from .results import LearnAction as LearnAction
 from .results import LearnResult as LearnResult
+from .timeline import Placement, SlotFact, place
+from .writes import CONFIRM_GAIN as CONFIRM_GAIN
+from .writes import CONTRADICTION_FACTOR as CONTRADICTION_FACTOR
+from .writes import FactWrites, fact_detail
 
 _log = logging.getLogger(__name__)
 
 CANDIDATES = 5
-CONFIRM_GAIN = 0.1
-CONTRADICTION_FACTOR = 0.5
 
 
 class _Classified(BaseModel):
@@ -77,6 +79,7 @@ class FactLearner:
         self._embeddings = embeddings
         self._thresholds = thresholds
         self._llm = llm
+        self.writes = FactWrites(memories, embeddings)
 
     async def learn(self, agent_id: str, content: Any, *, instructions: str | None = None,
                     **fields: Any) -> LearnResult:
@@ -147,7 +150,7 @@ class FactLearner:
         reason = rejection_reason(new.detail.content, instructions)
         if reason is not None:
             return LearnResult(action=LearnAction.REJECTED, fact=None, reason=reason)
-        return new
+        return new.model_copy(update={"detail": complete_fact(new.detail)})
 
     @staticmethod
     def _censor(new: NewMemory, censors: Sequence[Mapping[str, Any]]
@@ -172,19 +175,66 @@ class FactLearner:
                       llm_available: bool) -> LearnResult | Plan:
         agent = prepared.agent
         await conn.execute("lock_agent_facts", agent)
+        detail = fact_detail(prepared)
         exact = await conn.fetchrow("fact_by_hash", agent, fact_hash(_text(prepared)))
         if exact is not None:
-            detail = prepared.news[0].detail
-            assert isinstance(detail, FactDetail)
             return await self._exact(conn, agent, exact, detail)
+        if detail.slot_attribute is not None:
+            rows = await conn.fetch("facts_in_slot", agent, detail.slot_subject,
+                                    detail.slot_attribute)
+            placement = place(detail.content, detail.slot_value or "", detail.slot_ended,
+                              _said(detail),
+                              [SlotFact(id=r["id"], active=r["status"] == "active",
+                                        content=r["content"],
+                                        value=r["slot_value"] or "", ended=r["slot_ended"],
+                                        said_at=r["said_at"],
+                                        superseded_by=r["superseded_by_id"]) for r in rows])
+            if placement is not None:
+                return await self._place(conn, prepared, placement)
         candidates = await self._nearest(conn, agent, prepared)
         plan = decide(_text(prepared), candidates, self._thresholds,
-                      llm_available=llm_available, verdicts=verdicts)
+                      llm_available=llm_available, verdicts=verdicts, slot=_slot_key(detail))
         if plan.action == "ask":
             return plan
         return await self._apply(conn, plan, prepared)
 
-    # ------------------------------------------------------------------ stages
+    async def _place(self, conn: Connection, prepared: PreparedWrite,
+                     placement: Placement) -> LearnResult:
+        """Apply a slot's timeline (``timeline.place``): confirm, a new current value, or a
+        past value put in its place in the history."""
+        agent, detail = prepared.agent, fact_detail(prepared)
+        if placement.action == "confirm":
+            assert placement.target is not None
+            current = await conn.fetchrow("fact_for_update", agent, placement.target)
+            assert current is not None
+            merge = more_specific(detail.content, current["content"])
+            cosine = await conn.fetchval("fact_cosine", agent, placement.target,
+                                         PgVector(prepared.embedded.vectors[0]),
+                                         self._embeddings.model_name)
+            await self.writes.confirm(conn, agent, placement.target, current["confidence"],
+                                detail.confidence, similarity=cosine or 0.0, decided_by="slot",
+                                statement=detail, reword=prepared if merge else None,
+                                old_content=current["content"])
+            return await self.writes.result(
+                conn, agent, LearnAction.MERGED if merge else LearnAction.CONFIRMED,
+                placement.target, cosine, "slot", [placement.target])
+        if placement.action == "current":
+            latest = placement.retire[-1]
+            created = await self.writes.create(conn, prepared, supersedes=latest)
+            for old in placement.retire:
+                await self.writes.retire(conn, agent, old, created, until=_said(detail))
+            return await self.writes.result(conn, agent, LearnAction.SUPERSEDED, created, None,
+                                      "slot", list(placement.retire))
+        successor, predecessor = placement.successor, placement.predecessor
+        assert successor is not None
+        created = await self.writes.create(
+            conn, prepared, supersedes=predecessor.id if predecessor is not None else None)
+        await self.writes.past(conn, agent, created, successor.id, successor.said_at)
+        if predecessor is not None and predecessor.superseded_by == successor.id:
+            await conn.execute("fact_relink", agent, predecessor.id, created)
+            await conn.execute("fact_valid_until", agent, predecessor.id, _said(detail))
+        return await self.writes.result(conn, agent, LearnAction.PAST, created, None, "slot",
+                                  [successor.id])
 
     async def _nearest(self, conn: Connection, agent: str,
                        prepared: PreparedWrite) -> list[Candidate]:
@@ -192,8 +242,9 @@ class FactLearner:
         rows = await conn.fetch("nearest_active_facts", agent,
                                 PgVector(prepared.embedded.vectors[0]),
                                 self._embeddings.model_name, CANDIDATES)
-        return [Candidate(id=r["id"], content=r["content"], cosine=float(r["cosine"]))
-                for r in rows]
+        return [Candidate(id=r["id"], content=r["content"], cosine=float(r["cosine"]),
+                          slot=None if r["slot_attribute"] is None
+                          else f"{r['slot_subject']}|{r['slot_attribute']}") for r in rows]
 
     async def _classify(self, agent: str, text: str,
                         candidates: Sequence[Candidate]) -> dict[UUID, Verdict]:
@@ -220,22 +271,31 @@ class FactLearner:
     async def _exact(self, conn: Connection, agent: str, row: Any,
                      incoming: FactDetail) -> LearnResult:
         if row["status"] == "active":
-            await self._confirm(conn, agent, row["id"], row["confidence"], incoming.confidence,
-                                similarity=1.0, decided_by="exact", statement=incoming)
-            return await self._result(conn, agent, LearnAction.CONFIRMED, row["id"], 1.0,
+            await self.writes.confirm(conn, agent, row["id"], row["confidence"],
+                                      incoming.confidence, similarity=1.0, decided_by="exact",
+                                      statement=incoming)
+            return await self.writes.result(conn, agent, LearnAction.CONFIRMED, row["id"], 1.0,
                                       "exact", [row["id"]])
         head = await conn.fetchval("active_successor", agent, row["id"])
+        if head is not None and _said(incoming) < await conn.fetchval("fact_said_at", agent,
+                                                                      head):
+            # the old value restated back then (an older session imported late): history
+            await self.writes.confirm(conn, agent, row["id"], row["confidence"],
+                                      incoming.confidence, similarity=1.0, decided_by="exact",
+                                      statement=incoming)
+            return await self.writes.result(conn, agent, LearnAction.CONFIRMED, row["id"], 1.0,
+                                      "exact", [row["id"], head])
         confidence = _max(row["confidence"], incoming.confidence)
         await conn.execute("fact_reactivate", agent, row["id"], confidence)
         await conn.execute("memory_set_status", agent, row["id"], "active")
-        await self._events(conn, agent, row["id"], "restored",
+        await self.writes.events(conn, agent, row["id"], "restored",
                            {"status": "superseded", "superseded_by_id": _s(head)},
                            {"status": "active", "replaces": _s(head),
                             "reason": "reactivated by learn_fact"})
         if head is not None:
-            await self._retire(conn, agent, head, row["id"])
+            await self.writes.retire(conn, agent, head, row["id"])
         related = [head] if head is not None else []
-        return await self._result(conn, agent, LearnAction.REACTIVATED, row["id"], 1.0,
+        return await self.writes.result(conn, agent, LearnAction.REACTIVATED, row["id"], 1.0,
                                   "exact", related)
 
     async def _apply(self, conn: Connection, plan: Plan, prepared: PreparedWrite) -> LearnResult:
@@ -246,94 +306,39 @@ class FactLearner:
             assert current is not None
             new = prepared.news[0].detail
             assert isinstance(new, FactDetail)
-            await self._confirm(conn, agent, target.id, current["confidence"], new.confidence,
+            await self.writes.confirm(conn, agent, target.id, current["confidence"],
+                                      new.confidence,
                                 similarity=target.cosine, decided_by=plan.decided_by,
                                 statement=new,
                                 reword=prepared if plan.action == "merge" else None,
                                 old_content=current["content"])
             action = LearnAction.MERGED if plan.action == "merge" else LearnAction.CONFIRMED
-            return await self._result(conn, agent, action, target.id, target.cosine,
+            return await self.writes.result(conn, agent, action, target.id, target.cosine,
                                       plan.decided_by, [target.id])
         flagged = [c.id for c in plan.flagged]
-        detail = prepared.news[0].detail
-        assert isinstance(detail, FactDetail)
-        updates: dict[str, Any] = {"conflicts_with": flagged}
+        said = _said(fact_detail(prepared))
         if plan.action == "supersede" and target is not None:
-            updates["supersedes_id"] = target.id
-        news = [prepared.news[0].model_copy(update={"detail": detail.model_copy(update=updates)})]
-        (created,) = await self._memories.write(
-            conn, PreparedWrite(agent=agent, news=news, ids=prepared.ids,
-                                summaries=prepared.summaries, tokens=prepared.tokens,
-                                embedded=prepared.embedded))
+            target_said = await conn.fetchval("fact_said_at", agent, target.id)
+            if said < target_said:  # said before the fact it would replace: a past value
+                created = await self.writes.create(conn, prepared)
+                await self.writes.past(conn, agent, created, target.id, target_said)
+                return await self.writes.result(conn, agent, LearnAction.PAST, created,
+                                          target.cosine, plan.decided_by, [target.id])
+        created = await self.writes.create(
+            conn, prepared, flagged=flagged,
+            supersedes=target.id if plan.action == "supersede" and target else None)
         if flagged:
-            await conn.execute("fact_flag_conflict", agent, flagged, created.id)
+            await conn.execute("fact_flag_conflict", agent, flagged, created)
             for other in flagged:
-                await self._events(conn, agent, other, "updated", {},
-                                   {"conflicts_with_added": str(created.id)})
+                await self.writes.events(conn, agent, other, "updated", {},
+                                   {"conflicts_with_added": str(created)})
         if plan.action == "supersede" and target is not None:
-            await self._retire(conn, agent, target.id, created.id)
-            return await self._result(conn, agent, LearnAction.SUPERSEDED, created.id,
+            await self.writes.retire(conn, agent, target.id, created, until=said)
+            return await self.writes.result(conn, agent, LearnAction.SUPERSEDED, created,
                                       target.cosine, plan.decided_by, [target.id])
         best = max((c.cosine for c in plan.flagged), default=None)
-        return await self._result(conn, agent, LearnAction.CREATED, created.id, best,
+        return await self.writes.result(conn, agent, LearnAction.CREATED, created, best,
                                   plan.decided_by, flagged)
-
-    async def _confirm(self, conn: Connection, agent: str, fact_id: UUID,
-                       stored: float | None, incoming: float | None, *, similarity: float,
-                       decided_by: str, statement: FactDetail,
-                       reword: PreparedWrite | None = None,
-                       old_content: str | None = None) -> None:
-        base = _max(stored, incoming)
-        confidence = None if base is None else round(base + (1 - base) * CONFIRM_GAIN, 4)
-        content = None
-        if reword is not None:
-            content = reword.summaries[0][0]
-            await conn.execute("memory_reword", agent, fact_id, content, count_tokens(content),
-                               PgVector(reword.embedded.vectors[0]), self._embeddings.model_name)
-            await self._embeddings.save(conn, agent, reword.embedded)
-        else:
-            await conn.execute("memory_touch", agent, fact_id)
-        await conn.execute("fact_confirm", agent, fact_id, confidence, content,
-                           fact_hash(content) if content else None)
-        old: dict[str, Any] = {"confidence": stored}
-        new: dict[str, Any] = {
-            "confidence": confidence, "similarity": round(similarity, 4),
-            "decided_by": decided_by,
-            # the confirming statement's provenance stays in the history
-            "confirmed_by": {"content": statement.content, "source": statement.source,
-                             "source_kind": statement.source_kind.value,
-                             "source_episode_id": _s(statement.source_episode_id)}}
-        if content is not None:
-            old["content"], new["content"] = old_content, content
-        await self._events(conn, agent, fact_id, "confirmed", old, new)
-
-    async def _retire(self, conn: Connection, agent: str, old_id: UUID, new_id: UUID) -> None:
-        """Mark ``old_id`` superseded by ``new_id``, both links kept, confidence halved."""
-        row = await conn.fetchrow("fact_for_update", agent, old_id)
-        assert row is not None
-        lowered = None if row["confidence"] is None else round(
-            row["confidence"] * CONTRADICTION_FACTOR, 4)
-        await conn.execute("fact_link_superseded", agent, old_id, new_id, lowered)
-        await conn.execute("memory_set_status", agent, old_id, "superseded")
-        await self._events(conn, agent, old_id, "superseded",
-                           {"status": "active", "confidence": row["confidence"]},
-                           {"status": "superseded", "superseded_by_id": str(new_id),
-                            "confidence": lowered})
-
-    async def _events(self, conn: Connection, agent: str, memory_id: UUID, event: str,
-                      old: dict[str, Any], new: dict[str, Any]) -> None:
-        await record_events(conn, agent, [{
-            "memory_id": str(memory_id), "event": event, "old_values": old,
-            "new_values": new, "actor": "learn_fact"}])
-
-    async def _result(self, conn: Connection, agent: str, action: LearnAction, fact_id: UUID,
-                      similarity: float | None, decided_by: str,
-                      related: list[UUID]) -> LearnResult:
-        row = await conn.fetchrow("get_memory", agent, fact_id)
-        assert row is not None
-        return LearnResult(action=action, fact=Memory.from_row(row),
-                           similarity=None if similarity is None else round(similarity, 4),
-                           decided_by=decided_by, related=related)
 
     # ------------------------------------------------------------------ reading
 
@@ -355,6 +360,16 @@ class FactLearner:
         rows = await self._db.fetch("facts_from_episode", agent,
                                     parse_memory_id(episode_id, "episode_id"))
         return [Memory.from_row(r) for r in rows]
+
+
+def _said(detail: FactDetail) -> datetime:
+    assert detail.valid_from is not None  # complete_fact sets it in prepare
+    return detail.valid_from
+
+
+def _slot_key(detail: FactDetail) -> str | None:
+    return (None if detail.slot_attribute is None
+            else f"{detail.slot_subject}|{detail.slot_attribute}")
 
 
 def _text(prepared: PreparedWrite) -> str:

@@ -25,16 +25,18 @@ LIMIT 1;
 
 -- name: nearest_active_facts
 -- Raw cosine similarity to this agent's active facts embedded with the same model.
-SELECT m.id, f.content, 1 - (m.embedding <=> $2) AS cosine
+SELECT m.id, f.content, 1 - (m.embedding <=> $2) AS cosine, f.slot_subject, f.slot_attribute
 FROM memories m JOIN facts f ON f.agent_id = m.agent_id AND f.memory_id = m.id
 WHERE m.agent_id = $1 AND m.kind = 'fact' AND m.status = 'active' AND m.embedding_model = $3
 ORDER BY m.embedding <=> $2
 LIMIT $4;
 
 -- name: fact_for_update
+-- Any status: a past value of a slot is confirmed too (under the agent's fact lock).
 SELECT f.content, f.confidence FROM facts f
 JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
-WHERE f.agent_id = $1 AND f.memory_id = $2 AND m.status = 'active' FOR UPDATE OF f;
+WHERE f.agent_id = $1 AND f.memory_id = $2 AND m.status IN ('active', 'superseded')
+FOR UPDATE OF f;
 
 -- name: fact_confirm
 -- $4/$5: new wording and its hash when a better wording is kept, else NULL.
@@ -172,3 +174,37 @@ WHERE agent_id = $1 AND memory_id = $2 AND supersedes_id IS NULL;
 SELECT f.content, f.confidence, greatest(m.created_at, f.last_confirmed_at) AS stated_at
 FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
 WHERE f.agent_id = $1 AND f.memory_id = $2;
+
+-- name: facts_in_slot
+-- Every fact of one slot ($2 subject, $3 attribute), current and past, with when it was
+-- said (a fact from before slots: when it was recorded).  Through facts_slot.
+SELECT f.memory_id AS id, m.status, f.content, f.slot_value, f.slot_ended, f.superseded_by_id,
+       COALESCE(f.valid_from, m.created_at) AS said_at
+FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
+WHERE f.agent_id = $1 AND f.slot_subject = $2 AND f.slot_attribute = $3
+  AND f.slot_attribute IS NOT NULL AND m.status IN ('active', 'superseded')
+ORDER BY said_at, m.created_at
+FOR UPDATE OF f;
+
+-- name: fact_valid_until
+-- Until when a fact held: the moment its successor was said ($3; NULL: it holds again).
+UPDATE facts SET valid_until = $3 WHERE agent_id = $1 AND memory_id = $2;
+
+-- name: fact_relink
+-- A past value placed between two others: $2 now leads to $3 (its successor), and $3
+-- comes from $2; confidence untouched.
+UPDATE facts SET superseded_by_id = CASE WHEN memory_id = $2 THEN $3 ELSE superseded_by_id END,
+                 supersedes_id = CASE WHEN memory_id = $3 THEN $2 ELSE supersedes_id END
+WHERE agent_id = $1 AND memory_id IN ($2, $3);
+
+-- name: fact_said_at
+-- When a fact was said (a fact from before slots: when it was recorded).
+SELECT COALESCE(f.valid_from, m.created_at)
+FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
+WHERE f.agent_id = $1 AND f.memory_id = $2;
+
+-- name: fact_cosine
+-- Raw cosine of a stored fact to a new statement's vector ($3; $4 the model): what a
+-- slot decision reports as its similarity.
+SELECT CASE WHEN embedding_model = $4 THEN 1 - (embedding <=> $3) END
+FROM memories WHERE agent_id = $1 AND id = $2;

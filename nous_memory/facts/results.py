@@ -17,6 +17,9 @@ class LearnAction(StrEnum):
     MERGED = "merged"
     SUPERSEDED = "superseded"
     REACTIVATED = "reactivated"
+    # said before the slot's current value (an older session imported late): kept in the
+    # history as a past value, never current
+    PAST = "past"
     REJECTED = "rejected"
 
 

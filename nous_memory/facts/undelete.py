@@ -144,12 +144,12 @@ class Undeleter:
             if action is RestoreAction.CONFIRMED:
                 stated = await conn.fetchrow("fact_stated", agent, current)
                 assert stated is not None and isinstance(memory.detail, FactDetail)
-                await self._learner._confirm(
+                await self._learner.writes.confirm(
                     conn, agent, current, stated["confidence"], memory.detail.confidence,
                     similarity=1.0, decided_by="restore", statement=memory.detail)
         elif action is RestoreAction.REPLACED:
             (older,) = related
-            await self._learner._retire(conn, agent, older, ident)
+            await self._learner.writes.retire(conn, agent, older, ident)
             await conn.execute("fact_link_predecessor", agent, ident, older)
         elif action is RestoreAction.FLAGGED:
             await conn.execute("fact_flag_conflict", agent, related, ident)
