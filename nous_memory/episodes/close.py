@@ -50,7 +50,13 @@ INSTRUCTIONS = (
     "sentence, or null); topics (a few short labels); facts (durable facts about the user "
     "and their world worth remembering for months: content as one self-contained "
     "sentence, subject, category such as preference, person, place, schedule, rule, "
-    "confidence 0..1); decisions (choices that were made: description, subject (what the "
+    "confidence 0..1, and when the fact gives a value to an attribute of someone or "
+    "something: attribute (a short label such as home, employer, job title, partner, "
+    "pet:dog, diet, phone, car, commute, schedule:gym, count:kids, deadline, "
+    "event:dentist appointment), value (the value it states), ended (true when it says the "
+    "value no longer holds: a death, a break-up, a cancellation, 'no longer'), and the "
+    "seq of the message that states it); decisions (choices that were made: description, "
+    "subject (what the "
     "choice is about, a short label), outcome pending|success|failure|partial|abandoned, "
     "confidence, pattern, reasons; a later outcome of an earlier choice is the same "
     "decision with the same subject); lessons "
@@ -72,6 +78,11 @@ class ExtractedFact(BaseModel):
     subject: str | None = None
     category: str | None = None
     confidence: float | None = Field(default=None, ge=0, le=1)
+    # the slot it fills (the rules read one from the content when these are missing)
+    attribute: str | None = None
+    value: str | None = None
+    ended: bool = False
+    seq: int | None = Field(default=None, ge=0)  # the message that states it
 
 
 class ExtractedDecision(BaseModel):

@@ -18,6 +18,8 @@ confirmed or merged, not duplicated.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -63,19 +65,22 @@ class EpisodeLearner:
         facts: list[PreparedWrite] = []
         decisions = PreparedDecisions(news=None, updates=[])
         if extraction is not None:
+            times = {r["seq"]: r["created_at"] for r in await self._db.fetch(
+                "episode_message_times", agent, ident)}
             facts = await self._prepare_facts(agent, ident, extraction.facts,
-                                              LLM_DEFAULT_CONFIDENCE)
+                                              LLM_DEFAULT_CONFIDENCE, times)
             decisions = await self._decisions.prepare(agent, ident, extraction)
         elif await self._needs_rules(agent, ident):
-            found = extract_statements(await read_transcript(self._db, agent, ident))
+            transcript = await read_transcript(self._db, agent, ident)
+            found = extract_statements(transcript)
             if len(found) > MAX_LIST_ITEMS:  # the cap an LLM extraction has, latest kept
                 _log.info("episode %s: %d rule facts, the latest %d learned", ident,
                           len(found), MAX_LIST_ITEMS)
                 found = found[-MAX_LIST_ITEMS:]
             facts = await self._prepare_facts(agent, ident, [
                 ExtractedFact(content=s.content, subject=s.subject, category=s.category,
-                              confidence=s.confidence) for s in found], RULE_CONFIDENCE,
-                seqs=[s.seq for s in found])
+                              confidence=s.confidence, seq=s.seq) for s in found],
+                RULE_CONFIDENCE, {m.seq: m.created_at for m in transcript})
             await self._learn_rules(ctx, agent, ident, chunks, summary, vectors, facts)
             return
         async with ctx.commit() as conn:
@@ -139,16 +144,15 @@ class EpisodeLearner:
                                 PgVector(vectors[-1]), model, summary)
 
     async def _prepare_facts(self, agent: str, episode_id: UUID,
-                             extracted: list[ExtractedFact], default_confidence: float, *,
-                             seqs: list[int] | None = None) -> list[PreparedWrite]:
-        """``seqs``: the message each fact was said in (the rules know it), so recall
-        credits that turn and context shows the two once."""
-        items = [{**{k: v for k, v in fact.model_dump().items() if v is not None},
-                  "confidence": default_confidence if fact.confidence is None
-                  else fact.confidence,
-                  "source_kind": "extracted", "source_episode_id": episode_id,
-                  **({"source_seq": seqs[i]} if seqs is not None else {})}
-                 for i, fact in enumerate(extracted)]
+                             extracted: list[ExtractedFact], default_confidence: float,
+                             times: Mapping[int, datetime | None]) -> list[PreparedWrite]:
+        """Each fact with the message it was said in (``seq``: recall credits that turn,
+        context shows the two once), valid from the moment that message was said (else the
+        episode's first message), and the slot the extraction gave it, if any."""
+        first = min((t for t in times.values() if t is not None), default=None)
+        items = [_fact_item(fact, episode_id, default_confidence,
+                            times.get(fact.seq) if fact.seq is not None else None, first)
+                 for fact in extracted]
         prepared: list[PreparedWrite] = []
         for ready in await self._facts.prepare_many(agent, items, instructions=INSTRUCTIONS):
             if isinstance(ready, InvalidInputError):
@@ -160,6 +164,30 @@ class EpisodeLearner:
             else:
                 prepared.append(ready)
         return prepared
+
+
+def _fact_item(fact: ExtractedFact, episode_id: UUID, default_confidence: float,
+               said: datetime | None, first: datetime | None) -> dict[str, Any]:
+    """An extracted fact as ``learn_fact``'s fields."""
+    item: dict[str, Any] = {
+        "content": fact.content, "source_kind": "extracted", "source_episode_id": episode_id,
+        "confidence": default_confidence if fact.confidence is None else fact.confidence}
+    for name in ("subject", "category"):
+        if getattr(fact, name) is not None:
+            item[name] = getattr(fact, name)
+    if fact.seq is not None and said is not None:
+        item["source_seq"] = fact.seq
+    if said or first:
+        item["valid_from"] = said or first
+    if fact.attribute and fact.attribute.strip():
+        item.update(slot_subject=_slot_subject(fact.subject), slot_attribute=fact.attribute,
+                    slot_value=fact.value or "", slot_ended=fact.ended)
+    return item
+
+
+def _slot_subject(subject: str | None) -> str:
+    low = (subject or "").strip().lower()
+    return "user" if low in ("", "user", "the user", "i", "me") else low
 
 
 def _tally(learned: list[LearnResult]) -> dict[str, int]:

@@ -175,3 +175,9 @@ ORDER BY m.created_at DESC, d.memory_id LIMIT $3;
 -- The imported sessions among $2 (keys) this agent already has (a history import skips
 -- them).
 SELECT source_key FROM episodes WHERE agent_id = $1 AND source_key = ANY($2::text[]);
+
+-- name: episode_message_times
+-- When each live message of an episode was said: an extracted fact is valid from the
+-- moment its message was said, not from when it was learned.
+SELECT seq, created_at FROM episode_messages
+WHERE agent_id = $1 AND episode_id = $2 AND deleted_at IS NULL;

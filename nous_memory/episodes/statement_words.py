@@ -12,7 +12,8 @@ def _words(text: str) -> frozenset[str]:
 # conversation fillers before the subject: "well, I ...", "oh yeah, my ..."
 DISCOURSE = _words("well oh yeah yes yep no nope ok okay so actually honestly anyway btw "
                    "also and but plus hey hi wow haha lol um uh hmm right sure totally "
-                   "thanks thank yup cool great awesome nice aww ah ooh")
+                   "thanks thank yup cool great awesome nice aww ah ooh sadly "
+                   "unfortunately luckily fortunately guess what news")
 # hypotheticals, wishes, guesses: nothing is asserted
 HEDGES = _words("if would could might maybe perhaps wish hope hoping hopefully suppose "
                 "imagine unless whether probably possibly should i'd would've could've "

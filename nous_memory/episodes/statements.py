@@ -59,7 +59,7 @@ _CLAUSE_BREAK = re.compile(
     r"|\s(?:and|but|so|though|although)\s+|\s[-\u2013\u2014]\s+"
     r"|\s(?P<sub>because|since|when|after|before|until|that|as|while|cause"
     r"|realized|realised|noticed|remembered|discovered|learned|found out|figured out)\s+)"
-    r"(?=(?:i|i'm|i've|i'll|i'd|my)\b)", re.I)
+    r"(?=(?:i|i'm|i've|i'll|i'd|my|we|we're|we've|we'll|our)\b)", re.I)
 _CONDITIONAL = re.compile(r"^(?:\W*(?:and|but|so|well|oh)\b\W*)*(?:if|unless|whether|suppose"
                           r"|imagine|even if|what if|in case)\b", re.I)
 _TIME_PHRASE = re.compile(
@@ -68,7 +68,8 @@ _TIME_PHRASE = re.compile(
     r"|(?:a|an|one|two|three|four|five|six|a few|few|a couple of|several) (?:\w+ )?"
     r"(?:days?|weeks?|months?|years?) ago)(?: (?:morning|afternoon|evening|night))?")
 _WORD = re.compile(r"[A-Za-z]+(?:['\u2019-][A-Za-z]+)*|\d+(?:[.,:]\d+)*|[^\sA-Za-z\d]")
-_SUBJECTS = ("i", "i'm", "i've", "i'll", "my")
+# "we" and "our" speak for the user too ("we moved to Porto", "our dog died")
+_SUBJECTS = ("i", "i'm", "i've", "i'll", "my", "we", "we're", "we've", "we'll", "our")
 # a trailing invitation to the listener: "I've done one too, take a look!"
 _INVITATION = re.compile(r"[,;]?\s*(?:take a look|have a look|check (?:it|this|them) out"
                          r"|see for yourself|look)\s*[.!]*\s*$", re.I)
@@ -84,6 +85,10 @@ _ASKING = re.compile(r"^\W*(?:do|does|did|can|could|would|will|should|shall|is|a
 # an aside after a dash that is not the speaker's own clause ("... for 9 months now - it's
 # crazy how time flies") is commentary, not part of the fact
 _ASIDE = re.compile(r"\s[-\u2013\u2014]\s+")
+# a thing of the speaker's with a date that moved or is set: "the report is now due on ..."
+_THING_PLAN = re.compile(r"^the [a-z' -]{2,40}? (?:is|are|was|were|has been|got|just got)"
+                         r" (?:now |finally |officially )?(?:due|moved|rescheduled|"
+                         r"postponed|pushed|cancell?ed|called off|set|booked|scheduled)\b")
 # a clause that ends on a bare pronoun points at something the fact cannot carry
 _DANGLING = frozenset("it them that this those these him her one".split())
 
@@ -164,9 +169,12 @@ def rewrite(clause: str, speaker: str, seq: int) -> Statement | None:
     if not MIN_WORDS <= len(low) <= MAX_WORDS or _unasserted(low) or (
             not low or low[-1] in _DANGLING):
         return None
-    if low[0] == "my":
+    if low[0] in ("my", "our"):
         return _about_my(words, low, speaker, seq)
-    if low[0] not in ("i", "i'm", "i've", "i'll"):
+    if low[0] == "the" and _THING_PLAN.search(" ".join(low)):
+        # "the grant report is now due on 3 March": a plan of the speaker's, as said
+        return _statement(words, speaker, "plan", seq)
+    if low[0] not in ("i", "i'm", "i've", "i'll", "we", "we're", "we've", "we'll"):
         return None  # about someone else, or no subject: never the speaker's fact
     at, head = _predicate(low)
     if at is None or not _has_content(low[at + (head not in ("is", "was")):]):
@@ -219,7 +227,8 @@ def _has_content(low: Sequence[str]) -> bool:
         w[:1].isdigit() for w in low)
 
 
-_AUXILIARIES = {"am": "is", "have": "has", "haven't": "hasn't", "don't": "doesn't",
+_AUXILIARIES = {"am": "is", "are": "is", "were": "was", "have": "has", "haven't": "hasn't",
+                "don't": "doesn't",
                 "do": "does", "was": "was", "wasn't": "wasn't", "had": "had",
                 "will": "will", "won't": "won't", "did": "did", "didn't": "didn't",
                 "can": "can", "can't": "can't"}
@@ -228,7 +237,8 @@ _AUXILIARIES = {"am": "is", "have": "has", "haven't": "hasn't", "don't": "doesn'
 def _predicate(low: list[str]) -> tuple[int | None, str]:
     """Where the main verb is, and the auxiliary in its third-person form ("is", "has",
     "doesn't", ...; "" for a bare verb)."""
-    head = {"i'm": "is", "i've": "has", "i'll": "will"}.get(low[0], "")
+    head = {"i'm": "is", "i've": "has", "i'll": "will", "we're": "is", "we've": "has",
+            "we'll": "will"}.get(low[0], "")
     at = 1
     while at < len(low) and low[at] in ADVERBS:
         at += 1
@@ -283,7 +293,8 @@ def _own_words(words: Sequence[str], speaker: str) -> list[str]:
     """The speaker's own pronouns made third person: my -> Ana's, me -> Ana."""
     inside = "the user" if speaker == "The user" else speaker  # not capitalised mid-text
     own = {"my": f"{inside}'s", "mine": f"{inside}'s", "me": inside,
-           "myself": "themselves"}
+           "myself": "themselves", "our": f"{inside}'s", "ours": f"{inside}'s",
+           "us": inside, "ourselves": "themselves"}
     return [own.get(w.lower(), w) for w in words]
 
 

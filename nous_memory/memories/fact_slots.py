@@ -274,7 +274,9 @@ _GETS_PET = re.compile(
     r"\b(?:has|have|got|adopted|rescued|bought|brought home|welcomed|took in|is getting|"
     r"fosters?)\s+(?:a |an |another |our |their |two |new |little )*(?:(?P<breed>[\w-]+) )?"
     r"(?P<species>" + "|".join(sorted(PET_SPECIES, key=len, reverse=True)) + r")\b"
-    r"(?:,? (?:named|called) (?P<name>(?-i:[A-Z])[\w'-]+))?")
+    r"(?:,? (?:and )?(?:named|called)(?: (?:him|her|it|them))? (?P<name>(?-i:[A-Z])[\w'-]+))?")
+_COUNTS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten "
+                                       "eleven twelve".split())}
 _SWITCH = re.compile(r"\b(?:switched|switching|changed|moved|went)\s+from\s+(?P<old>.+?)\s+"
                      r"to\s+(?P<v>.+)|\b(?P<v2>[\w ]+?)\s+instead of\s+(?P<old2>[\w ]+)",
                      re.I)
@@ -325,8 +327,9 @@ def _predicate(subject: str, predicate: str) -> Slot | None:
         return Slot(subject=subject, attribute=attribute, value=value)
     count = _HAS_COUNT.search(predicate)
     if count is not None:
+        number = count.group("n").lower()
         return Slot(subject=subject, attribute=COUNT_PREFIX + count.group("noun").lower(),
-                    value=count.group("n").lower())
+                    value=str(_COUNTS.get(number, number)))
     schedule = _SCHEDULE.search(predicate)
     if schedule is not None:
         act = _activity(_clean(re.sub(r"^(?:goes|go|going) to |^(?:has|does|plays) ", "",
