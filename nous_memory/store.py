@@ -21,6 +21,7 @@ from .context.expand import Expanded, Expander
 from .context.extraction import Extractor
 from .context.model import DEFAULT_BUDGET_TOKENS, Context, Extraction
 from .context.recall import Recaller, RecallResult
+from .context.upcoming import Upcoming, upcoming
 from .conversation import (
     ConversationSummary,
     MessageChange,
@@ -360,14 +361,18 @@ class MemoryStore(OwnerView):
                      kinds: Sequence[Kind | str] | None = None, k: int = 10,
                      include_superseded: bool = False,
                      query_embedding: Sequence[float] | None = None,
-                     as_of: datetime | str | None = None) -> RecallResult:
+                     as_of: datetime | str | None = None,
+                     current_only: bool = False) -> RecallResult:
         """Ranked memories and verbatim episode chunks for ``query`` (hybrid, one SQL
         statement); ``query_embedding`` skips embedding the query.  ``as_of``: the moment
         the query is asked (default now): relative dates in it ("last Saturday", "two
-        weeks ago") resolve against it, and what happened then ranks higher."""
+        weeks ago") resolve against it, and what happened then ranks higher.  An item
+        stating a value that no longer holds comes after the current value and says so
+        (``stale_since``); ``current_only`` leaves such items out."""
         return await self.recaller.recall(agent_id, query, kinds=kinds, k=k,
                                           include_superseded=include_superseded,
-                                          query_embedding=query_embedding, as_of=as_of)
+                                          query_embedding=query_embedding, as_of=as_of,
+                                          current_only=current_only)
 
     # ------------------------------------------------------------------ context
 
@@ -385,12 +390,23 @@ class MemoryStore(OwnerView):
                                sections: Mapping[str, int] | Sequence[str] | None = None,
                                extraction: Extraction | str = Extraction.CACHED,
                                query_embedding: Sequence[float] | np.ndarray[Any, Any] | None
-                               = None, as_of: datetime | str | None = None) -> Context:
+                               = None, as_of: datetime | str | None = None,
+                               current_only: bool = False) -> Context:
         """The memories relevant to ``query`` as text of at most ``budget_tokens`` tokens,
-        in sections, every item tagged with its ref (see README, "Context")."""
+        in sections, every item tagged with its ref (see README, "Context"): first what is
+        true about the user now and what is coming up, old values marked as older
+        (``current_only`` leaves them out)."""
         return await self.contexts.assemble(agent_id, query, budget_tokens=budget_tokens,
                                             sections=sections, extraction=extraction,
-                                            query_embedding=query_embedding, as_of=as_of)
+                                            query_embedding=query_embedding, as_of=as_of,
+                                            current_only=current_only)
+
+    async def upcoming(self, agent_id: str, /, *, days: int = 7,
+                       as_of: datetime | str | None = None, limit: int = 50) -> Upcoming:
+        """The agent's plans in the ``days`` after ``as_of`` (default now), soonest first:
+        dated facts ("my dentist appointment is next Tuesday at 3pm"), a moved plan at its
+        new date only."""
+        return await upcoming(self._db, agent_id, days=days, as_of=as_of, limit=limit)
 
     async def expand(self, agent_id: str, memory_id: UUID | str, /) -> Expanded:
         """Everything about one memory (an id or a ref such as ``fact:1a2b3c4d``)."""

@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import math
 import time
 from collections.abc import Coroutine, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -29,6 +30,7 @@ from ..embeddings.cache import EmbeddingCache
 from ..errors import loggable
 from ..facts.consolidation import censor_matches
 from ..memories.kinds import Kind, parse_agent_id
+from ..memories.slot_words import CORE_ATTRIBUTES
 from ..tokens import count_tokens
 from .access import AccessLog
 from .extraction import (
@@ -53,6 +55,7 @@ from .model import (
     Tier,
     parse_request,
 )
+from .now import NOW_LIMIT, UPCOMING_LIMIT, QueryCues, now_candidates, upcoming_candidates
 from .recall import Recaller
 from .recall import parse_request as parse_recall_request
 from .refs import make_ref
@@ -103,13 +106,31 @@ def candidate_from_row(row: Mapping[str, Any]) -> Candidate:
                          memory_id=row["memory_id"], kind="chunk", section=Section.EXCERPTS,
                          text=row["text"], score=row["final"], chunk_no=chunk_no,
                          tier=Tier.VERBATIM, cosine=row["cosine"], said_at=row["said_at"],
-                         matched=bool(row["lexemes"]) or bool(row["p_time"]))
+                         matched=bool(row["lexemes"]) or bool(row["p_time"]),
+                         stale_on=row["stale_on"])
     kind = Kind(row["kind"])
     return Candidate(ref=make_ref(kind, row["memory_id"]), memory_id=row["memory_id"],
                      kind=kind.value, section=SECTION_OF_KIND[kind], text=row["text"],
                      score=row["final"], cosine=row["cosine"],
                      said_at=row["said_at"] if kind in DATED_KINDS else None,
-                     matched=bool(row["lexemes"]) or bool(row["p_time"]))
+                     matched=bool(row["lexemes"]) or bool(row["p_time"]),
+                     stale_on=row["stale_on"])
+
+
+def in_rank_order(candidates: list[Candidate]) -> list[Candidate]:
+    """Scores that keep recall's final order within every section (a section orders by
+    score): an item recall put below another never scores above it, so a current value
+    moved before its old one stays before it."""
+    out: list[Candidate] = []
+    ceiling = float("inf")
+    for cand in candidates:
+        if cand.score < ceiling:
+            ceiling = cand.score
+            out.append(cand)
+        else:  # just below the item before it
+            ceiling = math.nextafter(ceiling, -math.inf)
+            out.append(dataclasses.replace(cand, score=ceiling))
+    return out
 
 
 # kinds shown with the date they were said (a fact: its source episode's), so an
@@ -152,13 +173,17 @@ class ContextAssembler:
                        sections: Mapping[str, int] | Sequence[str] | None = None,
                        extraction: Extraction | str = Extraction.CACHED,
                        query_embedding: Sequence[float] | np.ndarray[Any, Any] | None = None,
-                       as_of: datetime | str | None = None) -> Context:
+                       as_of: datetime | str | None = None,
+                       current_only: bool = False) -> Context:
         started = time.perf_counter()
         agent = parse_agent_id(agent_id)
         req = parse_request(agent, query, budget_tokens, sections, extraction)
         kinds = sorted({k for k, s in SECTION_OF_KIND.items() if s in req.budgets}
                        | ({Kind.EPISODE} if Section.EXCERPTS in req.budgets else set()))
-        ranking = parse_recall_request(agent, req.query, kinds, CANDIDATE_K, False, as_of)
+        ranking = parse_recall_request(agent, req.query, kinds or [Kind.FACT], CANDIDATE_K,
+                                       False, as_of, current_only)
+        cues = QueryCues.of(req.query)
+        moment = ranking.as_of or datetime.now(UTC)
         if query_embedding is not None:
             vector = self._recaller.check_vector(query_embedding)
         else:
@@ -166,18 +191,21 @@ class ContextAssembler:
         embedded = time.perf_counter()
         # the always-on read runs beside recall's statement, not beside the model (which
         # keeps every core busy)
+        pins = Section.FACTS in req.budgets or Section.NOW in req.budgets
         always = asyncio.create_task(self._db.fetch(
             "context_always_on", agent, list(PROFILE_CATEGORIES), CENSOR_LIMIT,
-            PINNED_FACT_LIMIT if Section.FACTS in req.budgets else 0, PgVector(vector),
-            self._embeddings.model_name))
+            PINNED_FACT_LIMIT if pins else 0, PgVector(vector),
+            self._embeddings.model_name, list(cues.attributes), list(cues.words),
+            list(CORE_ATTRIBUTES), NOW_LIMIT if Section.NOW in req.budgets else 0, moment,
+            UPCOMING_LIMIT if Section.UPCOMING in req.budgets else 0))
         tier2: Tier2Read | None = None
         try:
             ranked = await self._recaller.ranked_rows(ranking, vector)
-            recalled = [candidate_from_row(row) for row in ranked]
+            recalled = in_rank_order([candidate_from_row(row) for row in ranked])
             tier2 = self._start_tier2_read(req, recalled)  # beside the merge below
             always_rows = await always
             fetched = time.perf_counter()
-            candidates = self._merge(req, recalled, always_rows)
+            candidates = self._merge(req, recalled, always_rows, cues, moment)
             candidates, hits, misses, queued = await self._tier2(req, candidates, tier2)
         finally:  # on failure, the reads still under way are stopped and their errors taken
             tasks = [t for t in (always, tier2.rows if tier2 else None) if t is not None]
@@ -199,12 +227,20 @@ class ContextAssembler:
 
     @staticmethod
     def _merge(req: ContextRequest, recalled: list[Candidate],
-               always_rows: Sequence[Mapping[str, Any]]) -> list[Candidate]:
-        """Recalled items plus the always-on ones; a recalled item that is also always-on
-        is kept once, pinned."""
+               always_rows: Sequence[Mapping[str, Any]], cues: QueryCues,
+               as_of: datetime) -> list[Candidate]:
+        """The always-on items (Now, Upcoming, matching censors, pins) and then the recalled
+        ones; a recalled item that is also always-on is kept once, where it is pinned."""
         pinned: dict[UUID, Mapping[str, Any]] = {}
         pin_tokens = 0
+        upfront = [*(now_candidates(always_rows, cues) if Section.NOW in req.budgets else []),
+                   *(upcoming_candidates(always_rows, cues, as_of)
+                     if Section.UPCOMING in req.budgets else [])]
+        shown = {c.memory_id for c in upfront}
+        pin_section = Section.NOW if Section.NOW in req.budgets else Section.FACTS
         for row in always_rows:
+            if row["part"] not in ("censor", "pin") or row["id"] in shown:
+                continue
             if row["kind"] == Kind.CENSOR.value:
                 if not censor_matches(row["trigger_pattern"], req.query):
                     continue
@@ -216,11 +252,14 @@ class ContextAssembler:
                 if pin_tokens > PIN_BUDGET_TOKENS:
                     continue  # the closest pins fill their budget; the rest compete as usual
             pinned[row["id"]] = row
-        out: list[Candidate] = []
+        out: list[Candidate] = list(upfront)
         for cand in recalled:
+            if cand.chunk_no is None and cand.memory_id in shown:
+                continue  # shown in Now or Upcoming already
             if cand.chunk_no is None and cand.memory_id in pinned:
                 pinned.pop(cand.memory_id)
-                cand = dataclasses.replace(cand, pinned=True)
+                cand = dataclasses.replace(cand, pinned=True, section=pin_section
+                                           if cand.section is Section.FACTS else cand.section)
             elif cand.section is Section.CENSORS and (cand.cosine or 0.0) < CENSOR_MIN_COSINE:
                 continue  # ranked in only because the agent has few memories
             elif (not cand.matched and cand.kind not in COMPLEX_KINDS
@@ -231,7 +270,8 @@ class ContextAssembler:
         for ident, row in pinned.items():
             kind = Kind(row["kind"])
             out.append(Candidate(ref=make_ref(kind, ident), memory_id=ident,
-                                 kind=kind.value, section=SECTION_OF_KIND[kind],
+                                 kind=kind.value, section=pin_section if kind is Kind.FACT
+                                 else SECTION_OF_KIND[kind],
                                  text=row["summary"], score=float(row["importance"]),
                                  pinned=True))
         return out

@@ -22,6 +22,8 @@ from ..memories.kinds import no_nul
 class Section(StrEnum):
     """Context sections in fill (and text) order; unused budget spills to the next one."""
 
+    NOW = "now"  # about the user now: current values of the slots that bear on the query
+    UPCOMING = "upcoming"  # dated plans ahead of as_of
     CENSORS = "censors"
     DECISIONS = "decisions"
     FACTS = "facts"
@@ -31,6 +33,8 @@ class Section(StrEnum):
 
 
 DEFAULT_SECTION_BUDGETS: Mapping[Section, int] = {
+    Section.NOW: 250,
+    Section.UPCOMING: 150,
     Section.CENSORS: 300,
     Section.DECISIONS: 2000,
     Section.FACTS: 1500,
@@ -40,6 +44,8 @@ DEFAULT_SECTION_BUDGETS: Mapping[Section, int] = {
 }
 
 SECTION_TITLES: Mapping[Section, str] = {
+    Section.NOW: "About the user now",
+    Section.UPCOMING: "Upcoming",
     Section.CENSORS: "Rules (censors)",
     Section.DECISIONS: "Decisions",
     Section.FACTS: "Facts",
@@ -88,6 +94,9 @@ class Candidate:
     cosine: float | None = None  # raw similarity to the query, when recall measured it
     said_at: datetime | None = None  # shown beside the text, so order can be reasoned about
     matched: bool = False  # whether it holds a word of the query
+    stale_on: datetime | None = None  # it states a value that stopped holding then
+    since: datetime | None = None  # a current value of a slot: held since then
+    event_at: datetime | None = None  # an upcoming plan: when it happens
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -21,6 +21,7 @@ cannot keep by itself.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,14 +29,73 @@ Row = Mapping[str, Any]
 SPEAKER, TIME = 1 << 62, 1 << 61  # evidence bits beside the query's lexemes
 
 
-def final_order(rows: Sequence[Row], k: int) -> list[Row]:
+def final_order(rows: Sequence[Row], k: int, *, current: Sequence[Row] = (),
+                current_only: bool = False) -> list[Row]:
     """The statement's rows (in its order) reordered by the rules above, cut to ``k``.
     The rows are read, not copied (a context call orders a hundred of them): only a turn
-    that a fact merges into is copied, to change."""
-    out = merge_fact_turns(rows)
+    that a fact merges into is copied, to change.  ``current``: the current facts of the
+    slots whose old values were ranked (``stale_slots``), placed before them;
+    ``current_only``: what is no longer true is left out."""
+    out = [r for r in rows if not content_free(r)]
+    out = merge_fact_turns(out)
     out = by_evidence(out)
     out = superseding_first(out)
+    out = current_first(out, current)
+    if current_only:
+        out = [r for r in out if r.get("stale_on") is None]
     return out[:k]
+
+
+def stale_slots(rows: Sequence[Row]) -> list[str]:
+    """The slots whose old value is among ``rows`` while no current value of theirs is."""
+    current = {r.get("slot_key") for r in rows if r.get("stale_on") is None}
+    return sorted({key for r in rows if r.get("stale_on") is not None
+                   and (key := r.get("slot_key")) and key not in current})
+
+
+def current_first(rows: list[Row], current: Sequence[Row] = ()) -> list[Row]:
+    """4. What is true now comes first: a row stating an old value of a slot goes after
+    the row stating its current value (moved up, or one of ``current`` put in place)."""
+    pending: dict[str, Row] = {}
+    for row in current:  # the newest current fact of each slot (they come newest first)
+        pending.setdefault(row["slot_key"], row)
+    out = list(rows)
+    i = 0
+    while i < len(out):
+        key = out[i].get("slot_key")
+        if out[i].get("stale_on") is not None and key:
+            j = next((j for j in range(i + 1, len(out)) if out[j].get("slot_key") == key
+                      and out[j].get("stale_on") is None), None)
+            if j is not None:
+                out.insert(i, out.pop(j))
+                i += 1
+            elif key in pending:
+                out.insert(i, pending.pop(key))
+                i += 1
+        i += 1
+    return out
+
+
+_FILLER = frozenset(
+    "thanks thank you so much very ok okay okey sure great cool nice awesome perfect good "
+    "happy glad to help with that this it anytime any time welcome no problem noted got "
+    "it understood will do sounds absolutely of course you're youre re for the update "
+    "let me know if anything else i can there all right alright yes yeah yep no nope hi "
+    "hello hey bye goodbye see later have a day night lovely wonderful appreciate it "
+    "that's thats gotcha done fine me too haha lol wow cheers and be always here is".split())
+_SPEAKER = re.compile(r"^[^:\n]{1,60}:\s*")
+_WORDS = re.compile(r"[a-z']+|\d+")
+
+
+def content_free(row: Row) -> bool:
+    """A turn with nothing of its own ("assistant: Happy to help with that.", "Thanks for
+    the update!"): every word a courtesy.  It never stands as evidence, whatever its
+    cosine to a question."""
+    if row.get("source") != "chunk":
+        return False
+    text = _SPEAKER.sub("", str(row.get("text") or "")).lower()
+    words = _WORDS.findall(text)
+    return len(words) <= 12 and all(w in _FILLER for w in words)
 
 
 def superseding_first(rows: list[Row]) -> list[Row]:

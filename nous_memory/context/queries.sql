@@ -14,19 +14,59 @@
 -- $4 closest in meaning to the query ($5, its vector; $6 the model), so an agent with
 -- hundreds of profile facts gets the relevant ones, with their raw cosine.  The facts
 -- branch reads its rows through facts_pinned, not through every fact of the agent.
+-- "About the user now" (part 'now', through facts_slot): the current facts of slots
+-- whose attribute the query asks about ($7: attributes and attribute families such as
+-- 'pet:'), whose subject it names ($8: its words), or one of the core attributes ($9)
+-- of the user's own slots, plus the $10 closest slot facts by meaning; at most $10 each.
+-- "Upcoming" (part 'event', through facts_events): plans after $11 (as_of), soonest
+-- first, $12 of them.  Every branch is scoped to the agent.
 (SELECT m.id, m.kind, m.summary, m.importance, c.trigger_pattern, NULL::text AS category,
-        NULL::float8 AS cosine
+        NULL::float8 AS cosine, 'censor' AS part, NULL::text AS slot_subject,
+        NULL::text AS slot_attribute, NULL::timestamptz AS valid_from,
+        NULL::timestamptz AS event_at, false AS own
  FROM censors c JOIN memories m ON m.agent_id = c.agent_id AND m.id = c.memory_id
  WHERE c.agent_id = $1 AND m.status = 'active'
  ORDER BY m.importance DESC, m.id LIMIT $3)
 UNION ALL
 (SELECT m.id, m.kind, m.summary, m.importance, NULL, lower(f.category),
-        CASE WHEN m.embedding_model = $6 THEN 1 - (m.embedding <=> $5) END
+        CASE WHEN m.embedding_model = $6 THEN 1 - (m.embedding <=> $5) END, 'pin',
+        f.slot_subject, f.slot_attribute, f.valid_from, NULL, true
  FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
  WHERE f.agent_id = $1 AND m.status = 'active' AND lower(f.category) = ANY($2::text[])
    AND f.source_kind = 'user_stated'
  ORDER BY (CASE WHEN m.embedding_model = $6 THEN m.embedding <=> $5 END) NULLS LAST,
-          m.importance DESC, m.id LIMIT $4);
+          m.importance DESC, m.id LIMIT $4)
+UNION ALL
+(SELECT m.id, m.kind, m.summary, m.importance, NULL, lower(f.category),
+        CASE WHEN m.embedding_model = $6 THEN 1 - (m.embedding <=> $5) END, 'now',
+        f.slot_subject, f.slot_attribute, f.valid_from, f.event_at,
+        f.slot_subject = 'user' OR f.slot_subject = lower(f.subject)
+ FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
+ WHERE f.agent_id = $1 AND f.slot_attribute IS NOT NULL AND m.status = 'active'
+   AND (f.slot_attribute = ANY($7::text[])
+        OR split_part(f.slot_attribute, ':', 1) || ':' = ANY($7::text[])
+        OR f.slot_subject = ANY($8::text[])
+        OR (f.slot_attribute = ANY($9::text[])
+            AND (f.slot_subject = 'user' OR f.slot_subject = lower(f.subject))))
+ ORDER BY (CASE WHEN m.embedding_model = $6 THEN m.embedding <=> $5 END) NULLS LAST, m.id
+ LIMIT $10 * 3)
+UNION ALL
+(SELECT m.id, m.kind, m.summary, m.importance, NULL, lower(f.category),
+        CASE WHEN m.embedding_model = $6 THEN 1 - (m.embedding <=> $5) END, 'near',
+        f.slot_subject, f.slot_attribute, f.valid_from, f.event_at,
+        f.slot_subject = 'user' OR f.slot_subject = lower(f.subject)
+ FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
+ WHERE f.agent_id = $1 AND f.slot_attribute IS NOT NULL AND m.status = 'active'
+ ORDER BY (CASE WHEN m.embedding_model = $6 THEN m.embedding <=> $5 END) NULLS LAST, m.id
+ LIMIT $10)
+UNION ALL
+(SELECT m.id, m.kind, m.summary, m.importance, NULL, lower(f.category),
+        CASE WHEN m.embedding_model = $6 THEN 1 - (m.embedding <=> $5) END, 'event',
+        f.slot_subject, f.slot_attribute, f.valid_from, f.event_at,
+        f.slot_subject IS NULL OR f.slot_subject = 'user' OR f.slot_subject = lower(f.subject)
+ FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
+ WHERE f.agent_id = $1 AND f.event_at >= $11 AND m.status = 'active'
+ ORDER BY f.event_at, m.id LIMIT $12);
 
 -- name: context_tier2
 -- The complex records among the candidates ($2) with their unexpired extraction for this
@@ -515,13 +555,48 @@ found AS (
            CASE m.kind WHEN 'fact' THEN fa.confidence
                        WHEN 'decision' THEN (SELECT de.confidence FROM decisions de
                                              WHERE de.agent_id = $1 AND de.memory_id = f.memory_id)
-           END AS confidence
+           END AS confidence,
+           -- what is no longer true: a superseded fact, or a turn whose every learned fact
+           -- was superseded, with when (the successor was said); context marks it older
+           -- (an episode: when one of the values said in it stopped holding)
+           CASE WHEN f.source = 'chunk' THEN tf.stale_on
+                WHEN m.kind = 'fact' AND m.status = 'superseded'
+                THEN COALESCE(fa.valid_until, m.updated_at)
+                WHEN m.kind = 'episode' THEN tf.stale_on
+           END AS stale_on,
+           -- the slot it states (a turn or an episode: of the facts learned from it)
+           CASE WHEN f.source = 'chunk' THEN tf.slot_key
+                WHEN m.kind = 'episode' THEN tf.stale_key
+                WHEN fa.slot_attribute IS NOT NULL
+                THEN fa.slot_subject || '|' || fa.slot_attribute
+           END AS slot_key,
+           fa.valid_from
     FROM kept f
     JOIN memories m ON m.agent_id = $1 AND m.id = f.memory_id
     LEFT JOIN facts fa ON f.source = 'memory' AND m.kind = 'fact' AND fa.agent_id = $1
          AND fa.memory_id = f.memory_id
     LEFT JOIN episode_chunks c ON f.source = 'chunk' AND c.agent_id = $1
          AND c.episode_id = f.memory_id AND c.chunk_no = f.chunk_no
+    LEFT JOIN LATERAL (
+        -- the values said in a turn (or an episode): a value whose slot has no current
+        -- fact among them stopped holding when its successor was said
+        SELECT bool_or(g.current) AS any_current,
+               min(g.until) FILTER (WHERE NOT g.current) AS stale_on,
+               min(g.key) FILTER (WHERE g.slotted) AS slot_key,
+               min(g.key) FILTER (WHERE g.slotted AND NOT g.current) AS stale_key
+        FROM (SELECT COALESCE(tfa.slot_subject || '|' || tfa.slot_attribute,
+                              tfa.memory_id::text) AS key,
+                     bool_or(tfa.slot_attribute IS NOT NULL) AS slotted,
+                     bool_or(tm.status = 'active') AS current,
+                     min(COALESCE(tfa.valid_until, tm.updated_at))
+                         FILTER (WHERE tm.status = 'superseded') AS until
+              FROM facts tfa JOIN memories tm ON tm.agent_id = $1 AND tm.id = tfa.memory_id
+              WHERE tfa.agent_id = $1 AND tfa.source_episode_id = f.memory_id
+                AND ((f.source = 'chunk' AND tfa.source_seq BETWEEN c.first_seq AND c.last_seq)
+                     OR (f.source = 'memory' AND m.kind = 'episode'
+                         AND tfa.slot_attribute IS NOT NULL))
+                AND tm.status IN ('active', 'superseded')
+              GROUP BY 1) g) tf ON true
 ),
 priced AS (
     SELECT r.*,
@@ -541,7 +616,8 @@ SELECT source, memory_id, chunk_no, kind, status, text, tokens, message_metadata
        text_score, fused, p_recency, p_importance, p_confidence, p_use, p_speaker, p_time,
        first_seq, last_seq, source_episode_id, source_seq, superseded_by, lexemes,
        fused * (1 + p_recency + p_importance + p_confidence + p_use + p_speaker + p_time)
-           AS final
+           AS final,
+       stale_on, slot_key, valid_from
 FROM priced
 ORDER BY final DESC, memory_id, chunk_no NULLS FIRST
 LIMIT $9;
@@ -552,3 +628,40 @@ SELECT id FROM memories
 WHERE agent_id = $1 AND id BETWEEN $2::uuid AND $3::uuid AND ($4::text IS NULL OR kind = $4)
   AND status = 'deleted'
 ORDER BY id LIMIT 2;
+
+-- name: recall_current_of_slots
+-- The current (active) facts of the slots ($2 keys "subject|attribute") that a recalled
+-- stale item states, as recall's rows (their cosine to $3 with model $4): the current value
+-- goes before the old one even when the ranking did not find it.
+SELECT 'memory' AS source, m.id AS memory_id, NULL::integer AS chunk_no, m.kind, m.status,
+       m.summary AS text, m.summary_tokens AS tokens,
+       CASE WHEN f.source_seq IS NOT NULL THEN (
+           SELECT jsonb_build_array(k.message_metadata -> (f.source_seq - k.first_seq))
+           FROM episode_chunks k
+           WHERE k.agent_id = $1 AND k.episode_id = f.source_episode_id
+             AND f.source_seq BETWEEN k.first_seq AND k.last_seq LIMIT 1)
+       END AS message_metadata,
+       m.created_at, NULL::timestamptz AS ended_at,
+       COALESCE(f.valid_from, m.created_at) AS said_at,
+       CASE WHEN m.embedding_model = $4 THEN 1 - (m.embedding <=> $3) END AS cosine,
+       NULL::integer AS vector_rank, NULL::integer AS text_rank, NULL::float8 AS text_score,
+       0::float8 AS fused, 0::float8 AS p_recency, 0::float8 AS p_importance,
+       0::float8 AS p_confidence, 0::float8 AS p_use, 0::float8 AS p_speaker,
+       0::float8 AS p_time, NULL::integer AS first_seq, NULL::integer AS last_seq,
+       f.source_episode_id, f.source_seq, NULL::jsonb AS superseded_by,
+       '{}'::text[] AS lexemes, 0::float8 AS final, NULL::timestamptz AS stale_on,
+       f.slot_subject || '|' || f.slot_attribute AS slot_key, f.valid_from
+FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
+WHERE f.agent_id = $1 AND m.status = 'active' AND f.slot_attribute IS NOT NULL
+  AND f.slot_subject || '|' || f.slot_attribute = ANY($2::text[])
+ORDER BY f.valid_from DESC NULLS LAST
+LIMIT 20;
+
+-- name: upcoming_events
+-- An agent's plans from $2 until $3 (event_at, through facts_events), soonest first, at
+-- most $4: current facts only (a moved plan's old date was superseded).
+SELECT m.id, m.summary, f.event_at, f.valid_from, f.slot_subject, f.slot_attribute
+FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
+WHERE f.agent_id = $1 AND f.event_at >= $2 AND f.event_at < $3 AND m.status = 'active'
+ORDER BY f.event_at, m.id
+LIMIT $4;

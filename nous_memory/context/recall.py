@@ -26,7 +26,7 @@ from ..db import Database
 from ..embeddings.cache import EmbeddingCache
 from ..errors import FieldProblem, InvalidInputError, longer_than
 from ..memories.kinds import Kind, Status, is_utf8, parse_agent_id, parse_kind
-from .ordering import final_order
+from .ordering import final_order, stale_slots
 from .refs import make_ref
 from .results import MAX_K as MAX_K
 from .results import MAX_QUERY_CHARS as MAX_QUERY_CHARS
@@ -142,6 +142,7 @@ class RecallRequest:
     include_superseded: bool
     as_of: datetime | None = None
     window: Window | None = None
+    current_only: bool = False  # leave out what is no longer true (old values, their turns)
 
 
 def parse_moment(value: object, problems: list[FieldProblem]) -> datetime | None:
@@ -159,7 +160,8 @@ def parse_moment(value: object, problems: list[FieldProblem]) -> datetime | None
 
 
 def parse_request(agent_id: object, query: object, kinds: object, k: object,
-                  include_superseded: object, as_of: object = None) -> RecallRequest:
+                  include_superseded: object, as_of: object = None,
+                  current_only: object = False) -> RecallRequest:
     """Validate everything first, naming each bad field."""
     agent = parse_agent_id(agent_id)
     problems: list[FieldProblem] = []
@@ -200,12 +202,18 @@ def parse_request(agent_id: object, query: object, kinds: object, k: object,
                 parsed.append(kind)
     if not isinstance(include_superseded, bool):
         problems.append(FieldProblem("include_superseded", "must be true or false"))
+    if not isinstance(current_only, bool):
+        problems.append(FieldProblem("current_only", "must be true or false"))
+    elif current_only and include_superseded is True:
+        problems.append(FieldProblem("current_only", "cannot be combined with "
+                                                     "include_superseded"))
     if problems:
         raise InvalidInputError(problems)
     assert isinstance(k, int) and isinstance(include_superseded, bool)
     return RecallRequest(agent=agent, query=text, kinds=tuple(parsed), k=k,
                          include_superseded=include_superseded, as_of=moment,
-                         window=resolve(text, moment or datetime.now(UTC)))
+                         window=resolve(text, moment or datetime.now(UTC)),
+                         current_only=current_only is True)
 
 
 class PerAgent(Generic[T]):
@@ -257,9 +265,10 @@ class Recaller:
     async def recall(self, agent_id: str, query: str, *, kinds: Sequence[Kind | str] | None = None,
                      k: int = 10, include_superseded: bool = False,
                      query_embedding: Sequence[float] | np.ndarray[Any, Any] | None = None,
-                     as_of: datetime | str | None = None) -> RecallResult:
+                     as_of: datetime | str | None = None,
+                     current_only: bool = False) -> RecallResult:
         started = time.perf_counter()
-        req = parse_request(agent_id, query, kinds, k, include_superseded, as_of)
+        req = parse_request(agent_id, query, kinds, k, include_superseded, as_of, current_only)
         if query_embedding is None:
             vector = (await self._embeddings.embed_query(req.agent, req.query))
         else:
@@ -283,7 +292,12 @@ class Recaller:
         make their own records from them (context assembly) rather than ``RecallItem``s."""
         # rows beyond k: the final order may lift one of them, and merges drop some
         rows = await self._statement_rows(req, vector, min(MAX_K * 2, req.k * 2 + 10))
-        return final_order(rows, req.k)
+        stale = stale_slots(rows)
+        current: Sequence[Mapping[str, Any]] = ()
+        if stale:  # an old value was ranked and its current one was not: read it
+            current = await self._db.fetch("recall_current_of_slots", req.agent, stale,
+                                           PgVector(vector), self._embeddings.model_name)
+        return final_order(rows, req.k, current=current, current_only=req.current_only)
 
     async def _statement_rows(self, req: RecallRequest, vector: np.ndarray[Any, Any],
                               depth: int) -> Sequence[Mapping[str, Any]]:
@@ -376,7 +390,9 @@ def _item(row: Mapping[str, Any]) -> RecallItem:
         memory_id=row["memory_id"], kind=kind, chunk_no=chunk_no, text=row["text"],
         tokens=row["tokens"], message_metadata=row["message_metadata"] or [],
         created_at=row["created_at"], ended_at=row["ended_at"], said_at=row["said_at"],
-        status=Status(row["status"]),
+        status=Status(row["status"]), stale_since=row["stale_on"],
+        current_since=row["valid_from"] if row["slot_key"] and row["stale_on"] is None
+        and row["source"] == "memory" else None,
         scores=RecallScores(
             cosine=row["cosine"], vector_rank=row["vector_rank"], text_rank=row["text_rank"],
             text_score=row["text_score"], fused=row["fused"], recency=row["p_recency"],

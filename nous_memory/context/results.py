@@ -69,6 +69,13 @@ class RecallItem(BaseModel):
         default=None, description="When it was said: a chunk's turn, a fact's source "
                                   "episode, an episode's start; else when it was stored")
     status: Status
+    stale_since: datetime | None = Field(
+        default=None, description="Set when it states a value that no longer holds (a "
+                                  "superseded fact, or a turn whose facts all were): when "
+                                  "the newer value was said")
+    current_since: datetime | None = Field(
+        default=None, description="For a current fact of a slot: since when its value "
+                                  "holds (when it was said)")
 
 
 class RecallTimings(BaseModel):

@@ -32,14 +32,24 @@ class Assembled:
     dropped: list[DroppedItem]
 
 
-def item_line(ref: str, text: str, said_at: datetime | None = None) -> str:
+def item_line(ref: str, text: str, said_at: datetime | None = None, *,
+              stale_on: datetime | None = None, since: datetime | None = None,
+              event_at: datetime | None = None) -> str:
     """``[ref] (date) text``: one item, with the day it was said when known; inner lines
     indented; the store's own tags neutralised so an item can never close the block
-    early (episode close strips the whole block)."""
+    early (episode close strips the whole block).  What no longer holds says so in words
+    ("(older: superseded on 20 May 2024)"), so a reader with no sense of dates still
+    answers with the current value; a current value says since when; a plan says when."""
     body = text.replace(_TAG_CLOSE, "</nous_memory").replace(_TAG_OPEN, "<nous_memory")
     lines = [" ".join(line.split()) for line in body.strip().splitlines()]
-    when = f"({said_at:%a %-d %b %Y}) " if said_at is not None else ""
-    return f"[{ref}] {when}" + "\n  ".join(line for line in lines if line)
+    if event_at is not None:
+        clock = "" if (event_at.hour, event_at.minute) == (0, 0) else f" {event_at:%H:%M}"
+        when = f"({event_at:%a %-d %b %Y}{clock}) "
+    else:
+        when = f"({said_at:%a %-d %b %Y}) " if said_at is not None else ""
+    note = (f" (older: superseded on {stale_on:%-d %b %Y})" if stale_on is not None
+            else f" (current, since {since:%-d %b %Y})" if since is not None else "")
+    return f"[{ref}] {when}" + "\n  ".join(line for line in lines if line) + note
 
 
 def section_header(section: Section) -> str:
@@ -65,12 +75,23 @@ def order_section(items: Sequence[Candidate]) -> list[Candidate]:
     return sorted(items, key=lambda r: (not r.pinned, -r.score, r.ref, r.chunk_no or 0))
 
 
+# sections that answer "what is true now" keep their budget in a small context, up to
+# this share of it each, before the others are scaled down
+RESERVED_SHARE: Mapping[Section, float] = {Section.NOW: 0.35, Section.UPCOMING: 0.15}
+
+
 def section_allowances(budgets: Mapping[Section, int], available: int) -> dict[Section, int]:
-    """Section budgets, scaled down in proportion when together they exceed the total."""
+    """Section budgets, scaled down in proportion when together they exceed the total;
+    the reserved sections first keep theirs, up to their share of the total."""
     total = sum(budgets.values())
     if total <= available or total == 0:
         return dict(budgets)
-    return {s: b * available // total for s, b in budgets.items()}
+    reserved = {s: min(b, int(available * RESERVED_SHARE[s]))
+                for s, b in budgets.items() if s in RESERVED_SHARE}
+    rest = available - sum(reserved.values())
+    others = sum(b for s, b in budgets.items() if s not in reserved)
+    return {s: reserved[s] if s in reserved else (b * rest // others if others else 0)
+            for s, b in budgets.items()}
 
 
 def assemble(candidates: Sequence[Candidate], budgets: Mapping[Section, int],
@@ -100,7 +121,8 @@ def assemble(candidates: Sequence[Candidate], budgets: Mapping[Section, int],
         header_cost = count_line(section_header(section))
         started = False
         for cand in order_section(by_section[section]):
-            line = item_line(cand.ref, cand.text, cand.said_at)
+            line = item_line(cand.ref, cand.text, cand.said_at, stale_on=cand.stale_on,
+                             since=cand.since, event_at=cand.event_at)
             line_cost = count_line(line)
             cost = line_cost + (0 if started else header_cost)
             if cost > left or cost > remaining:

@@ -94,7 +94,8 @@ def _day(text: str, said: date) -> date | None:
         return said + timedelta(days={"tomorrow": 1, "day after tomorrow": 2}.get(word, 0))
     if (m := _NEXT_WEEKDAY.search(text)) is not None:
         target = _WEEKDAYS[m.group(2).lower()]
-        # "next Tuesday" and "on Tuesday" alike: the first Tuesday after the day said
+        if m.group(1).lower() == "next":  # that day of the week after the one said in
+            return said + timedelta(days=7 - said.weekday() + target)
         return said + timedelta(days=(target - said.weekday()) % 7 or 7)
     if (m := _IN_SPAN.search(text)) is not None:
         n = int(m.group(1)) if m.group(1).isdigit() else _NUMBERS[m.group(1).lower()]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
@@ -15,8 +16,10 @@ from pgvector.asyncpg import register_vector
 from nous_memory import MemoryStore
 from nous_memory.context.assembly import CENSOR_LIMIT, PINNED_FACT_LIMIT, PROFILE_CATEGORIES
 from nous_memory.context.model import Section, Tier
+from nous_memory.context.now import NOW_LIMIT, UPCOMING_LIMIT
 from nous_memory.db import QUERIES
 from nous_memory.errors import InvalidInputError
+from nous_memory.memories.slot_words import CORE_ATTRIBUTES
 from nous_memory.testing import ScriptedLLMServer
 from nous_memory.tokens import count_tokens
 from tests.conftest import LLMStoreFactory
@@ -285,8 +288,11 @@ async def test_the_always_on_read_finds_the_pins_through_their_index(
         (plan,) = json.loads(await conn.fetchval(
             "EXPLAIN (FORMAT JSON) " + QUERIES["context_always_on"], "a",
             list(PROFILE_CATEGORIES), CENSOR_LIMIT, PINNED_FACT_LIMIT, Vector(vector),
-            store.embedder.model_name))
+            store.embedder.model_name, ["home"], ["billing"], list(CORE_ATTRIBUTES),
+            NOW_LIMIT, datetime.now(UTC), UPCOMING_LIMIT))
     finally:
         await conn.close()
     indexes = _index_names(plan["Plan"])
-    assert "facts_pinned" in indexes and "facts_pkey" not in indexes, indexes
+    # the pins, the current slot values and the plans each through their partial index
+    assert {"facts_pinned", "facts_slot", "facts_events"} <= indexes, indexes
+    assert "facts_pkey" not in indexes, indexes

@@ -17,6 +17,7 @@ from nous_memory.memories.kinds import (
     EpisodeState,
     FactsExtractor,
     FactsState,
+    Status,
     SummarySource,
 )
 from nous_memory.testing import ScriptedLLMServer
@@ -152,8 +153,13 @@ async def test_no_llm_learns_stated_facts_by_rule_with_provenance(store: MemoryS
         assert detail.confidence == RULE_CONFIDENCE  # type: ignore[union-attr]
         assert detail.source_episode_id == episode.id  # type: ignore[union-attr]
     porto = next(f for f in facts if "Porto" in f.detail.content)  # type: ignore[union-attr]
-    # another place: the value rule keeps both and flags them (dedup ran on the rule facts)
-    assert porto.detail.conflicts_with == [lisbon.id]  # type: ignore[union-attr]
+    # Ana's home, said after the stored one: the new value supersedes it by slot (dedup ran
+    # on the rule facts), the old one kept in the history with when it stopped holding
+    assert porto.detail.supersedes_id == lisbon.id  # type: ignore[union-attr]
+    assert porto.detail.slot_attribute == "home"  # type: ignore[union-attr]
+    old = await store.get("a", lisbon.id)
+    assert old.status is Status.SUPERSEDED
+    assert old.detail.valid_until == porto.detail.valid_from  # type: ignore[union-attr]
     events = await _count(store, "SELECT count(*) FROM memory_events WHERE memory_id = $1 "
                           "AND new_values->>'facts_extractor' = 'rules'", episode.id)
     assert events == 1

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from nous_memory import MemoryStore
+from nous_memory.context.model import Section
 from nous_memory.context.assembly import PIN_BUDGET_TOKENS
 
 ASKED = datetime(2023, 5, 30, 18, 0, tzinfo=UTC)
@@ -84,9 +85,14 @@ async def test_a_rule_fact_and_its_turn_are_one_item(store: MemoryStore) -> None
     assert only_facts.items and only_facts.items[0].kind.value == "fact"
     assert only_facts.items[0].message_metadata  # its turn's metadata: credited to it
     context = await store.assemble_context("mover", "Where did I move to?", as_of=ASKED)
-    # the fact and its turn shown once: the turn, as said
-    assert "The user moved to Lisbon" not in context.text
+    # the turn as said, among the excerpts; the fact only as the current value "about the
+    # user now", never a third time among the recalled facts
     assert f"[{said[0].ref}]" in context.text
+    assert context.text.count("The user moved to Lisbon") == 1
+    assert [i.section for i in context.items if i.kind == "fact"] == [Section.NOW]
+    facts_only = await store.assemble_context("mover", "Where did I move to?", as_of=ASKED,
+                                              sections=["facts", "excerpts"])
+    assert "The user moved to Lisbon" not in facts_only.text  # merged into its turn
 
 
 async def test_an_unrelated_memory_stays_out_of_the_context(store: MemoryStore) -> None:

@@ -1,0 +1,116 @@
+"""The always-on sections of a context: "About the user now" and "Upcoming".
+
+Pure: given the always-on rows (``context_always_on``) and the query, which current slot
+values and which plans go in, in what order.  A current value bears on a query when the
+query asks about its attribute ("Which city do I live in?": home), names its subject
+("Where does Omar live?"), or is close in meaning; the user's core attributes (name,
+home, employer, ...) come in whatever the query, within a small budget.  A plan is
+upcoming when it happens after ``as_of``: in the next ``UPCOMING_DAYS`` always, later
+only when it bears on the query.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..memories.fact_slots import SELF, attribute_family, query_attributes
+from ..memories.kinds import Kind
+from ..memories.slot_words import CORE_ATTRIBUTES, EVENT_PREFIX
+from ..tokens import count_tokens
+from .model import Candidate, Section
+from .refs import make_ref
+
+NOW_LIMIT = 10  # slot facts read per branch of the always-on statement
+NOW_COSINE = 0.35  # a slot fact no query word points to, this close in meaning
+CORE_TOKENS = 80  # the core attributes' share of the section, whatever the query
+UPCOMING_DAYS = 7
+UPCOMING_LIMIT = 20
+UPCOMING_COSINE = 0.3
+_PLAN_WORDS = frozenset("upcoming plans plan next soon schedule scheduled calendar week "
+                        "agenda appointments appointment deadline deadlines due".split())
+_WORD = re.compile(r"[a-z][a-z'-]*")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryCues:
+    """What a query asks about, read once per call."""
+
+    attributes: tuple[str, ...]  # attributes and families ("home", "pet:")
+    words: tuple[str, ...]  # its words, lower case (subjects it may name)
+    about_plans: bool
+
+    @classmethod
+    def of(cls, query: str) -> QueryCues:
+        words = tuple(dict.fromkeys(_WORD.findall(query.lower())))
+        return cls(attributes=tuple(sorted(query_attributes(query))), words=words,
+                   about_plans=bool(set(words) & _PLAN_WORDS))
+
+
+def now_candidates(rows: Sequence[Mapping[str, Any]], cues: QueryCues) -> list[Candidate]:
+    """Current slot values for the Now section, best first (score: why it is there, then
+    closeness); the core ones only within ``CORE_TOKENS``."""
+    chosen: dict[Any, Candidate] = {}
+    core_tokens = 0
+    for row in rows:
+        if row["part"] not in ("now", "near") or row["id"] in chosen:
+            continue
+        attribute = row["slot_attribute"] or ""
+        cosine = row["cosine"] or 0.0
+        named = row["slot_subject"] not in (None, SELF) and _names(row["slot_subject"], cues)
+        asked = attribute in cues.attributes or attribute_family(attribute) in cues.attributes
+        if named:
+            score = 4.0
+        elif asked:
+            score = 3.5 if row["own"] else 3.0
+        elif row["own"] and attribute in CORE_ATTRIBUTES:
+            core_tokens += count_tokens(row["summary"])
+            if core_tokens > CORE_TOKENS:
+                continue
+            score = 2.0
+        elif cosine >= NOW_COSINE:
+            score = 1.0
+        else:
+            continue
+        chosen[row["id"]] = _candidate(row, Section.NOW, score + cosine,
+                                       since=row["valid_from"])
+    return list(chosen.values())
+
+
+def upcoming_candidates(rows: Sequence[Mapping[str, Any]], cues: QueryCues,
+                        as_of: datetime) -> list[Candidate]:
+    """Plans after ``as_of``: the next days' always, later ones when the query bears on
+    them; soonest first."""
+    out: list[Candidate] = []
+    horizon = as_of + timedelta(days=UPCOMING_DAYS)
+    for row in rows:
+        if row["part"] != "event" or row["event_at"] is None or row["event_at"] < as_of:
+            continue
+        attribute = row["slot_attribute"] or ""
+        related = (cues.about_plans or (row["cosine"] or 0.0) >= UPCOMING_COSINE
+                   or (attribute.startswith(EVENT_PREFIX) and EVENT_PREFIX in cues.attributes)
+                   or attribute in cues.attributes
+                   or (row["slot_subject"] not in (None, SELF)
+                       and _names(row["slot_subject"], cues)))
+        if row["event_at"] >= horizon and not related:
+            continue
+        days = (row["event_at"] - as_of).total_seconds() / 86400
+        out.append(_candidate(row, Section.UPCOMING, 1.0 / (1.0 + days),
+                              event_at=row["event_at"]))
+    return out
+
+
+def _names(subject: str, cues: QueryCues) -> bool:
+    """Whether the query names the subject (every word of it, "grant report" too)."""
+    return all(word in cues.words for word in subject.split())
+
+
+def _candidate(row: Mapping[str, Any], section: Section, score: float, *,
+               since: datetime | None = None, event_at: datetime | None = None) -> Candidate:
+    kind = Kind(row["kind"])
+    return Candidate(ref=make_ref(kind, row["id"]), memory_id=row["id"], kind=kind.value,
+                     section=section, text=row["summary"], score=score, pinned=True,
+                     cosine=row["cosine"], since=since, event_at=event_at)

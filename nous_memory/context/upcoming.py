@@ -1,0 +1,58 @@
+"""``upcoming``: an agent's plans ahead (dated facts: an appointment, a deadline, a
+trip), soonest first.  A moved plan shows its new date only (the old one was superseded)
+and a plan in the past is no longer upcoming."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..db import Database
+from ..errors import FieldProblem, InvalidInputError
+from ..memories.kinds import Kind, parse_agent_id
+from .recall import parse_moment
+from .refs import make_ref
+
+MAX_DAYS = 366
+MAX_EVENTS = 200
+
+
+class UpcomingEvent(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    ref: str = Field(description="Short reference, e.g. fact:1a2b3c4d (expand it for more)")
+    id: UUID
+    text: str = Field(description="The statement of the plan, as learned")
+    event_at: datetime = Field(description="When it happens (UTC; midnight when only a "
+                                           "day was said)")
+    said_at: datetime | None = Field(default=None, description="When it was said")
+
+
+class Upcoming(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    as_of: datetime
+    until: datetime
+    events: list[UpcomingEvent]
+
+
+async def upcoming(db: Database, agent_id: str, *, days: object = 7,
+                   as_of: datetime | str | None = None, limit: object = 50) -> Upcoming:
+    """Plans from ``as_of`` (default now) to ``days`` later, at most ``limit``."""
+    agent = parse_agent_id(agent_id)
+    problems: list[FieldProblem] = []
+    if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAYS:
+        problems.append(FieldProblem("days", f"must be an integer from 1 to {MAX_DAYS}"))
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_EVENTS:
+        problems.append(FieldProblem("limit", f"must be an integer from 1 to {MAX_EVENTS}"))
+    moment = parse_moment(as_of, problems) if as_of is not None else datetime.now(UTC)
+    if problems:
+        raise InvalidInputError(problems)
+    assert isinstance(days, int) and isinstance(limit, int) and moment is not None
+    until = moment + timedelta(days=days)
+    rows = await db.fetch("upcoming_events", agent, moment, until, limit)
+    return Upcoming(as_of=moment, until=until, events=[
+        UpcomingEvent(ref=make_ref(Kind.FACT, r["id"]), id=r["id"], text=r["summary"],
+                      event_at=r["event_at"], said_at=r["valid_from"]) for r in rows])
