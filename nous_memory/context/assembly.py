@@ -55,7 +55,15 @@ from .model import (
     Tier,
     parse_request,
 )
-from .now import NOW_LIMIT, UPCOMING_LIMIT, QueryCues, now_candidates, upcoming_candidates
+from .now import (
+    NOW_LIMIT,
+    UPCOMING_LIMIT,
+    QueryCues,
+    mark_old,
+    now_candidates,
+    old_values,
+    upcoming_candidates,
+)
 from .recall import Recaller
 from .recall import parse_request as parse_recall_request
 from .refs import make_ref
@@ -205,7 +213,8 @@ class ContextAssembler:
             tier2 = self._start_tier2_read(req, recalled)  # beside the merge below
             always_rows = await always
             fetched = time.perf_counter()
-            candidates = self._merge(req, recalled, always_rows, cues, moment)
+            candidates = mark_old(self._merge(req, recalled, always_rows, cues, moment),
+                                  old_values(always_rows), current_only=current_only)
             candidates, hits, misses, queued = await self._tier2(req, candidates, tier2)
         finally:  # on failure, the reads still under way are stopped and their errors taken
             tasks = [t for t in (always, tier2.rows if tier2 else None) if t is not None]

@@ -11,6 +11,7 @@ only when it bears on the query.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -114,3 +115,56 @@ def _candidate(row: Mapping[str, Any], section: Section, score: float, *,
     return Candidate(ref=make_ref(kind, row["id"]), memory_id=row["id"], kind=kind.value,
                      section=section, text=row["summary"], score=score, pinned=True,
                      cosine=row["cosine"], since=since, event_at=event_at)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OldValue:
+    """A value a current slot fact replaced, as it reads in text."""
+
+    old: re.Pattern[str]
+    current: re.Pattern[str] | None
+    until: datetime
+
+
+def old_values(rows: Sequence[Mapping[str, Any]]) -> list[OldValue]:
+    """The old values of the slots shown as current (too short or bare numbers left out:
+    "2" is in every date)."""
+    out: list[OldValue] = []
+    for row in rows:
+        if row["part"] not in ("now", "near") or not row["old_values"]:
+            continue
+        current = _value_pattern(row["slot_value"] or "")
+        for value, until in row["old_values"]:
+            pattern = _value_pattern(value or "")
+            if pattern is not None and until is not None and not (
+                    current is not None and current.pattern == pattern.pattern):
+                out.append(OldValue(old=pattern, current=current,
+                                    until=datetime.fromisoformat(until)))
+    return out
+
+
+def mark_old(candidates: Sequence[Candidate], olds: Sequence[OldValue], *,
+             current_only: bool) -> list[Candidate]:
+    """Recalled texts stating an old value (and not the current one) marked older and
+    ranked below the rest of their section; left out with ``current_only``."""
+    if not olds:
+        return list(candidates)
+    out: list[Candidate] = []
+    for cand in candidates:
+        if cand.section in (Section.NOW, Section.UPCOMING) or cand.stale_on is not None:
+            out.append(cand)
+            continue
+        stale = [o.until for o in olds if o.old.search(cand.text)
+                 and (o.current is None or not o.current.search(cand.text))]
+        if not stale:
+            out.append(cand)
+        elif not current_only:
+            out.append(dataclasses.replace(cand, stale_on=min(stale), score=cand.score / 2))
+    return out
+
+
+def _value_pattern(value: str) -> re.Pattern[str] | None:
+    value = value.strip()
+    if len(value) < 3 or value.replace(" ", "").isdigit():
+        return None
+    return re.compile(r"(?<!\w)" + re.escape(value) + r"(?:s|es)?(?!\w)", re.I)

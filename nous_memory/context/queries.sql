@@ -19,18 +19,21 @@
 -- 'pet:'), whose subject it names ($8: its words), or one of the core attributes ($9)
 -- of the user's own slots, plus the $10 closest slot facts by meaning; at most $10 each.
 -- "Upcoming" (part 'event', through facts_events): plans after $11 (as_of), soonest
--- first, $12 of them.  Every branch is scoped to the agent.
+-- first, $12 of them.  A current slot value comes with its slot's old values (value,
+-- until when it held), so a recalled text stating one is marked older.  Every branch is
+-- scoped to the agent.
 (SELECT m.id, m.kind, m.summary, m.importance, c.trigger_pattern, NULL::text AS category,
         NULL::float8 AS cosine, 'censor' AS part, NULL::text AS slot_subject,
         NULL::text AS slot_attribute, NULL::timestamptz AS valid_from,
-        NULL::timestamptz AS event_at, false AS own
+        NULL::timestamptz AS event_at, false AS own, NULL::text AS slot_value,
+        NULL::jsonb AS old_values
  FROM censors c JOIN memories m ON m.agent_id = c.agent_id AND m.id = c.memory_id
  WHERE c.agent_id = $1 AND m.status = 'active'
  ORDER BY m.importance DESC, m.id LIMIT $3)
 UNION ALL
 (SELECT m.id, m.kind, m.summary, m.importance, NULL, lower(f.category),
         CASE WHEN m.embedding_model = $6 THEN 1 - (m.embedding <=> $5) END, 'pin',
-        f.slot_subject, f.slot_attribute, f.valid_from, NULL, true
+        f.slot_subject, f.slot_attribute, f.valid_from, NULL, true, f.slot_value, NULL
  FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
  WHERE f.agent_id = $1 AND m.status = 'active' AND lower(f.category) = ANY($2::text[])
    AND f.source_kind = 'user_stated'
@@ -40,7 +43,12 @@ UNION ALL
 (SELECT m.id, m.kind, m.summary, m.importance, NULL, lower(f.category),
         CASE WHEN m.embedding_model = $6 THEN 1 - (m.embedding <=> $5) END, 'now',
         f.slot_subject, f.slot_attribute, f.valid_from, f.event_at,
-        f.slot_subject = 'user' OR f.slot_subject = lower(f.subject)
+        f.slot_subject = 'user' OR f.slot_subject = lower(f.subject), f.slot_value,
+        (SELECT jsonb_agg(jsonb_build_array(o.slot_value, o.valid_until))
+         FROM facts o JOIN memories om ON om.agent_id = o.agent_id AND om.id = o.memory_id
+         WHERE o.agent_id = $1 AND o.slot_subject = f.slot_subject
+           AND o.slot_attribute = f.slot_attribute AND om.status = 'superseded'
+           AND NOT o.slot_ended AND o.slot_value <> '') AS old_values
  FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
  WHERE f.agent_id = $1 AND f.slot_attribute IS NOT NULL AND m.status = 'active'
    AND (f.slot_attribute = ANY($7::text[])
@@ -54,7 +62,12 @@ UNION ALL
 (SELECT m.id, m.kind, m.summary, m.importance, NULL, lower(f.category),
         CASE WHEN m.embedding_model = $6 THEN 1 - (m.embedding <=> $5) END, 'near',
         f.slot_subject, f.slot_attribute, f.valid_from, f.event_at,
-        f.slot_subject = 'user' OR f.slot_subject = lower(f.subject)
+        f.slot_subject = 'user' OR f.slot_subject = lower(f.subject), f.slot_value,
+        (SELECT jsonb_agg(jsonb_build_array(o.slot_value, o.valid_until))
+         FROM facts o JOIN memories om ON om.agent_id = o.agent_id AND om.id = o.memory_id
+         WHERE o.agent_id = $1 AND o.slot_subject = f.slot_subject
+           AND o.slot_attribute = f.slot_attribute AND om.status = 'superseded'
+           AND NOT o.slot_ended AND o.slot_value <> '') AS old_values
  FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
  WHERE f.agent_id = $1 AND f.slot_attribute IS NOT NULL AND m.status = 'active'
  ORDER BY (CASE WHEN m.embedding_model = $6 THEN m.embedding <=> $5 END) NULLS LAST, m.id
@@ -63,7 +76,8 @@ UNION ALL
 (SELECT m.id, m.kind, m.summary, m.importance, NULL, lower(f.category),
         CASE WHEN m.embedding_model = $6 THEN 1 - (m.embedding <=> $5) END, 'event',
         f.slot_subject, f.slot_attribute, f.valid_from, f.event_at,
-        f.slot_subject IS NULL OR f.slot_subject = 'user' OR f.slot_subject = lower(f.subject)
+        f.slot_subject IS NULL OR f.slot_subject = 'user' OR f.slot_subject = lower(f.subject),
+        f.slot_value, NULL
  FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
  WHERE f.agent_id = $1 AND f.event_at >= $11 AND m.status = 'active'
  ORDER BY f.event_at, m.id LIMIT $12);

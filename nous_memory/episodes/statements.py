@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .. import blocks
+from ..memories.event_time import names_a_day
 from ..memories.messages import TranscriptMessage
 from .statement_words import (
     ADVERBS,
@@ -89,6 +90,14 @@ _ASIDE = re.compile(r"\s[-\u2013\u2014]\s+")
 _THING_PLAN = re.compile(r"^the [a-z' -]{2,40}? (?:is|are|was|were|has been|got|just got)"
                          r" (?:now |finally |officially )?(?:due|moved|rescheduled|"
                          r"postponed|pushed|cancell?ed|called off|set|booked|scheduled)\b")
+# "the team dinner is on 12 April": a dated plan, kept when it names a day
+_THING_ON = re.compile(r"^the [a-z' -]{2,40}? (?:is|are|will be) (?:now )?(?:on|at|this|"
+                       r"next|tomorrow|set for|planned for|scheduled for|booked for)\b")
+# a statement whose subject is left out: "Just accepted an offer from Revolut", "Got
+# promoted today": the speaker's own news (a past verb of change first)
+_ELIDED = frozenset("accepted adopted bought booked finished got graduated joined landed "
+                    "left married moved quit relocated retired signed sold started "
+                    "switched took transferred went".split())
 # a clause that ends on a bare pronoun points at something the fact cannot carry
 _DANGLING = frozenset("it them that this those these him her one".split())
 
@@ -171,9 +180,13 @@ def rewrite(clause: str, speaker: str, seq: int) -> Statement | None:
         return None
     if low[0] in ("my", "our"):
         return _about_my(words, low, speaker, seq)
-    if low[0] == "the" and _THING_PLAN.search(" ".join(low)):
+    if low[0] == "the" and (_THING_PLAN.search(" ".join(low)) or (
+            _THING_ON.search(" ".join(low)) and names_a_day(clause))):
         # "the grant report is now due on 3 March": a plan of the speaker's, as said
         return _statement(words, speaker, "plan", seq)
+    if low[0] in _ELIDED or (low[0] in ("just", "finally", "recently") and len(low) > 1
+                             and low[1] in _ELIDED):
+        words, low = ["I", words[0].lower(), *words[1:]], ["i", *low]
     if low[0] not in ("i", "i'm", "i've", "i'll", "we", "we're", "we've", "we'll"):
         return None  # about someone else, or no subject: never the speaker's fact
     at, head = _predicate(low)

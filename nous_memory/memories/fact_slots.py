@@ -103,10 +103,18 @@ def _clean(value: str) -> str:
     return " ".join(value.lower().split())[:MAX_PART_CHARS]
 
 
+_CALLED = re.compile(r"^[\w ]{0,30}?\b(?:called|named) "
+                     r"((?-i:[A-Z])[\w'-]+(?: (?-i:[A-Z])[\w'-]+)*)")
+
+
 def _value(text: str, *, names_only: bool = False) -> str:
-    """The value phrase at the start of ``text``, cut before when/why/with-whom words."""
+    """The value phrase at the start of ``text``, cut before when/why/with-whom words
+    and at the first comma or clause mark."""
+    called = _CALLED.search(text)
+    if called is not None:  # "a startup called Fintly": the name is the value
+        return _clean(called.group(1))
     words: list[str] = []
-    for word in _WORD.findall(text):
+    for word in _WORD.findall(re.split(r"[,;:()!?]", text, maxsplit=1)[0]):
         low = word.lower().rstrip(".")
         if words and low in VALUE_STOPS and not (low in ("of", "at") and names_only):
             break
@@ -183,7 +191,7 @@ def _possessive(owner: str, rest: str, predicate: str) -> Slot | None:
 _DAYS = r"(?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|weekends|weekdays)"
 _RECURRING_DAYS = re.compile(rf"\b(?:every \w+day|{_DAYS}(?:(?:,| and| &) {_DAYS})*)\b")
 _ACTIVITY_NOUNS = frozenset("class classes lesson lessons practice session sessions "
-                            "training workout".split())
+                            "training workout day days time times schedule slot".split())
 
 
 def _activity(words: str) -> str:
@@ -203,12 +211,15 @@ def _attribute_of(words: str) -> str:
 
 def _event(subject: str, noun: str, predicate: str) -> Slot:
     ended = bool(re.search(r"\b(?:cancell?ed|called off|off)\b", predicate, re.I))
+    if ended:
+        attribute = DEADLINE if noun.endswith(("deadline", "due date")) else EVENT_PREFIX + noun
+        return Slot(subject=subject, attribute=attribute, value="", ended=True)
     attribute = noun if noun.endswith(("deadline", "due date")) else EVENT_PREFIX + noun
     if noun.endswith(("deadline", "due date")):
         attribute = DEADLINE
     return Slot(subject=subject, attribute=attribute, value=_value(
         re.sub(r"^(?:is|was|has been|got|will be)?\s*(?:now\s+)?(?:moved|pushed|postponed|"
-               r"rescheduled|changed|shifted|set)?\s*(?:back|up)?\s*(?:to|for|on|at)?\s*",
+               r"rescheduled|changed|shifted|set|booked|scheduled|planned|due)?\s*(?:back|up)?\s*(?:to|for|on|at)?\s*",
                "", predicate, flags=re.I), names_only=False) or "", ended=ended)
 
 
@@ -228,7 +239,7 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [(re.compile(p, re.I), a) for p, 
      r"(?:has|have|got|bought|rented|found) (?:a |an )?(?:new )?(?:home|place|house|flat|"
      r"apartment|condo))\s+(?:back )?(?:in|at|near)\s+(?P<v>.+)", HOME),
     (r"\b(?:moved|moving|relocated|relocating|moves|relocates)\s+(?:back\s+|all the way\s+"
-     r"|over\s+|out\s+)?(?:to|into)\s+(?P<v>.+)", HOME),
+     r"|over\s+|out\s+|again,?\s+|once more,?\s+)?(?:to|into)\s+(?P<v>.+)", HOME),
     (r"\b(?:calls?)\s+(?P<v>(?-i:[A-Z]).+?)\s+home\b", HOME),
     (r"\b(?:works?|working|worked) as (?:a |an |the )?(?P<v>.+)", JOB_TITLE),
     (r"\b(?:got |was |been |has been )?promoted to (?:a |an |the )?(?P<v>.+)", JOB_TITLE),
