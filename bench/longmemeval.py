@@ -103,13 +103,16 @@ class Question:
         return sum(len(s.turns) for s in self.sessions)
 
 
-def load(path: Path, limit: int, sessions: int = 0) -> list[Question]:
-    """The questions, interleaved by type so that ``limit`` takes every type in turn."""
+def load(path: Path, limit: int, sessions: int = 0,
+         types: Sequence[str] = ()) -> list[Question]:
+    """The questions, interleaved by type so that ``limit`` takes every type in turn
+    (only ``types`` when given)."""
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         raw = json.load(handle)
     by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for item in raw:
-        by_type[item["question_type"]].append(item)
+        if not types or item["question_type"] in types:
+            by_type[item["question_type"]].append(item)
     order: list[dict[str, Any]] = []
     while any(by_type.values()):
         for qtype in TYPES:
@@ -353,7 +356,7 @@ def report(answers: Sequence[Answer], rates: Rates, ks: Sequence[int]) -> None:
 
 
 async def run(args: argparse.Namespace) -> None:
-    questions = load(args.data, args.questions, args.sessions)
+    questions = load(args.data, args.questions, args.sessions, args.types)
     if args.key_context == "off":
         import nous_memory.episodes.learn as learn
 
@@ -409,6 +412,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                              "it (default: on, as the product)")
     parser.add_argument("--k", type=parse_ks, default=[5, 10],
                         help="comma-separated cut-offs (default: 5,10)")
+    parser.add_argument("--types", type=lambda t: [x for x in t.split(",") if x],
+                        default=[], help=f"only these question types (of {', '.join(TYPES)})")
     parser.add_argument("--verbose", action="store_true", help="progress on stderr")
     add_backend_option(parser)
     args = parser.parse_args(argv)

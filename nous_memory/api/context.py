@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
 
@@ -25,6 +25,7 @@ from ..context.model import (
     Context,
     Extraction,
 )
+from ..context.upcoming import MAX_DAYS, MAX_EVENTS, Upcoming
 from ..errors import FieldProblem, InvalidInputError
 from .body import json_object, unknown_fields
 from .errors import problem_responses
@@ -32,7 +33,8 @@ from .routes import AgentId, Store
 from .schemas import REF, request_body
 
 REQUEST = "ContextRequest"
-FIELDS = ("query", "budget_tokens", "sections", "extraction", "query_embedding", "as_of")
+FIELDS = ("query", "budget_tokens", "sections", "extraction", "query_embedding", "as_of",
+          "current_only")
 
 Target = Annotated[str, Path(
     description="A memory id (UUID) or a ref from a context, e.g. fact:1a2b3c4d or "
@@ -58,6 +60,10 @@ class ContextBody(BaseModel):
         None, description="The query's embedding, when the caller already has it")
     as_of: datetime | None = Field(
         None, description="When the query is asked (ISO 8601; default now)")
+    current_only: bool = Field(
+        False, description="Leave out what no longer holds (superseded values and the "
+                           "turns and episodes that state them); by default they are "
+                           "shown after the current value, marked '(older: ...)'")
 
 
 def context_request_schemas() -> dict[str, dict[str, Any]]:
@@ -89,6 +95,21 @@ async def assemble_context(agent_id: AgentId, request: Request, store: Store) ->
     options = {name: value for name, value in body.items() if value is not None}
     query = options.pop("query")
     return await store.assemble_context(agent_id, query, **options)
+
+
+@router.get("/upcoming", summary="The agent's plans in the next days, soonest first",
+            responses=problem_responses(401, 403, 422, 503))
+async def upcoming(agent_id: AgentId, store: Store,
+                   days: Annotated[int, Query(ge=1, le=MAX_DAYS,
+                                              description="How many days ahead")] = 7,
+                   as_of: Annotated[datetime | None, Query(
+                       description="From when (ISO 8601; default now)")] = None,
+                   limit: Annotated[int, Query(ge=1, le=MAX_EVENTS,
+                                               description="At most this many")] = 50
+                   ) -> Upcoming:
+    """Dated facts ahead of ``as_of`` ("my dentist appointment is next Tuesday at 3pm"):
+    a moved plan at its new date only, a past one no longer."""
+    return await store.upcoming(agent_id, days=days, as_of=as_of, limit=limit)
 
 
 @router.get("/memories/{memory_id}/expand", summary="Everything about one memory",

@@ -24,7 +24,8 @@ from .routes import AgentId, Store
 from .schemas import REF, request_body
 
 RECALL = "RecallRequest"
-RECALL_FIELDS = ("query", "kinds", "k", "include_superseded", "query_embedding", "as_of")
+RECALL_FIELDS = ("query", "kinds", "k", "include_superseded", "query_embedding", "as_of",
+                 "current_only")
 
 router = APIRouter(prefix="/agents/{agent_id}", tags=["recall"])
 
@@ -46,6 +47,10 @@ class RecallRequest(BaseModel):
     as_of: datetime | None = Field(
         default=None, description="When the query is asked (ISO 8601; default now): "
                                   "relative dates in it resolve against this moment")
+    current_only: bool = Field(
+        default=False, description="Leave out what no longer holds (items with "
+                                   "stale_since); by default they come after the current "
+                                   "value")
 
 
 def recall_request_schemas() -> dict[str, dict[str, Any]]:

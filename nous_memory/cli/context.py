@@ -53,7 +53,17 @@ def add_context_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     context.add_argument("--as-of", metavar="TIME",
                          help="when the query is asked (ISO 8601; default now): relative "
                               "dates in it resolve against this time")
+    context.add_argument("--current-only", action="store_true",
+                         help="leave out what no longer holds (old values, and the turns "
+                              "that state them)")
     context.set_defaults(handler=_context, remote=True)
+
+    upcoming = commands.add_parser("upcoming", parents=[agent],
+                                   help="plans in the next days, soonest first")
+    upcoming.add_argument("--days", type=int, default=7, metavar="N",
+                          help="how many days ahead (default 7)")
+    upcoming.add_argument("--as-of", metavar="TIME", help="from when (ISO 8601; default now)")
+    upcoming.set_defaults(handler=_upcoming, remote=True)
 
     expand = commands.add_parser("expand", parents=[agent],
                                  help="everything about one memory (id or ref)")
@@ -85,8 +95,17 @@ async def _context(store: MemoryStore, args: argparse.Namespace) -> Output:
     result = await store.assemble_context(args.agent, args.query, budget_tokens=args.budget,
                                           sections=parse_sections(args.section),
                                           extraction=args.extraction,
-                                          as_of=parse_time(args.as_of, "as_of"))
+                                          as_of=parse_time(args.as_of, "as_of"),
+                                          current_only=args.current_only)
     return Output(result.model_dump(mode="json"), context_text(result))
+
+
+async def _upcoming(store: MemoryStore, args: argparse.Namespace) -> Output:
+    result = await store.upcoming(args.agent, days=args.days,
+                                  as_of=parse_time(args.as_of, "as_of"))
+    lines = [f"{e.event_at:%a %-d %b %Y %H:%M}  [{e.ref}] {e.text}" for e in result.events]
+    return Output(result.model_dump(mode="json"),
+                  "\n".join(lines) or f"No plans before {result.until:%a %-d %b %Y}.")
 
 
 async def _expand(store: MemoryStore, args: argparse.Namespace) -> Output:

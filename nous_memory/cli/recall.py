@@ -42,19 +42,25 @@ def add_recall_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
     recall.add_argument("--as-of", metavar="TIME",
                         help="when the query is asked (ISO 8601; default now): relative "
                              "dates in it ('last Saturday') resolve against this time")
+    recall.add_argument("--current-only", action="store_true",
+                        help="leave out what no longer holds (old values, and the turns "
+                             "that state them)")
     recall.set_defaults(handler=_recall, remote=True)
 
 
 async def _recall(store: MemoryStore, args: argparse.Namespace) -> Output:
     result = await store.recall(args.agent, args.query, kinds=args.kinds, k=args.k,
                                 include_superseded=args.include_superseded,
-                                as_of=parse_time(args.as_of, "as_of"))
+                                as_of=parse_time(args.as_of, "as_of"),
+                                current_only=args.current_only)
     return Output(result.model_dump(mode="json"), recall_text(result))
 
 
 def _line(rank: int, item: RecallItem) -> str:
     cosine = "-" if item.scores.cosine is None else f"{item.scores.cosine:.2f}"
     status = "" if item.status.value == "active" else f" [{item.status.value}]"
+    if item.stale_since is not None:
+        status += f" (older: superseded on {item.stale_since:%-d %b %Y})"
     return (f"{rank:>3}. {item.ref:<22} {item.scores.final:.4f}  cos {cosine:<5} "
             f"{shorten(item.text, TEXT_CHARS)}{status}")
 

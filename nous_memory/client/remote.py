@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from uuid import UUID
 
 from ..context.model import DEFAULT_BUDGET_TOKENS, Context, Extraction
-from ..context.results import Expanded, RecallResult
+from ..context.results import Expanded, RecallResult, Upcoming
 from ..episodes.results import TRANSCRIPT_PAGE, AppendResult, MessageIn
 from ..errors import InvalidInputError
 from ..facts.results import FactHistory, LearnResult
@@ -227,11 +227,13 @@ class AsyncMemoryClient(ConversationCalls):
                      kinds: Sequence[Kind | str] | None = None, k: int = 10,
                      include_superseded: bool = False,
                      query_embedding: Sequence[float] | None = None,
-                     as_of: datetime | None = None) -> RecallResult:
+                     as_of: datetime | None = None,
+                     current_only: bool = False) -> RecallResult:
         body = {"query": query, "kinds": kinds, "k": k,
                 "include_superseded": include_superseded,
                 "query_embedding": None if query_embedding is None
-                else [float(x) for x in query_embedding], "as_of": as_of}
+                else [float(x) for x in query_embedding], "as_of": as_of,
+                "current_only": current_only or None}
         return RecallResult.model_validate(await self._t.json(
             "POST", self._agent(agent_id, "recall"), idempotent=True,
             body={k_: v for k_, v in body.items() if v is not None}))
@@ -241,13 +243,15 @@ class AsyncMemoryClient(ConversationCalls):
                                sections: Mapping[str, int] | Sequence[str] | None = None,
                                extraction: Extraction | str = Extraction.CACHED,
                                query_embedding: Sequence[float] | None = None,
-                               as_of: datetime | None = None) -> Context:
+                               as_of: datetime | None = None,
+                               current_only: bool = False) -> Context:
         body = {"query": query, "budget_tokens": budget_tokens,
                 "sections": None if sections is None else
                 (dict(sections) if isinstance(sections, Mapping) else builtins.list(sections)),
                 "extraction": extraction,
                 "query_embedding": None if query_embedding is None
-                else [float(x) for x in query_embedding], "as_of": as_of}
+                else [float(x) for x in query_embedding], "as_of": as_of,
+                "current_only": current_only or None}
         return Context.model_validate(await self._t.json(
             "POST", self._agent(agent_id, "context"), idempotent=True,
             body={k_: v for k_, v in body.items() if v is not None}))
@@ -255,6 +259,14 @@ class AsyncMemoryClient(ConversationCalls):
     async def expand(self, agent_id: str, memory_id: UUID | str, /) -> Expanded:
         return Expanded.model_validate(await self._t.json(
             "GET", self._agent(agent_id, "memories", memory_id, "expand"), idempotent=True))
+
+    async def upcoming(self, agent_id: str, /, *, days: int = 7,
+                       as_of: datetime | None = None, limit: int = 50) -> Upcoming:
+        params: dict[str, Any] = {"days": days, "limit": limit}
+        if as_of is not None:
+            params["as_of"] = as_of
+        return Upcoming.model_validate(await self._t.json(
+            "GET", self._agent(agent_id, "upcoming"), idempotent=True, params=params))
 
     # ------------------------------------------------------------------ a whole agent
 

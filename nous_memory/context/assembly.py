@@ -25,6 +25,7 @@ import numpy as np
 from pgvector import Vector as PgVector
 
 from .. import blocks
+from ..conversation.prompt import PromptHolds
 from ..db import Database
 from ..embeddings.cache import EmbeddingCache
 from ..errors import loggable
@@ -167,13 +168,15 @@ class ContextAssembler:
         self._access = access
         self._background: set[asyncio.Task[Any]] = set()
 
-    async def for_prompt(self, agent_id: str, query: str, budget_tokens: int) -> str:
+    async def for_prompt(self, agent_id: str, query: str, budget_tokens: int,
+                         holds: PromptHolds | None = None) -> str:
         """Working memory's context provider: the assembled items for a prompt's context
-        block (which marks them itself), or nothing when the room is below the minimum."""
+        block (which marks them itself), or nothing when the room is below the minimum.
+        What the prompt holds of its own conversation (its tail) is left out."""
         room = budget_tokens - PROMPT_BLOCK_MARGIN
         if room < MIN_BUDGET_TOKENS:
             return ""
-        context = await self.assemble(agent_id, query, budget_tokens=room)
+        context = await self.assemble(agent_id, query, budget_tokens=room, holds=holds)
         return blocks.unwrap(context.text, "context") if context.items else ""
 
     async def assemble(self, agent_id: str, query: str, *,
@@ -182,7 +185,8 @@ class ContextAssembler:
                        extraction: Extraction | str = Extraction.CACHED,
                        query_embedding: Sequence[float] | np.ndarray[Any, Any] | None = None,
                        as_of: datetime | str | None = None,
-                       current_only: bool = False) -> Context:
+                       current_only: bool = False,
+                       holds: PromptHolds | None = None) -> Context:
         started = time.perf_counter()
         agent = parse_agent_id(agent_id)
         req = parse_request(agent, query, budget_tokens, sections, extraction)
@@ -209,6 +213,10 @@ class ContextAssembler:
         tier2: Tier2Read | None = None
         try:
             ranked = await self._recaller.ranked_rows(ranking, vector)
+            if holds is not None:  # the prompt's own tail is not repeated as excerpts
+                ranked = [r for r in ranked if not (
+                    r["memory_id"] == holds.episode_id
+                    and (r["source"] == "memory" or r["last_seq"] > holds.after_seq))]
             recalled = in_rank_order([candidate_from_row(row) for row in ranked])
             tier2 = self._start_tier2_read(req, recalled)  # beside the merge below
             always_rows = await always

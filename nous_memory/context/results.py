@@ -151,3 +151,22 @@ class Expanded(BaseModel):
     source_episode: Memory | None
     transcript: TranscriptExcerpt | None
     archived: list[ArchivedPart]
+
+
+class UpcomingEvent(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    ref: str = Field(description="Short reference, e.g. fact:1a2b3c4d (expand it for more)")
+    id: UUID
+    text: str = Field(description="The statement of the plan, as learned")
+    event_at: datetime = Field(description="When it happens (UTC; midnight when only a "
+                                           "day was said)")
+    said_at: datetime | None = Field(default=None, description="When it was said")
+
+
+class Upcoming(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    as_of: datetime
+    until: datetime
+    events: list[UpcomingEvent]

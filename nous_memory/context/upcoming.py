@@ -5,37 +5,17 @@ and a plan in the past is no longer upcoming."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from uuid import UUID
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from ..db import Database
 from ..errors import FieldProblem, InvalidInputError
 from ..memories.kinds import Kind, parse_agent_id
 from .recall import parse_moment
 from .refs import make_ref
+from .results import Upcoming as Upcoming
+from .results import UpcomingEvent as UpcomingEvent
 
 MAX_DAYS = 366
 MAX_EVENTS = 200
-
-
-class UpcomingEvent(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    ref: str = Field(description="Short reference, e.g. fact:1a2b3c4d (expand it for more)")
-    id: UUID
-    text: str = Field(description="The statement of the plan, as learned")
-    event_at: datetime = Field(description="When it happens (UTC; midnight when only a "
-                                           "day was said)")
-    said_at: datetime | None = Field(default=None, description="When it was said")
-
-
-class Upcoming(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    as_of: datetime
-    until: datetime
-    events: list[UpcomingEvent]
 
 
 async def upcoming(db: Database, agent_id: str, *, days: object = 7,

@@ -17,6 +17,7 @@ import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
+from uuid import UUID
 
 from .. import blocks
 from ..errors import InvalidInputError
@@ -24,8 +25,19 @@ from ..tokens import count_recurring, count_tokens
 from .facets import Facets, render
 from .pairs import ConvMessage, pair_index
 
-ContextProvider = Callable[[str, str, int], Awaitable[str]]
-"""``async (agent_id, query, budget_tokens) -> text``; e.g. the store's assemble_context."""
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PromptHolds:
+    """What a prompt already holds of its own conversation: the episode's messages after
+    ``after_seq`` (the tail); a context for it leaves them out rather than repeat them."""
+
+    episode_id: UUID
+    after_seq: int
+
+
+ContextProvider = Callable[[str, str, int, PromptHolds | None], Awaitable[str]]
+"""``async (agent_id, query, budget_tokens, holds) -> text``; e.g. the store's context
+assembly, told what the prompt holds already."""
 
 MESSAGE_OVERHEAD = 3
 REPLY_PRIMING = 3
@@ -152,7 +164,8 @@ def summary_parts(story: str, chapter: str, facets: Facets, watermark_seq: int
 async def assemble(*, agent_id: str, system: str, budget_tokens: int,
                    summary: SummaryParts | None,
                    summary_share: float, tail: Sequence[ConvMessage], query: str | None,
-                   context_tokens: int | None, provider: ContextProvider | None) -> Assembly:
+                   context_tokens: int | None, provider: ContextProvider | None,
+                   holds: PromptHolds | None = None) -> Assembly:
     """Fill the budget in priority order: system, summary, context, newest tail."""
     head: list[ChatMessage] = [{"role": "system", "content": system}] if system else []
     used = prompt_tokens(head)
@@ -173,7 +186,7 @@ async def assemble(*, agent_id: str, system: str, budget_tokens: int,
         cap = min(room, context_tokens if context_tokens is not None
                   else math.floor(room * DEFAULT_CONTEXT_SHARE))
         if cap > 0:
-            text = await provider(agent_id, query, cap)
+            text = await provider(agent_id, query, cap, holds)
             block = _wrapped("context", text, cap, "head") if text.strip() else None
             if block is not None:
                 head.append(block)

@@ -20,7 +20,7 @@ from .engine import Summarizer, View, summary_text
 from .facets import Facets, merge
 from .pairs import ConvMessage
 from .policy import KNOBS, Policy, resolve
-from .prompt import ContextProvider, assemble, prompt_tokens, summary_parts
+from .prompt import ContextProvider, PromptHolds, assemble, prompt_tokens, summary_parts
 from .results import ConversationSummary as ConversationSummary
 from .results import Prompt as Prompt
 from .results import SummarizeResult
@@ -166,7 +166,8 @@ class WorkingMemory:
         built = await assemble(
             agent_id=agent, system=system, budget_tokens=budget_tokens, summary=body,
             summary_share=policy.summary_window_share, tail=tail, query=query,
-            context_tokens=context_tokens, provider=self.context_provider)
+            context_tokens=context_tokens, provider=self.context_provider,
+            holds=PromptHolds(episode_id=episode, after_seq=current.watermark_seq))
         return Prompt(messages=built.messages, tokens=built.tokens, budget_tokens=budget_tokens,
                       summary_tokens=built.summary_tokens, context_tokens=built.context_tokens,
                       tail_messages=built.tail_messages,

@@ -166,8 +166,10 @@ class MemoryManager:
         rows: list[dict[str, Any]] = []
         details: dict[Kind, list[dict[str, Any]]] = {}
         events: list[dict[str, Any]] = []
+        news = [new.model_copy(update={"detail": complete_fact(new.detail)})
+                if isinstance(new.detail, FactDetail) else new for new in batch.news]
         for ordinal, (new, memory_id, (summary, source), n_tokens) in enumerate(
-                zip(batch.news, batch.ids, batch.summaries, batch.tokens, strict=True), start=1):
+                zip(news, batch.ids, batch.summaries, batch.tokens, strict=True), start=1):
             rows.append({
                 "id": str(memory_id), "kind": new.kind.value, "summary": summary,
                 "summary_source": source.value, "summary_tokens": n_tokens,
@@ -194,7 +196,7 @@ class MemoryManager:
                    created_at=stamps[memory_id]["created_at"],
                    updated_at=stamps[memory_id]["updated_at"], detail=new.detail)
             for new, memory_id, (summary, source), n_tokens in zip(
-                batch.news, batch.ids, batch.summaries, batch.tokens, strict=True)
+                news, batch.ids, batch.summaries, batch.tokens, strict=True)
         ]
 
     # ------------------------------------------------------------------ read
@@ -263,6 +265,15 @@ class MemoryManager:
         changed or went since it was read (its version moved)."""
         agent, current, updated = prepared.agent, prepared.current, prepared.updated
         embedded = prepared.embedded
+        if isinstance(updated.detail, FactDetail):
+            detail = updated.detail
+            if "content" in prepared.new and not any(
+                    name.startswith("slot_") or name == "event_at" for name in prepared.new):
+                # new words: their slot and plan are read again
+                detail = detail.model_copy(update={"slot_subject": None, "slot_attribute": None,
+                                                   "slot_value": None, "slot_ended": False,
+                                                   "event_at": None})
+            updated = updated.model_copy(update={"detail": complete_fact(detail)})
         row = await conn.fetchrow(
             "update_memory", agent, current.id, current.version, updated.summary,
             updated.summary_source.value, updated.summary_tokens,
@@ -367,8 +378,6 @@ def complete_fact(detail: FactDetail) -> FactDetail:
 
 
 def _detail_row(agent: str, memory_id: UUID, detail: Any) -> dict[str, Any]:
-    if isinstance(detail, FactDetail):
-        detail = complete_fact(detail)
     row: dict[str, Any] = detail.model_dump(mode="json")
     row.update(agent_id=agent, memory_id=str(memory_id))
     if isinstance(detail, FactDetail):

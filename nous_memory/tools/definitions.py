@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..context.model import MAX_QUERY_CHARS, MIN_BUDGET_TOKENS
 from ..context.refs import make_ref
+from ..context.upcoming import MAX_DAYS
 from ..errors import InvalidInputError
 from ..memories.kinds import MAX_TEXT_CHARS, CensorAction, CensorDetail, Kind
 from ..memories.records import Memory
@@ -82,10 +83,13 @@ async def _search(store: MemoryStore, agent: str, args: Mapping[str, Any],
     result = await store.recall(agent, args["query"], kinds=args.get("kinds"),
                                 k=args.get("k", 10),
                                 include_superseded=args.get("include_superseded", False),
-                                as_of=args.get("as_of"))
+                                as_of=args.get("as_of"),
+                                current_only=args.get("current_only", False))
     items = [{"ref": i.ref, "kind": i.kind.value, "memory_id": str(i.memory_id),
               "chunk_no": i.chunk_no, "text": i.text, "score": i.scores.final,
-              "cosine": i.scores.cosine} for i in result.items]
+              "cosine": i.scores.cosine,
+              "stale_since": None if i.stale_since is None else i.stale_since.isoformat()}
+             for i in result.items]
     return ToolResult(text=render.search(result), data={"query": result.query, "items": items})
 
 
@@ -93,12 +97,19 @@ async def _context(store: MemoryStore, agent: str, args: Mapping[str, Any],
                    policy: ToolPolicy) -> ToolResult:
     result = await store.assemble_context(agent, args["query"],
                                           budget_tokens=args.get("budget_tokens", 1_500),
-                                          as_of=args.get("as_of"))
+                                          as_of=args.get("as_of"),
+                                          current_only=args.get("current_only", False))
     items = [{"ref": i.ref, "kind": i.kind, "section": i.section.value, "tier": i.tier.value,
               "memory_id": str(i.id)} for i in result.items]
     return ToolResult(text=render.context(result), data={
         "text": result.text, "items": items, "tokens_used": result.tokens_used,
         "budget_tokens": result.budget_tokens, "dropped": len(result.dropped)})
+
+
+async def _upcoming(store: MemoryStore, agent: str, args: Mapping[str, Any],
+                    policy: ToolPolicy) -> ToolResult:
+    result = await store.upcoming(agent, days=args.get("days", 7), as_of=args.get("as_of"))
+    return ToolResult(text=render.upcoming(result), data=result.model_dump(mode="json"))
 
 
 async def _expand(store: MemoryStore, agent: str, args: Mapping[str, Any],
@@ -198,6 +209,10 @@ def _memory_data(memory: Memory) -> dict[str, Any]:
 
 
 _KINDS = [k.value for k in Kind]
+_CURRENT_ONLY_SCHEMA = {"type": "boolean", "default": False,
+                        "description": "Leave out what no longer holds (old values of "
+                                       "facts and the turns that state them); by default "
+                                       "they come after the current value, marked older."}
 _AS_OF_SCHEMA = {"type": "string", "format": "date-time", "maxLength": 64,
                  "description": "Today's date and time (ISO 8601), when it is not now: "
                                 "'last Saturday' or 'two weeks ago' in the query resolve "
@@ -222,7 +237,7 @@ TOOLS: tuple[Tool, ...] = (
                    "description": "How many results (default 10)."},
              "include_superseded": {"type": "boolean", "default": False,
                                     "description": "Also return old versions of facts."},
-             "as_of": _AS_OF_SCHEMA},
+             "as_of": _AS_OF_SCHEMA, "current_only": _CURRENT_ONLY_SCHEMA},
          required=("query",)),
     Tool(name="memory_context", title="Context for a question", read_only=True,
          call=_context,
@@ -237,8 +252,17 @@ TOOLS: tuple[Tool, ...] = (
                                "maximum": MAX_TOOL_BUDGET, "default": 1_500,
                                "description": "Most tokens the text may take "
                                               "(default 1500)."},
-             "as_of": _AS_OF_SCHEMA},
+             "as_of": _AS_OF_SCHEMA, "current_only": _CURRENT_ONLY_SCHEMA},
          required=("query",)),
+    Tool(name="memory_upcoming", title="Upcoming plans", read_only=True, idempotent=True,
+         call=_upcoming,
+         description=(
+             "The user's plans in the next days, soonest first: appointments, deadlines, "
+             "trips and other dated things they told you about (a moved plan at its new "
+             "date only). Use it when asked what is coming up or before planning."),
+         properties={"days": {"type": "integer", "minimum": 1, "maximum": MAX_DAYS,
+                              "default": 7, "description": "How many days ahead (default 7)."},
+                     "as_of": _AS_OF_SCHEMA}),
     Tool(name="memory_expand", title="Expand a ref", read_only=True, idempotent=True,
          call=_expand,
          description=(

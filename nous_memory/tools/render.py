@@ -18,6 +18,7 @@ from ..context.model import Context
 from ..context.recall import RecallResult
 from ..context.refs import make_ref
 from ..context.sections import item_line
+from ..context.upcoming import Upcoming
 from ..facts.learning import LearnResult
 from ..facts.undelete import Undeleted
 from ..memories.kinds import Kind
@@ -76,12 +77,22 @@ DATED = frozenset({"episode", "fact", "decision"})  # kinds whose date says some
 def search(result: RecallResult) -> str:
     if not result.items:
         return f"No memories match {result.query!r}."
-    lines = [item_line(item.ref, f"({item.kind.value}, score {item.scores.final:.3f}) "
-                                 f"{item.text}",
+    # in rank order, which the fused scores alone do not give (the final order moves a
+    # current value before an old one, a turn before its fact): no score is shown
+    lines = [item_line(item.ref, f"({item.kind.value}) {item.text}",
                        item.said_at if item.source == "chunk" or item.kind.value in DATED
-                       else None) for item in result.items]
+                       else None, stale_on=item.stale_since, since=item.current_since)
+             for item in result.items]
     head = f"{len(result.items)} memories for {result.query!r}, best first:"
     return f"{head}\n{block(lines, 'recall')}\n{EXPAND_HINT}"
+
+
+def upcoming(result: Upcoming) -> str:
+    if not result.events:
+        return f"No plans in memory before {result.until:%a %-d %b %Y}."
+    lines = [item_line(e.ref, e.text, event_at=e.event_at) for e in result.events]
+    return (f"{len(result.events)} plans until {result.until:%a %-d %b %Y}, soonest "
+            f"first:\n{block(lines, 'upcoming')}\n{EXPAND_HINT}")
 
 
 def context(result: Context) -> str:

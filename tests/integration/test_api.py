@@ -463,7 +463,7 @@ async def test_openapi_documents_paths_and_bodies(client: httpx.AsyncClient) -> 
                           "/agents/{agent_id}/episodes/{episode_id}/summary/history",
                           "/agents/{agent_id}/episodes/{episode_id}/messages/{seq}",
                           "/agents/{agent_id}/conversation-policy",
-                          "/agents/{agent_id}/recall",
+                          "/agents/{agent_id}/recall", "/agents/{agent_id}/upcoming",
                           "/agents/{agent_id}/context",
                           "/agents/{agent_id}/memories/{memory_id}/expand",
                           "/agents/{agent_id}/imports",

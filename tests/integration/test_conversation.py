@@ -12,6 +12,7 @@ import pytest
 from nous_memory import MemoryStore
 from nous_memory.conversation import storage
 from nous_memory.conversation.pairs import content_hash
+from nous_memory.conversation.prompt import PromptHolds
 from nous_memory.testing import ScriptedLLMServer
 from tests.integration.db_helpers import sql
 
@@ -252,8 +253,10 @@ async def test_build_prompt_never_over_budget(store: MemoryStore, budget: int) -
          "name": "bash"}]
     episode = await episode_with(store, messages)
 
-    async def context(agent_id: str, query: str, budget_tokens: int) -> str:
+    async def context(agent_id: str, query: str, budget_tokens: int,
+                      holds: PromptHolds | None) -> str:
         assert agent_id == AGENT and query == "Marker"
+        assert holds is not None and str(holds.episode_id) == str(episode)  # its tail: not repeated
         return "Known: Ana likes Lisbon. " * 200  # far over its share: it is cut
 
     store.conversation.context_provider = context

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from nous_memory import MemoryStore
-from nous_memory.context.model import Section
 from nous_memory.context.assembly import PIN_BUDGET_TOKENS
+from nous_memory.context.model import Section
 
 ASKED = datetime(2023, 5, 30, 18, 0, tzinfo=UTC)
 

@@ -55,8 +55,8 @@ async def test_every_tool_round_trip(store: MemoryStore) -> None:
     moved = await box.call("memory_learn_fact", {
         "content": "The user's sister Ana lives in Lisbon", "subject": "Ana",
         "category": "family"})
-    # without an LLM a changed value is kept beside the old one and flagged, never merged
-    assert moved.data["action"] in ("superseded", "created"), moved.text
+    # Ana's home, said later: the new value supersedes the old one by slot, without an LLM
+    assert moved.data["action"] == "superseded", moved.text
     assert moved.data["related"] == [fact_ref]
 
     decision = await box.call("memory_remember", {
@@ -67,13 +67,18 @@ async def test_every_tool_round_trip(store: MemoryStore) -> None:
 
     found = await box.call("memory_search", {"query": "Where does Ana live?", "k": 5})
     refs = [item["ref"] for item in found.data["items"]]
-    assert set(refs[:2]) == {fact_ref, moved.data["ref"]}  # both values, for the model
+    assert refs[0] == moved.data["ref"] and fact_ref not in refs  # the current value only
     assert f"[{refs[0]}]" in found.text and "Lisbon" in found.text
 
     facts = await box.call("memory_search", {"query": "Where does Ana live?",
                                              "include_superseded": True, "kinds": ["fact"]})
     assert {item["kind"] for item in facts.data["items"]} == {"fact"}
-    assert fact_ref in [item["ref"] for item in facts.data["items"]]
+    items = {item["ref"]: item for item in facts.data["items"]}
+    refs = list(items)
+    # the old value after the current one, marked as older in the data and the text
+    assert refs.index(moved.data["ref"]) < refs.index(fact_ref)
+    assert items[fact_ref]["stale_since"] and not items[moved.data["ref"]]["stale_since"]
+    assert "(older: superseded on" in facts.text
 
     context = await box.call("memory_context", {"query": "Which database did we choose?",
                                                 "budget_tokens": 300})
