@@ -424,13 +424,17 @@ class MemoryStore(OwnerView):
                          category: str | None = None, confidence: float | None = None,
                          source: str | None = None, source_episode_id: UUID | str | None = None,
                          source_kind: str = "user_stated",
-                         instructions: str | None = None) -> LearnResult:
-        """Learn a fact with dedup: created, confirmed, merged, superseded, reactivated or
-        rejected (with the reason).  ``instructions``: the prompt the fact was extracted
-        with, so a fact that merely restates it is rejected."""
+                         instructions: str | None = None,
+                         valid_from: datetime | str | None = None) -> LearnResult:
+        """Learn a fact with dedup: created, confirmed, merged, superseded, reactivated,
+        recorded as a past value, or rejected (with the reason).  ``instructions``: the
+        prompt the fact was extracted with, so a fact that merely restates it is rejected.
+        ``valid_from``: when it was said (default now); a value said before its slot's
+        current one goes into the history, never current."""
         fields = {k: v for k, v in {
             "subject": subject, "category": category, "confidence": confidence,
-            "source": source, "source_episode_id": source_episode_id}.items() if v is not None}
+            "source": source, "source_episode_id": source_episode_id,
+            "valid_from": valid_from}.items() if v is not None}
         return await self.facts.learn(agent_id, content, instructions=instructions,
                                       source_kind=source_kind, **fields)
 

@@ -28,7 +28,7 @@ LEARN = "FactLearn"
 
 # The body fields, all keyword arguments of MemoryStore.learn_fact and fields of a fact.
 LEARN_FIELDS = ("content", "subject", "category", "confidence", "source", "source_kind",
-                "source_episode_id")
+                "source_episode_id", "valid_from")
 
 FactId = Annotated[str, Path(
     description="Any version of the fact (a UUID); another agent's id is reported as not "

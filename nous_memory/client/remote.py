@@ -132,13 +132,14 @@ class AsyncMemoryClient(ConversationCalls):
                          category: str | None = None, confidence: float | None = None,
                          source: str | None = None, source_episode_id: UUID | str | None = None,
                          source_kind: str = "user_stated",
-                         instructions: str | None = None) -> LearnResult:
+                         instructions: str | None = None,
+                         valid_from: datetime | None = None) -> LearnResult:
         """``instructions`` is not served (the service refuses it as an unknown field):
         instruction echoes are checked where facts are extracted, in the service."""
         body = {"content": content, "subject": subject, "category": category,
                 "confidence": confidence, "source": source,
                 "source_episode_id": source_episode_id, "source_kind": source_kind,
-                "instructions": instructions}
+                "instructions": instructions, "valid_from": valid_from}
         return LearnResult.model_validate(await self._t.json(
             "POST", self._agent(agent_id, "facts", "learn"), idempotent=False,
             body={k: v for k, v in body.items() if v is not None}))

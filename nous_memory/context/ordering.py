@@ -25,6 +25,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..words import courtesy_only
+
 Row = Mapping[str, Any]
 SPEAKER, TIME = 1 << 62, 1 << 61  # evidence bits beside the query's lexemes
 
@@ -76,26 +78,15 @@ def current_first(rows: list[Row], current: Sequence[Row] = ()) -> list[Row]:
     return out
 
 
-_FILLER = frozenset(
-    "thanks thank you so much very ok okay okey sure great cool nice awesome perfect good "
-    "happy glad to help with that this it anytime any time welcome no problem noted got "
-    "it understood will do sounds absolutely of course you're youre re for the update "
-    "let me know if anything else i can there all right alright yes yeah yep no nope hi "
-    "hello hey bye goodbye see later have a day night lovely wonderful appreciate it "
-    "that's thats gotcha done fine me too haha lol wow cheers and be always here is".split())
 _SPEAKER = re.compile(r"^[^:\n]{1,60}:\s*")
-_WORDS = re.compile(r"[a-z']+|\d+")
 
 
 def content_free(row: Row) -> bool:
     """A turn with nothing of its own ("assistant: Happy to help with that.", "Thanks for
     the update!"): every word a courtesy.  It never stands as evidence, whatever its
     cosine to a question."""
-    if row.get("source") != "chunk":
-        return False
-    text = _SPEAKER.sub("", str(row.get("text") or "")).lower()
-    words = _WORDS.findall(text)
-    return len(words) <= 12 and all(w in _FILLER for w in words)
+    return row.get("source") == "chunk" and courtesy_only(
+        _SPEAKER.sub("", str(row.get("text") or "")))
 
 
 def superseding_first(rows: list[Row]) -> list[Row]:

@@ -36,6 +36,7 @@ from ..memories.kinds import (
 from ..memories.messages import TranscriptMessage
 from ..memories.summaries import leading_sentences
 from ..tokens import count_tokens
+from ..words import courtesy_only
 from ..work.queue import enqueue
 from ..work.tasks import Task
 from .chunks import chunk_messages
@@ -219,8 +220,11 @@ def rule_summary(messages: Sequence[TranscriptMessage], title: str | None) -> st
     head = f"{title}. " if title else ""
     text = (f"{head}Conversation between {', '.join(speakers[:5])} ({len(spoken)} messages). "
             f"It began: {leading_sentences(blocks.strip(spoken[0].content), 160)}")
-    if len(spoken) > 1:
-        text += f" It ended: {leading_sentences(blocks.strip(spoken[-1].content), 160)}"
+    # how it ended: the last message that says something ("Happy to help!" does not)
+    last = next((m for m in reversed(spoken[1:]) if not courtesy_only(blocks.strip(m.content))),
+                None)
+    if last is not None:
+        text += f" It ended: {leading_sentences(blocks.strip(last.content), 160)}"
     return text
 
 

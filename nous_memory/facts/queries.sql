@@ -86,7 +86,8 @@ WHERE agent_id = $1 AND memory_id = ANY($2::uuid[]) AND NOT ($3 = ANY(conflicts_
 
 -- name: fact_chain
 -- Every version linked to this fact by supersedes / superseded_by, in either
--- direction, oldest first.
+-- direction, oldest first: in the order they were said (a value imported late goes
+-- where it was said).
 WITH RECURSIVE chain AS (
     SELECT f.memory_id, ARRAY[f.memory_id] AS path
     FROM facts f WHERE f.agent_id = $1 AND f.memory_id = $2
@@ -107,8 +108,9 @@ WITH RECURSIVE chain AS (
     WHERE n.id IS NOT NULL AND NOT n.id = ANY(c.path) AND cardinality(c.path) < 100
 )
 SELECT r.* FROM memory_records r
+LEFT JOIN facts f ON f.agent_id = $1 AND f.memory_id = r.id
 WHERE r.agent_id = $1 AND r.id IN (SELECT memory_id FROM chain)
-ORDER BY r.created_at, r.id;
+ORDER BY COALESCE(f.valid_from, r.created_at), r.created_at, r.id;
 
 -- name: events_for_memories
 SELECT id, memory_id, event, old_values, new_values, actor, created_at

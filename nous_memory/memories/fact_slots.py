@@ -372,7 +372,7 @@ def _habit_end(subject: str, predicate: str) -> Slot | None:
 
 def query_attributes(query: str) -> set[str]:
     """The attributes (or attribute prefixes) a question asks about, by its words."""
-    words = {w.lower().strip("?.,!'") for w in query.split()}
+    words = {w.lower().strip("?.,!'").removesuffix("'s") for w in query.split()}
     return {attribute for attribute, cues in QUERY_WORDS.items() if words & cues}
 
 

@@ -92,7 +92,8 @@ VALUE_STOPS = _words(
     "last this next in on at with because since after before for about ago now recently "
     "and but so when while until as from though although which who where to by "
     "yesterday today tonight earlier lately again instead anymore any full-time "
-    "part-time permanently temporarily already soon finally currently")
+    "part-time permanently temporarily already soon finally currently these those days "
+    "nowadays anyway though")
 
 # the words a query asks each attribute with
 QUERY_WORDS = {
