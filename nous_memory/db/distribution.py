@@ -90,6 +90,9 @@ CROSS_TENANT_QUERIES: Final[dict[str, str]] = {
     "agent_index_candidates": "the indexes job's read-only list of the largest agents (a "
                               "multi-shard GROUP BY agent_id); each agent's own indexes "
                               "are then built with its id in their predicate",
+    "slots_unread_facts": "the slot reader's read-only, multi-shard page of facts stored "
+                          "before slots, in key order (optional agent filter); each page "
+                          "is then written agent by agent (slots_set)",
     "backfill_upgrade_candidates": "the fact backfill's read-only, multi-shard page of "
                                    "candidate episodes in key order (optional agent filter)",
     "backfill_upgrades_enqueue": "the fact backfill's queueing of those candidates into the "

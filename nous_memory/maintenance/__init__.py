@@ -7,12 +7,14 @@ only decides when to call it, holds the cluster lock and records each run.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from uuid import UUID
 
 from ..db import Database
 from ..embeddings.cache import EmbeddingCache
 from ..llm import LLMClient
+from ..memories.kinds import parse_agent_id
 from ..memories.manager import MemoryManager
 from ..work.queue import WorkContext
 from .backfill import Backfill
@@ -23,6 +25,7 @@ from .indexes import AgentIndexes
 from .policy import MaintenancePolicy
 from .promotion import CORE_TAG, REVIEW_TAG, run_lifecycle
 from .resummarize import Resummarizer
+from .slots import read_slots
 from .tiering import RestoreResult, Tiering
 
 __all__ = ["CORE_TAG", "REVIEW_TAG", "BatchHook", "JobResult", "Maintenance",
@@ -88,5 +91,10 @@ class Maintenance:
     async def backfill(self, *, now: datetime, dry_run: bool = False,
                        agent_id: str | None = None, on_batch: BatchHook | None = None
                        ) -> JobResult:
-        return await self._backfill.run(now=now, dry_run=dry_run, agent_id=agent_id,
-                                        on_batch=on_batch)
+        slots = await read_slots(self._db, None if agent_id is None
+                                 else parse_agent_id(agent_id), dry_run=dry_run)
+        result = await self._backfill.run(now=now, dry_run=dry_run, agent_id=agent_id,
+                                          on_batch=on_batch)
+        if not slots["facts_read_for_slots"]:
+            return result  # every fact has been read (a store created with slots)
+        return dataclasses.replace(result, counts={**result.counts, **slots}, skipped=False)

@@ -760,3 +760,31 @@ SELECT format('CREATE INDEX CONCURRENTLY %I ON %I USING %s WHERE agent_id = %L%s
 
 -- name: agent_index_drop_ddl
 SELECT format('DROP INDEX CONCURRENTLY IF EXISTS %I', $1::text);
+
+-- name: slots_unread_facts
+-- cross-agent (or agent $4; NULL: all), read-only: the next $3 facts after ($1, $2) in
+-- key order that no slot reader has seen (stored before facts had slots: valid_from NULL),
+-- with when each was said: its message, else its episode's start, else when recorded.
+SELECT f.agent_id, f.memory_id, f.content,
+       COALESCE((SELECT em.created_at FROM episode_messages em
+                 WHERE em.agent_id = f.agent_id AND em.episode_id = f.source_episode_id
+                   AND em.seq = f.source_seq),
+                (SELECT e.started_at FROM episodes e
+                 WHERE e.agent_id = f.agent_id AND e.memory_id = f.source_episode_id),
+                m.created_at) AS said_at
+FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
+WHERE f.valid_from IS NULL AND ($4::text IS NULL OR f.agent_id = $4)
+  AND (f.agent_id, f.memory_id) > ($1::text, $2::uuid)
+ORDER BY f.agent_id, f.memory_id
+LIMIT $3;
+
+-- name: slots_set
+-- One agent's facts ($2 ids) with the slots the rules read and when they were said; a
+-- fact already read (valid_from set) is left alone.
+UPDATE facts f
+SET slot_subject = u.subject, slot_attribute = u.attribute, slot_value = u.value,
+    slot_ended = u.ended, valid_from = u.said_at, event_at = u.event_at
+FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::boolean[],
+            $7::timestamptz[], $8::timestamptz[])
+     AS u(id, subject, attribute, value, ended, said_at, event_at)
+WHERE f.agent_id = $1 AND f.memory_id = u.id AND f.valid_from IS NULL;

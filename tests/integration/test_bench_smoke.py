@@ -33,7 +33,8 @@ from tests.conftest import create_database, drop_database
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
-HELPERS = {"backends.py", "shared_data.py"}  # modules the scripts import, not benchmarks
+# modules the scripts import, not benchmarks
+HELPERS = {"backends.py", "shared_data.py", "staleness_cases.py"}
 TIMEOUT_S = 300.0  # a stalled script fails its test instead of stalling the suite
 
 
@@ -90,6 +91,8 @@ SMOKES: dict[str, Smoke] = {
     "portability.py": Smoke(argv=("--memories", "50"), headline="export_rows_per_s"),
     "soak.py": Smoke(argv=("--clients", "2", "--minutes", "0.1", "--agents", "2"),
                      headline="soak_errors"),
+    "staleness.py": Smoke(argv=("--cases", "3", "--plans", "1"),
+                          headline="stale_current_first"),
     "tenancy.py": Smoke(argv=("--agents", "40", "--max-size", "60", "--large", "1",
                               "--large-size", "400", "--topics", "20", "--queries", "3",
                               "--warmup", "1", "--build-memory", "64MB",
@@ -113,7 +116,7 @@ RANGES: list[tuple[str, float, float]] = [
     (r"auc", 0.0, 1.0),
     (r"cosine", -1.0, 1.0),
     (r"_ms|_s$|_s_|per_s|_mb|bytes|_over_|ratio", 0.0, INF),
-    (r"recall|precision|f1|coverage|share|retention|threshold", 0.0, 1.0),
+    (r"recall|precision|f1|coverage|share|retention|threshold|^stale_", 0.0, 1.0),
     (r"", 0.0, INF),  # counts, sizes, rates
 ]
 LINE = re.compile(r"(?P<name>[A-Za-z0-9_@.\-]+): (?P<value>\S+)")

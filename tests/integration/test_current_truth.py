@@ -16,6 +16,7 @@ from nous_memory.facts.learning import LearnAction
 from nous_memory.memories.kinds import Status
 from nous_memory.tools import ToolBox
 
+from .db_helpers import sql
 from .test_cli_facts import run_main
 
 JAN, MAY, JUL = (datetime(2024, m, 10, 10, tzinfo=UTC) for m in (1, 5, 7))
@@ -161,3 +162,22 @@ async def test_every_surface_has_current_only_and_upcoming(
                                     "s", "--as-of", "2024-07-02T00:00:00Z", "--current-only")
     assert code == 0, err
     assert "Porto" in out and "Lisbon" not in out
+
+
+async def test_facts_from_before_slots_get_theirs_from_the_backfill(store: MemoryStore) -> None:
+    await store.ingest("old", MOVE[:1])
+    await store.worker().drain()
+    (fact,) = [m for m in (await store.list("old", kind="fact")).items]
+    # as a fact stored before slots existed: no slot, no time said
+    await sql(store, "UPDATE facts SET slot_subject = NULL, slot_attribute = NULL, "
+                     "slot_value = NULL, valid_from = NULL WHERE memory_id = $1", fact.id)
+    dry = await store.maintenance.backfill(now=datetime.now(UTC), dry_run=True)
+    assert dry.counts["facts_read_for_slots"] == 1
+    assert (await store.get("old", fact.id)).detail.valid_from is None  # type: ignore[union-attr]
+    run = await store.maintenance.backfill(now=datetime.now(UTC))
+    assert (run.counts["facts_read_for_slots"], run.counts["facts_given_slots"]) == (1, 1)
+    read = (await store.get("old", fact.id)).detail
+    assert (read.slot_attribute, read.slot_value) == ("home", "lisbon")  # type: ignore[union-attr]
+    assert read.valid_from == datetime(2024, 1, 10, 10, tzinfo=UTC)  # type: ignore[union-attr]
+    again = await store.maintenance.backfill(now=datetime.now(UTC))
+    assert "facts_read_for_slots" not in again.counts  # nothing left to read
