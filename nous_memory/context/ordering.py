@@ -48,32 +48,49 @@ def final_order(rows: Sequence[Row], k: int, *, current: Sequence[Row] = (),
     return out[:k]
 
 
-def stale_slots(rows: Sequence[Row]) -> list[str]:
-    """The slots whose old value is among ``rows`` while no current value of theirs is."""
+def stale_slots(rows: Sequence[Row]) -> tuple[list[str], list[Any]]:
+    """What replaced the old values among ``rows`` and is not among them: the slots whose
+    current value no row states, and the replacing facts of the others."""
     current = {r.get("slot_key") for r in rows if r.get("stale_on") is None}
-    return sorted({key for r in rows if r.get("stale_on") is not None
-                   and (key := r.get("slot_key")) and key not in current})
+    present = {str(m) for r in rows for m in [r["memory_id"], *(r.get("facts") or ())]}
+    stale = [r for r in rows if r.get("stale_on") is not None]
+    keys = sorted({key for r in stale if (key := r.get("slot_key")) and key not in current})
+    successors = sorted({s for r in stale for s in r.get("successors") or ()
+                         if s is not None and str(s) not in present}, key=str)
+    return keys, successors
+
+
+def _states_current(row: Row, stale: Row) -> bool:
+    """Whether ``row`` states what replaced a value of ``stale`` (its slot, or a fact that
+    superseded one of its facts, itself or merged into its turn)."""
+    if row.get("stale_on") is not None:
+        return False
+    key = stale.get("slot_key")
+    if key and row.get("slot_key") == key:
+        return True
+    successors = {str(s) for s in stale.get("successors") or ()}
+    return bool(successors & {str(m) for m in [row["memory_id"], *(row.get("facts") or ())]})
 
 
 def current_first(rows: list[Row], current: Sequence[Row] = ()) -> list[Row]:
-    """4. What is true now comes first: a row stating an old value of a slot goes after
-    the row stating its current value (moved up, or one of ``current`` put in place)."""
-    pending: dict[str, Row] = {}
-    for row in current:  # the newest current fact of each slot (they come newest first)
-        pending.setdefault(row["slot_key"], row)
+    """4. What is true now comes first: a row stating an old value goes after the row
+    stating what replaced it (moved up, or one of ``current`` put in place)."""
+    pending = list(current)  # newest first
     out = list(rows)
     i = 0
     while i < len(out):
-        key = out[i].get("slot_key")
-        if out[i].get("stale_on") is not None and key:
-            j = next((j for j in range(i + 1, len(out)) if out[j].get("slot_key") == key
-                      and out[j].get("stale_on") is None), None)
+        row = out[i]
+        if row.get("stale_on") is not None and (row.get("slot_key") or row.get("successors")):
+            j = next((j for j in range(i + 1, len(out)) if _states_current(out[j], row)), None)
             if j is not None:
                 out.insert(i, out.pop(j))
                 i += 1
-            elif key in pending:
-                out.insert(i, pending.pop(key))
-                i += 1
+            elif not any(_states_current(out[k], row) for k in range(i)):
+                found = next((p for p in pending if _states_current(p, row)), None)
+                if found is not None:
+                    pending.remove(found)
+                    out.insert(i, found)
+                    i += 1
         i += 1
     return out
 
@@ -133,6 +150,7 @@ def _absorb(chunk: Row, fact: Row) -> dict[str, Any]:
     """The fact is one of its turn's keys: the chunk (a copy) is as close to the query as
     the closer of the two, and holds the query words of both."""
     merged = dict(chunk)
+    merged["facts"] = [*(chunk.get("facts") or ()), fact["memory_id"]]
     if fact.get("cosine") is not None and (chunk.get("cosine") is None
                                            or fact["cosine"] > chunk["cosine"]):
         merged["cosine"] = fact["cosine"]

@@ -584,6 +584,11 @@ found AS (
                 WHEN fa.slot_attribute IS NOT NULL
                 THEN fa.slot_subject || '|' || fa.slot_attribute
            END AS slot_key,
+           -- the facts that replaced the values it states (the current ones to show first)
+           CASE WHEN f.source = 'chunk' OR m.kind = 'episode' THEN tf.successors
+                WHEN m.kind = 'fact' AND m.status = 'superseded'
+                THEN ARRAY[fa.superseded_by_id]
+           END AS successors,
            fa.valid_from
     FROM kept f
     JOIN memories m ON m.agent_id = $1 AND m.id = f.memory_id
@@ -597,9 +602,13 @@ found AS (
         SELECT bool_or(g.current) AS any_current,
                min(g.until) FILTER (WHERE NOT g.current) AS stale_on,
                min(g.key) FILTER (WHERE g.slotted) AS slot_key,
-               min(g.key) FILTER (WHERE g.slotted AND NOT g.current) AS stale_key
+               min(g.key) FILTER (WHERE g.slotted AND NOT g.current) AS stale_key,
+               array_agg(g.successor) FILTER (WHERE NOT g.current AND g.successor IS NOT NULL)
+                   AS successors
         FROM (SELECT COALESCE(tfa.slot_subject || '|' || tfa.slot_attribute,
                               tfa.memory_id::text) AS key,
+                     (array_agg(tfa.superseded_by_id ORDER BY tfa.valid_until DESC NULLS LAST)
+                         FILTER (WHERE tm.status = 'superseded'))[1] AS successor,
                      bool_or(tfa.slot_attribute IS NOT NULL) AS slotted,
                      bool_or(tm.status = 'active') AS current,
                      min(COALESCE(tfa.valid_until, tm.updated_at))
@@ -631,7 +640,7 @@ SELECT source, memory_id, chunk_no, kind, status, text, tokens, message_metadata
        first_seq, last_seq, source_episode_id, source_seq, superseded_by, lexemes,
        fused * (1 + p_recency + p_importance + p_confidence + p_use + p_speaker + p_time)
            AS final,
-       stale_on, slot_key, valid_from
+       stale_on, slot_key, successors, valid_from
 FROM priced
 ORDER BY final DESC, memory_id, chunk_no NULLS FIRST
 LIMIT $9;
@@ -645,8 +654,9 @@ ORDER BY id LIMIT 2;
 
 -- name: recall_current_of_slots
 -- The current (active) facts of the slots ($2 keys "subject|attribute") that a recalled
--- stale item states, as recall's rows (their cosine to $3 with model $4): the current value
--- goes before the old one even when the ranking did not find it.
+-- stale item states, and the active facts that replaced its values ($5 ids), as recall's
+-- rows (their cosine to $3 with model $4): the current value goes before the old one even
+-- when the ranking did not find it.
 SELECT 'memory' AS source, m.id AS memory_id, NULL::integer AS chunk_no, m.kind, m.status,
        m.summary AS text, m.summary_tokens AS tokens,
        CASE WHEN f.source_seq IS NOT NULL THEN (
@@ -664,10 +674,12 @@ SELECT 'memory' AS source, m.id AS memory_id, NULL::integer AS chunk_no, m.kind,
        0::float8 AS p_time, NULL::integer AS first_seq, NULL::integer AS last_seq,
        f.source_episode_id, f.source_seq, NULL::jsonb AS superseded_by,
        '{}'::text[] AS lexemes, 0::float8 AS final, NULL::timestamptz AS stale_on,
-       f.slot_subject || '|' || f.slot_attribute AS slot_key, f.valid_from
+       f.slot_subject || '|' || f.slot_attribute AS slot_key, NULL::uuid[] AS successors,
+       f.valid_from
 FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
-WHERE f.agent_id = $1 AND m.status = 'active' AND f.slot_attribute IS NOT NULL
-  AND f.slot_subject || '|' || f.slot_attribute = ANY($2::text[])
+WHERE f.agent_id = $1 AND m.status = 'active'
+  AND (f.slot_subject || '|' || f.slot_attribute = ANY($2::text[])
+       OR f.memory_id = ANY($5::uuid[]))
 ORDER BY f.valid_from DESC NULLS LAST
 LIMIT 20;
 

@@ -292,11 +292,12 @@ class Recaller:
         make their own records from them (context assembly) rather than ``RecallItem``s."""
         # rows beyond k: the final order may lift one of them, and merges drop some
         rows = await self._statement_rows(req, vector, min(MAX_K * 2, req.k * 2 + 10))
-        stale = stale_slots(rows)
+        keys, successors = stale_slots(rows)
         current: Sequence[Mapping[str, Any]] = ()
-        if stale:  # an old value was ranked and its current one was not: read it
-            current = await self._db.fetch("recall_current_of_slots", req.agent, stale,
-                                           PgVector(vector), self._embeddings.model_name)
+        if keys or successors:  # an old value was ranked and its current one was not
+            current = await self._db.fetch("recall_current_of_slots", req.agent, keys,
+                                           PgVector(vector), self._embeddings.model_name,
+                                           successors)
         return final_order(rows, req.k, current=current, current_only=req.current_only)
 
     async def _statement_rows(self, req: RecallRequest, vector: np.ndarray[Any, Any],
