@@ -60,9 +60,14 @@ async def test_readme_python_examples_run(database_url: str) -> None:
     assert ["archived", "archived 4199"] in outputs  # Maintenance jobs: archive, restore
     assert ["1 0", "0"] in outputs  # History import: imported, then nothing left closing
     assert ["restored active"] in outputs  # Forgetting and undo
+    # what is true now: the current city first, the old one marked, left out on request
+    moved = next(o for f, o in zip(fragments, outputs, strict=True) if "assistant-3" in f)
+    assert re.fullmatch(r"\[fact:[0-9a-f]{8}\] The user moved to Porto last month, still "
+                        r"unpacking\. \(current, since 20 May 2024\)", moved[0]), moved
+    assert moved[1:] == ["True", "False"]
     # context and expand
     context_out = next(o for f, o in zip(fragments, outputs, strict=True)
-                       if "assemble_context" in f)
+                       if "assemble_context" in f and "assistant-2" in f)
     # the preference has nothing to do with the migration: it is not pinned in
     assert context_out == ["True ['fact']", "['created']"]
 
@@ -90,7 +95,7 @@ async def test_readme_tool_loop_runs_against_an_openai_compatible_server(
         lines = await _run(program, database_url, env)
         assert lines == ["Use frequent flyer number TP-884512."]
         first, second = list(server.requests)
-        assert len(first["tools"]) == 7
+        assert len(first["tools"]) == 8  # every tool but the gated memory_restore
         tool_message = second["messages"][-1]
         assert tool_message["role"] == "tool"
         assert tool_message["tool_call_id"] == second["messages"][-2]["tool_calls"][0]["id"]
