@@ -14,7 +14,7 @@ from ..conversation.results import ConversationSummary, MessageChange, Prompt
 from ..episodes.results import AppendResult, MessageIn
 from ..facts.results import LearnResult
 from ..memories.messages import TranscriptMessage
-from ..memories.records import Memory
+from ..memories.records import Memory, Page
 
 if TYPE_CHECKING:
     from ..client import AsyncMemoryClient
@@ -66,6 +66,23 @@ class Backend(Protocol):
                          source_episode_id: UUID | str | None = None,
                          source_kind: str = ..., instructions: str | None = None
                          ) -> LearnResult: ...
+
+    async def remember(self, agent_id: str, kind: Any, /, **fields: Any) -> Memory: ...
+
+    async def get(self, agent_id: str, memory_id: UUID | str, *,
+                  include_deleted: bool = False) -> Memory: ...
+
+    async def update(self, agent_id: str, memory_id: UUID | str, /, *,
+                     actor: str | None = None, **changes: Any) -> Memory: ...
+
+    async def delete(self, agent_id: str, memory_id: UUID | str, *, purge: bool = False,
+                     actor: str | None = None) -> None: ...
+
+    # last: a method named `list` shadows the builtin in later signatures
+    async def list(self, agent_id: str, *, kind: Any = None, status: Any = None,
+                   created_after: Any = None, created_before: Any = None,
+                   limit: int = 50, cursor: str | None = None,
+                   tag: str | None = None) -> Page: ...
 
 
 def _conforms(store: MemoryStore, client: AsyncMemoryClient) -> tuple[Backend, Backend]:
