@@ -10,7 +10,12 @@ from uuid import UUID
 
 from ..context.model import Context
 from ..context.results import RecallResult
-from ..conversation.results import ConversationSummary, MessageChange, Prompt
+from ..conversation.results import (
+    ConversationSummary,
+    MessageChange,
+    Prompt,
+    SummarizeResult,
+)
 from ..episodes.results import AppendResult, MessageIn
 from ..facts.results import LearnResult
 from ..memories.messages import TranscriptMessage
@@ -47,6 +52,11 @@ class Backend(Protocol):
                            budget_tokens: int, *, query: str | None = None,
                            context_tokens: int | None = None, summarize: bool = True,
                            policy: Mapping[str, Any] | None = None) -> Prompt: ...
+
+    async def summarize_conversation(self, agent_id: str, episode_id: UUID | str, /, *,
+                                     force: bool = False,
+                                     policy: Mapping[str, Any] | None = None
+                                     ) -> SummarizeResult: ...
 
     async def conversation_summary(self, agent_id: str, episode_id: UUID | str, /
                                    ) -> ConversationSummary: ...
