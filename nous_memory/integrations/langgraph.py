@@ -130,10 +130,12 @@ class NousMemoryStore(BaseStore):
         wanted = op.offset + op.limit
         hits: list[SearchItem] = []
         if op.query:
-            found = await self._store.recall(agent, op.query, kinds=["fact"], k=RECALL_SCAN)
+            found = await self._store.recall(agent, op.query, kinds=["fact"],
+                                             k=min(RECALL_SCAN, 2 * wanted + 8))
             tag = _path_tag(path) if path else None
-            for hit in found.items:
-                memory = await self._store.get(agent, hit.memory_id)
+            memories = await asyncio.gather(*(self._store.get(agent, hit.memory_id)
+                                              for hit in found.items))
+            for hit, memory in zip(found.items, memories, strict=True):
                 if (tag is None or tag in memory.tags) and _is_ours(memory):
                     item = self._item(memory, hit.scores.final)
                     if _matches(item.value, op.filter):

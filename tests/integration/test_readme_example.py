@@ -60,6 +60,10 @@ async def test_readme_python_examples_run(database_url: str) -> None:
     assert ["archived", "archived 4199"] in outputs  # Maintenance jobs: archive, restore
     assert ["1 0", "0"] in outputs  # History import: imported, then nothing left closing
     assert ["restored active"] in outputs  # Forgetting and undo
+    # Integrations: the Agents SDK session, the LangChain retriever and LangGraph store
+    assert ["3 function_call 21 C, sunny", "c1 2"] in outputs
+    assert ["Ana's sister Beatrice lives in Lisbon.", "{'content': 'Window seats.'}",
+            "seat"] in outputs
     # context and expand
     context_out = next(o for f, o in zip(fragments, outputs, strict=True)
                        if "assemble_context" in f)
