@@ -12,7 +12,7 @@ Each hook is one store call: ``initialize`` starts an episode, ``prefetch`` is
 Hermes' status callback when it found any), ``sync_turn`` appends the turn,
 ``on_pre_compress`` folds the conversation and returns its rolling summary (two calls:
 the fold, then the read), ``on_session_end`` closes the episode (the worker learns from
-it), ``on_memory_write`` learns a fact, ``on_delegation`` appends the sub-agent's result
+it), ``on_session_switch`` with ``reset`` closes it and starts the next (two calls), ``on_memory_write`` learns a fact, ``on_delegation`` appends the sub-agent's result
 as a note.  A cron, sub-agent or flush context (``agent_context`` other than
 ``primary``) reads but never writes: those prompts are not the user speaking.
 """
@@ -157,6 +157,19 @@ class NousMemoryProvider(MemoryProvider):  # type: ignore[misc]  # hermes is unt
         if self._episode is not None and self._agent is not None:
             self._call(self._backend().close_episode(self._agent, self._episode))
             self._episode = None
+
+    def on_session_switch(self, new_session_id: str, *, parent_session_id: str = "",
+                          reset: bool = False, rewound: bool = False, **kwargs: Any) -> None:
+        """A new conversation (``reset``) is a new episode, the old one closed; a resume,
+        branch or compression goes on in the same episode."""
+        if not reset or not self._writes or self._agent is None:
+            return
+        store = self._backend()
+        if self._episode is not None:
+            self._call(store.close_episode(self._agent, self._episode))
+        episode = self._call(store.start_episode(self._agent,
+                                                 title=f"Hermes session {new_session_id}"))
+        self._episode = str(episode.id)
 
     def on_memory_write(self, action: str, target: str, content: str,
                         metadata: dict[str, Any] | None = None) -> None:

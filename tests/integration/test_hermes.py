@@ -65,6 +65,11 @@ async def test_every_hook_reaches_the_store(store: MemoryStore, hermes_env: Path
         recalled = manager.prefetch_all("Which seats does Ana prefer?")
         compressed = manager.on_pre_compress([{"role": "user", "content": "..."}])
         tools = manager.handle_tool_call("nous_memory_recall", {"query": "window seats"})
+        # /new: Hermes ends the session and switches to the next as one queued task
+        manager.commit_session_boundary_async([], new_session_id="s-2",
+                                              parent_session_id="s-1")
+        manager.sync_all("Start over: plan a trip to Faro.", "Faro it is.")
+        assert manager.flush_pending(timeout=30)
         manager.on_session_end([])
         manager.shutdown_all()
         return {"recalled": recalled, "compressed": compressed, "tools": tools}
@@ -74,11 +79,13 @@ async def test_every_hook_reaches_the_store(store: MemoryStore, hermes_env: Path
     assert statuses[0].startswith("memory used")
     assert "Beatrice" in out["compressed"]  # the rolling summary of the turns so far
     assert "window seats" in out["tools"]
-    (episode,) = (await store.list(AGENT, kind="episode")).items
-    assert [m.content for m in await store.transcript(AGENT, episode.id)] == [
-        "My sister Beatrice lives in Lisbon.", "Noted, Lisbon.", "I fly there on 9 May.",
-        "Have a good flight."]
-    assert episode.detail.state in ("closing", "closed")  # type: ignore[union-attr]
+    episodes = sorted((await store.list(AGENT, kind="episode")).items,
+                      key=lambda e: e.created_at)
+    assert [[m.content for m in await store.transcript(AGENT, e.id)] for e in episodes] == [
+        ["My sister Beatrice lives in Lisbon.", "Noted, Lisbon.", "I fly there on 9 May.",
+         "Have a good flight."], ["Start over: plan a trip to Faro.", "Faro it is."]]
+    assert all(e.detail.state in ("closing", "closed")  # type: ignore[union-attr]
+               for e in episodes)
 
 
 async def test_cron_and_sub_agents_read_but_never_write(store: MemoryStore,
