@@ -10,11 +10,13 @@ calls providers from its own threads.
 Each hook is one store call: ``initialize`` starts an episode, ``prefetch`` is
 ``assemble_context`` for the incoming message (and reports "memory used" through
 Hermes' status callback when it found any), ``sync_turn`` appends the turn,
-``on_pre_compress`` folds the conversation and returns its rolling summary (two calls:
-the fold, then the read), ``on_session_end`` closes the episode (the worker learns from
-it), ``on_session_switch`` with ``reset`` closes it and starts the next (two calls), ``on_memory_write`` learns a fact, ``on_delegation`` appends the sub-agent's result
-as a note.  A cron, sub-agent or flush context (``agent_context`` other than
-``primary``) reads but never writes: those prompts are not the user speaking.
+``on_session_end`` closes the episode (the worker learns from it), ``on_memory_write``
+learns a fact, ``on_delegation`` appends the sub-agent's result as a note.  Two take two:
+``on_pre_compress`` folds the conversation and returns its rolling summary (the fold,
+then the read), and ``on_session_switch`` with ``reset`` starts the next episode (closing
+the current one, if Hermes has not ended it first).  A cron, sub-agent or flush context
+(``agent_context`` other than ``primary``) reads but never writes: those prompts are not
+the user speaking.
 """
 
 from __future__ import annotations
