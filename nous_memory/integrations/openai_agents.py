@@ -17,7 +17,7 @@ from typing import Any, cast
 
 from agents.items import TResponseInputItem
 from agents.memory.session import SessionABC
-from agents.memory.session_settings import SessionSettings
+from agents.memory.session_settings import SessionSettings, resolve_session_limit
 
 from ..episodes.results import MAX_METADATA_CHARS, TRANSCRIPT_PAGE
 from .backend import Backend
@@ -62,6 +62,7 @@ class NousMemorySession(SessionABC):
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         if self._episode is None:
             return []
+        limit = resolve_session_limit(limit, self.session_settings)  # as the SDK's sessions
         if limit is not None:
             if limit <= 0:
                 return []

@@ -12,6 +12,7 @@ from agents import Agent, ModelSettings, RunConfig, Runner, function_tool
 from agents.agent_output import AgentOutputSchemaBase
 from agents.handoffs import Handoff
 from agents.items import ModelResponse, TResponseInputItem, TResponseStreamEvent
+from agents.memory import SessionSettings
 from agents.models.interface import Model, ModelTracing
 from agents.tool import Tool
 from agents.usage import Usage
@@ -199,3 +200,24 @@ async def test_two_hundred_turns_fit_the_budget_and_keep_turn_three(
     items = await session.get_items()
     assert sum(count_tokens(_text(i)) for i in items) <= BUDGET
     assert len(await store.transcript(AGENT, session.session_id)) == 2 * LONG_TURNS
+
+
+async def test_the_sdk_session_limit_is_the_newest_items(store: MemoryStore) -> None:
+    """``SessionSettings(limit=n)`` (on the run or the session) hands the model the plain
+    newest ``n`` items, as the SDK's own sessions do; 0 or less hands it none."""
+    model = ScriptedModel(chat)
+    agent = Agent(name="assistant", instructions="Be brief.", model=model)
+    session = NousMemorySession(store, AGENT)
+    for text in ("Message 1", "Message 2", "Message 3"):
+        await Runner.run(agent, text, session=session, run_config=NO_TRACING)
+    await Runner.run(agent, "Message 4", session=session, run_config=RunConfig(
+        tracing_disabled=True, session_settings=SessionSettings(limit=2)))
+    assert [_text(i) for i in model.inputs[-1]] == [
+        "Message 3", "Noted: Message 3", "Message 4"]
+    await Runner.run(agent, "Message 5", session=session, run_config=RunConfig(
+        tracing_disabled=True, session_settings=SessionSettings(limit=0)))
+    assert [_text(i) for i in model.inputs[-1]] == ["Message 5"]
+    limited = NousMemorySession(store, AGENT, session.session_id,
+                                session_settings=SessionSettings(limit=1))
+    assert [_text(i) for i in await limited.get_items()] == ["Noted: Message 5"]
+    assert await session.get_items(limit=-1) == [] and len(await session.get_items()) == 10
