@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import os
 import statistics
 import tempfile
@@ -87,16 +86,16 @@ async def operations(store: MemoryStore, episode: str) -> dict[str, tuple[Op, Op
             lambda i: store.update(AGENT, seat, content=f"Window seats, round {i}."),
             lambda i: graph_store.aput(("prefs",), "seat", {"content": f"Aisle, round {i}."})),
     }
-    if importlib.util.find_spec("agent.memory_provider") is not None:
+    try:
         from nous_memory.integrations.hermes import NousMemoryProvider
-
+    except ImportError:
+        print("# hermes: hermes-agent is not installed, its line is left out")
+    else:
         provider = NousMemoryProvider(store, loop=loop, agent_id=AGENT)
         ops["hermes_prefetch"] = (
             lambda i: store.assemble_context(AGENT, QUERIES[i % len(QUERIES)],
                                              budget_tokens=600),
             lambda i: asyncio.to_thread(provider.prefetch, QUERIES[i % len(QUERIES)]))
-    else:
-        print("# hermes: hermes-agent is not installed, its line is left out")
     return ops
 
 
