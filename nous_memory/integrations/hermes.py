@@ -10,8 +10,9 @@ calls providers from its own threads.
 Each hook is one store call: ``initialize`` starts an episode, ``prefetch`` is
 ``assemble_context`` for the incoming message (and reports "memory used" through
 Hermes' status callback when it found any), ``sync_turn`` appends the turn,
-``on_session_end`` closes the episode (the worker learns from it), ``on_memory_write``
-learns a fact, ``on_delegation`` appends the sub-agent's result as a note.  Two take two:
+``on_session_end`` closes the episode (the worker learns from it), done where Hermes'
+queued writes are behind it (see the method), ``on_memory_write`` learns a fact,
+``on_delegation`` appends the sub-agent's result as a note.  Two take two:
 ``on_pre_compress`` folds the conversation and returns its rolling summary (the fold,
 then the read), and ``on_session_switch`` with ``reset`` starts the next episode (closing
 the current one, if Hermes has not ended it first).  A cron, sub-agent or flush context
@@ -118,6 +119,7 @@ class NousMemoryProvider(MemoryProvider):  # type: ignore[misc]  # hermes is unt
         callback = kwargs.get("status_callback")
         self._status = callback if callable(callback) else None
         store = self._backend()
+        self._close_current()  # a provider kept across sessions: the last one ended
         if self._writes:
             episode = self._call(store.start_episode(
                 self._agent, title=f"Hermes session {session_id}",
@@ -156,6 +158,13 @@ class NousMemoryProvider(MemoryProvider):  # type: ignore[misc]  # hermes is unt
         return self._call(store.conversation_summary(self._agent, self._episode)).text
 
     def on_session_end(self, messages: list[dict[str, Any]]) -> None:
+        """No call here: Hermes calls this inline while the turn's ``sync_turn`` may still
+        wait in its background queue (``AIAgent.shutdown_memory_provider``), and a closed
+        episode refuses that turn.  The episode is closed where every queued write is
+        behind: at ``shutdown`` (Hermes drains its queue first), at a ``reset`` session
+        switch (queued behind the writes) or at the next ``initialize``."""
+
+    def _close_current(self) -> None:
         if self._episode is not None and self._agent is not None:
             self._call(self._backend().close_episode(self._agent, self._episode))
             self._episode = None
@@ -166,11 +175,9 @@ class NousMemoryProvider(MemoryProvider):  # type: ignore[misc]  # hermes is unt
         branch or compression goes on in the same episode."""
         if not reset or not self._writes or self._agent is None:
             return
-        store = self._backend()
-        if self._episode is not None:
-            self._call(store.close_episode(self._agent, self._episode))
-        episode = self._call(store.start_episode(self._agent,
-                                                 title=f"Hermes session {new_session_id}"))
+        self._close_current()
+        episode = self._call(self._backend().start_episode(
+            self._agent, title=f"Hermes session {new_session_id}"))
         self._episode = str(episode.id)
 
     def on_memory_write(self, action: str, target: str, content: str,
@@ -198,6 +205,10 @@ class NousMemoryProvider(MemoryProvider):  # type: ignore[misc]  # hermes is unt
         return json.dumps([{"ref": i.ref, "text": i.text} for i in found.items])
 
     def shutdown(self) -> None:
+        """Close an ended session's episode (Hermes has drained its writes), then stop
+        the provider's own loop and client."""
+        if self._store is not None:
+            self._close_current()
         store, thread, loop = self._store, self._thread, self._loop
         if thread is None or loop is None:
             return  # the store and its loop belong to the caller

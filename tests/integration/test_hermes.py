@@ -71,7 +71,7 @@ async def test_every_hook_reaches_the_store(store: MemoryStore, hermes_env: Path
         manager.commit_session_boundary_async([], new_session_id="s-2",
                                               parent_session_id="s-1")
         manager.sync_all("Start over: plan a trip to Faro.", "Faro it is.")
-        assert manager.flush_pending(timeout=30)
+        # exit, as AIAgent.shutdown_memory_provider does it: the turn's sync still queued
         manager.on_session_end([])
         manager.shutdown_all()
         return {"recalled": recalled, "compressed": compressed, "tools": tools}
