@@ -37,7 +37,7 @@ from .embeddings import Embedder, embedder_from_settings
 from .embeddings.cache import EmbeddingCache
 from .episodes.close import CloseSettings, EpisodeCloser
 from .episodes.learn import EpisodeLearner
-from .episodes.lifecycle import AppendResult, EpisodeManager, MessageIn
+from .episodes.lifecycle import DEFAULT_LATEST, AppendResult, EpisodeManager, MessageIn
 from .episodes.tasks import EpisodeTasks
 from .errors import DatabaseError
 from .facts.conflicts import ConflictResolver
@@ -282,6 +282,12 @@ class MemoryStore(OwnerView):
                          limit: int = 10_000) -> builtins.list[TranscriptMessage]:
         return await self.episodes.transcript(agent_id, episode_id, from_seq=from_seq,
                                               limit=limit)
+
+    async def latest_messages(self, agent_id: str, episode_id: UUID | str, /, *,
+                              limit: int = DEFAULT_LATEST) -> builtins.list[TranscriptMessage]:
+        """The newest ``limit`` messages of the transcript, oldest first (a session's
+        "last N items")."""
+        return await self.episodes.latest(agent_id, episode_id, limit=limit)
 
     def worker(self, *, worker_id: str | None = None, poll_s: float = 1.0) -> Worker:
         """A work-queue worker on this store (``await worker.run(stop_event)``)."""

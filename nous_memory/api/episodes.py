@@ -186,15 +186,27 @@ async def transcript(
     from_seq: Annotated[int, Query(ge=0, description="First message (seq) of the page")] = 0,
     limit: Annotated[int, Query(
         description=f"Page size, 1 to {TRANSCRIPT_PAGE}")] = DEFAULT_TRANSCRIPT_PAGE,
+    last: Annotated[int | None, Query(
+        description=f"Instead of a page from ``from_seq``: the newest ``last`` messages "
+                    f"(1 to {TRANSCRIPT_PAGE}), oldest first")] = None,
 ) -> TranscriptPage:
-    """The verbatim messages from ``from_seq`` on, in order."""
-    messages = await store.transcript(agent_id, episode_id, from_seq=from_seq, limit=limit)
+    """The verbatim messages from ``from_seq`` on, in order, or the newest ``last`` ones.
+    A message deleted while the episode was open is left out (its seq is a gap)."""
+    if last is not None:
+        if from_seq:
+            raise InvalidInputError.single("last", "cannot be combined with from_seq")
+        messages = await store.latest_messages(agent_id, episode_id, limit=last)
+    else:
+        messages = await store.transcript(agent_id, episode_id, from_seq=from_seq,
+                                          limit=limit)
     # read after the page, so the count is never behind the messages just returned
     episode = await store.get_episode(agent_id, episode_id)
     assert isinstance(episode.detail, EpisodeDetail)
     count = episode.detail.message_count
     following = messages[-1].seq + 1 if messages else None
+    more = last is None and len(messages) == limit and following is not None
     return TranscriptPage(
         episode_id=str(episode.id), message_count=count,
         messages=[TranscriptEntry.of(m) for m in messages],
-        next_from_seq=following if following is not None and following < count else None)
+        next_from_seq=following if more and following is not None and following < count
+        else None)

@@ -73,6 +73,7 @@ class MemoryClient:
     close_episode = _blocking(AsyncMemoryClient.close_episode)
     get_episode = _blocking(AsyncMemoryClient.get_episode)
     transcript = _blocking(AsyncMemoryClient.transcript)
+    latest_messages = _blocking(AsyncMemoryClient.latest_messages)
     ingest = _blocking(AsyncMemoryClient.ingest)
     ingest_status = _blocking(AsyncMemoryClient.ingest_status)
     recall = _blocking(AsyncMemoryClient.recall)

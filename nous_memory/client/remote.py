@@ -18,7 +18,7 @@ from uuid import UUID
 
 from ..context.model import DEFAULT_BUDGET_TOKENS, Context, Extraction
 from ..context.results import Expanded, RecallResult, Upcoming
-from ..episodes.results import TRANSCRIPT_PAGE, AppendResult, MessageIn
+from ..episodes.results import DEFAULT_LATEST, TRANSCRIPT_PAGE, AppendResult, MessageIn
 from ..errors import InvalidInputError
 from ..facts.results import FactHistory, LearnResult
 from ..memories.kinds import Kind, Status
@@ -187,12 +187,14 @@ class AsyncMemoryClient(ConversationCalls):
         page = await self._t.json(
             "GET", self._agent(agent_id, "episodes", episode_id, "messages"), idempotent=True,
             params={"from_seq": from_seq, "limit": limit})
-        return [TranscriptMessage(
-            seq=m["seq"], role=m["role"], content=m["content"], name=m.get("name"),
-            tool_call_id=m.get("tool_call_id"), tokens=m["tokens"],
-            created_at=None if m.get("created_at") is None
-            else datetime.fromisoformat(m["created_at"]),
-            metadata=m.get("metadata") or {}) for m in page["messages"]]
+        return [_message(m) for m in page["messages"]]
+
+    async def latest_messages(self, agent_id: str, episode_id: UUID | str, /, *,
+                              limit: int = DEFAULT_LATEST) -> builtins.list[TranscriptMessage]:
+        page = await self._t.json(
+            "GET", self._agent(agent_id, "episodes", episode_id, "messages"), idempotent=True,
+            params={"last": limit})
+        return [_message(m) for m in page["messages"]]
 
     # ------------------------------------------------------------------ history import
 
@@ -334,3 +336,13 @@ def _source_agent(first: bytes) -> str:
     except (ValueError, KeyError, TypeError):
         raise InvalidInputError.single(
             "line 1", "not an export header; pass agent_id to name the target") from None
+
+
+def _message(m: dict[str, Any]) -> TranscriptMessage:
+    """A transcript entry of the service as the store's record."""
+    return TranscriptMessage(
+        seq=m["seq"], role=m["role"], content=m["content"], name=m.get("name"),
+        tool_call_id=m.get("tool_call_id"), tokens=m["tokens"],
+        created_at=None if m.get("created_at") is None
+        else datetime.fromisoformat(m["created_at"]),
+        metadata=m.get("metadata") or {})

@@ -16,7 +16,7 @@ from ..db import Database
 from ..llm import LLMClient, LLMError
 from ..memories.messages import to_message
 from ..tokens import count_tokens
-from . import breaker, extractive, llm_fold
+from . import breaker, extractive, llm_fold, salience
 from .facets import Facets, merge, rule_facets
 from .pairs import ConvMessage, call_for, content_hash, pair_index, safe_cut
 from .policy import Policy, should_summarize
@@ -337,7 +337,8 @@ class Summarizer:
                 step.notes.append(f"llm compaction failed: {exc}")
             step.failed = True
         step.text = extractive.fit_summary(step.text, goal, policy.summary_token_cap)
-        step.notes.append(f"compacted to the newest tail ({len(step.text)} chars)")
+        step.notes.append(f"compacted by rules to the lines worth most ({len(step.text)} "
+                          "chars)")
         if not keep_op and step.source == "rule":
             step.op = "compaction"
 
@@ -357,9 +358,8 @@ class Summarizer:
                 step.notes.append("llm story merge over its size: rules used")
             except LLMError as exc:
                 step.notes.append(f"llm story merge failed: {exc}")
-        merged = extractive.append(old, [extractive.extract(" ".join(step.text.split()),
-                                                  policy.story_chars // 2)])
-        step.story = (extractive.tail_compact(merged, policy.story_chars), facets, "rule")
+        merged = extractive.append(old, [step.text])
+        step.story = (salience.compact(merged, policy.story_chars), facets, "rule")
         step.notes.append("chapter closed into the story (rule)")
 
     async def _record_breaker(self, agent: str, episode: UUID, policy: Policy, state: State,

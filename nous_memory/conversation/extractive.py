@@ -1,4 +1,4 @@
-"""Rule-based working memory: per-message analyses, the extractive fold, and the tail
+"""Rule-based working memory: per-message analyses, the extractive fold, and the rule
 compaction that is every path's last resort (so a summary can never outgrow its cap)."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ from collections.abc import Sequence
 
 from .. import blocks
 from ..tokens import count_tokens
+from . import salience
 from .facets import entities_in
 from .pairs import ConvMessage, ToolCall, tool_calls
 from .toolsum import summarize_tool
 
 MESSAGE_CHARS = 240
-ELLIPSIS = "... "
 MIN_FIT_CHARS = 100
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
@@ -55,17 +55,6 @@ def extract(text: str, limit: int) -> str:
     return " ".join(sentences[i] for i in sorted(chosen))
 
 
-def tail_compact(text: str, limit: int) -> str:
-    """The newest part of ``text`` within ``limit`` chars, prefixed with "... "."""
-    if len(text) <= limit:
-        return text
-    keep = text[len(text) - (limit - len(ELLIPSIS)):]
-    boundary = min((i for i in (keep.find("\n"), keep.find(" ")) if 0 <= i < 80), default=-1)
-    if boundary >= 0:
-        keep = keep[boundary + 1:]
-    return ELLIPSIS + keep.lstrip()
-
-
 def append(summary: str, analyses: Sequence[str]) -> str:
     """The extractive fold: the old summary, then one line per folded message."""
     lines = [summary] if summary else []
@@ -74,9 +63,10 @@ def append(summary: str, analyses: Sequence[str]) -> str:
 
 
 def fit_summary(text: str, goal_chars: int, token_cap: int) -> str:
-    """The rule compaction: the newest tail within ``goal_chars`` and (as far as 100
-    characters allow) within ``token_cap`` tokens."""
-    text = tail_compact(text, goal_chars)
+    """The rule compaction: the lines worth most (what they name, decide or promise; see
+    ``salience``) within ``goal_chars`` and (as far as 100 characters allow) within
+    ``token_cap`` tokens."""
+    text = salience.compact(text, goal_chars)
     while count_tokens(text) > token_cap and len(text) > MIN_FIT_CHARS:
-        text = tail_compact(text, max(MIN_FIT_CHARS, len(text) * 4 // 5))
+        text = salience.compact(text, max(MIN_FIT_CHARS, len(text) * 4 // 5))
     return text

@@ -46,8 +46,32 @@ class Facets(BaseModel):
     entities: list[str] = []
 
 
+# sentence openers that are not names: imperatives and the like a chat starts with
+OPENERS = frozenset(
+    "Add Ask Book Bring Buy Call Can't Check Close Compare Count Describe Don't Explain "
+    "Find Give Help Remember Remind Show Tell Open Pick Plan Read Send Set Start Stop Try "
+    "Visit Walk Write Note Noted Perfect Fine Done Alright Absolutely Certainly Hmm Okay "
+    "Interesting Understood Got Next First Second Third Last Today Tomorrow Yesterday "
+    "Tonight Morning Evening Afternoon Also Another Other Question Answer Turn Topic Number "
+    "Based According Given Sounds Happy Let's I'm I've I'd I'll It's That's There's "
+    "What's Here's You're We're They're".split())
+
+
+def names_in(text: str) -> list[str]:
+    """The people, places and things ``text`` names (capitalised words that are not
+    common openers), in order of appearance; numbers are not names."""
+    names = [_POSSESSIVE.sub("", w) for w in _NAME.findall(text)]
+    return [n for n in names if n not in STOPWORDS and n not in OPENERS and len(n) > 1]
+
+
+def decision_or_action(text: str) -> bool:
+    """Whether ``text`` states a decision or a commitment."""
+    return bool(_DECISION.search(text) or _ACTION.search(text))
+
+
 def entities_in(text: str) -> list[str]:
-    """Capitalised names and numbers, in order of appearance (the retention measure's unit)."""
+    """Capitalised names and numbers, in order of appearance (the retention measure's unit;
+    facets list :func:`names_in`, without the numbers)."""
     names = [_POSSESSIVE.sub("", w) for w in _NAME.findall(text)]
     found = [n for n in names if n not in STOPWORDS and len(n) > 1]
     return found + _NUMBER.findall(text)
@@ -89,7 +113,7 @@ def rule_facets(lines: Sequence[tuple[str, str]]) -> Facets:
                 actions.append(f"{speaker}: {sentence}")
             if sentence.rstrip().endswith("?"):
                 unresolved.append(f"{speaker}: {sentence}")
-        entities.extend(entities_in(text))
+        entities.extend(names_in(text))
     return clean(Facets(participants=participants, decisions=decisions, action_items=actions,
                         unresolved=unresolved[-LIMITS["unresolved"]:], entities=entities))
 

@@ -20,6 +20,7 @@ from .pairs import ConvMessage, safe_cut
 Mode = Literal["auto", "llm", "rule"]
 TargetUnit = Literal["tokens", "words"]
 MIN_CHARS = 100
+MIN_WINDOW_TOKENS = 256
 CHARS_PER_TOKEN = 4  # only to turn the window share into a character cap; prompts count exactly
 
 
@@ -28,7 +29,9 @@ class Policy:
     """Every knob of rolling summaries (see README, "Working memory")."""
 
     mode: Mode = "auto"  # auto: the LLM when one is configured, else rules
-    window_tokens: int = 8192  # the conversing model's context window
+    # the conversing model's context window; build_prompt takes its budget as the window
+    # when no layer sets this knob
+    window_tokens: int = 8192
     trigger_messages: int = 60  # unfolded messages; 0 turns this trigger off
     trigger_words: int = 3000  # unfolded words; 0 turns this trigger off
     trigger_token_ratio: float = 0.8
@@ -80,7 +83,7 @@ class Policy:
 
 
 KNOBS = {f.name: f for f in dataclasses.fields(Policy)}
-_INT_MIN = {"window_tokens": 256, "trigger_messages": 0, "trigger_words": 0,
+_INT_MIN = {"window_tokens": MIN_WINDOW_TOKENS, "trigger_messages": 0, "trigger_words": 0,
             "min_messages": 0, "protect_tail": 0, "cooldown_messages": 0, "target": 1,
             "summary_max_chars": MIN_CHARS, "target_chars": MIN_CHARS, "max_chain_depth": 1,
             "summarizer_window_tokens": 512, "summarizer_output_tokens": 64,

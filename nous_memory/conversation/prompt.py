@@ -24,6 +24,7 @@ from ..errors import InvalidInputError
 from ..tokens import count_recurring, count_tokens
 from .facets import Facets, render
 from .pairs import ConvMessage, pair_index
+from .results import PromptPart
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,6 +147,7 @@ def chat_message(message: ConvMessage) -> ChatMessage:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Assembly:
     messages: list[ChatMessage]
+    parts: list[PromptPart]
     tokens: int
     summary_tokens: int
     context_tokens: int
@@ -168,6 +170,7 @@ async def assemble(*, agent_id: str, system: str, budget_tokens: int,
                    holds: PromptHolds | None = None) -> Assembly:
     """Fill the budget in priority order: system, summary, context, newest tail."""
     head: list[ChatMessage] = [{"role": "system", "content": system}] if system else []
+    parts = [PromptPart(part="system")] if system else []
     used = prompt_tokens(head)
     if used > budget_tokens:
         raise InvalidInputError.single(
@@ -179,6 +182,7 @@ async def assemble(*, agent_id: str, system: str, budget_tokens: int,
         block = summary_block(summary, cap)
         if block is not None:
             head.append(block)
+            parts.append(PromptPart(part="summary"))
             summary_tokens = message_tokens(block)
             used += summary_tokens
     if provider is not None and query:
@@ -190,20 +194,26 @@ async def assemble(*, agent_id: str, system: str, budget_tokens: int,
             block = _wrapped("context", text, cap, "head") if text.strip() else None
             if block is not None:
                 head.append(block)
+                parts.append(PromptPart(part="context"))
                 context_used = message_tokens(block)
                 used += context_used
     chosen, truncated, spent = _tail(tail, budget_tokens - used)
-    messages = head + chosen
+    messages = head + [message for _, message in chosen]
+    parts += [PromptPart(part="message", seq=tail[i].seq, metadata=tail[i].metadata)
+              for i, _ in chosen]
     total = used + spent
     assert total <= budget_tokens, (total, budget_tokens)
-    return Assembly(messages=messages, tokens=total, summary_tokens=summary_tokens,
+    return Assembly(messages=messages, parts=parts, tokens=total,
+                    summary_tokens=summary_tokens,
                     context_tokens=context_used, tail_messages=len(chosen),
                     dropped_messages=len(tail) - len(chosen), truncated=truncated)
 
 
-def _tail(tail: Sequence[ConvMessage], room: int) -> tuple[list[ChatMessage], bool, int]:
-    """The newest messages that fit, and their tokens; a tool result never appears
-    without its call.  Stored messages carry their content's exact count."""
+def _tail(tail: Sequence[ConvMessage], room: int
+          ) -> tuple[list[tuple[int, ChatMessage]], bool, int]:
+    """The newest messages that fit (with their index in ``tail``), and their tokens; a
+    tool result never appears without its call.  Stored messages carry their content's
+    exact count."""
     pairs = pair_index(tail)
     picked: dict[int, tuple[ChatMessage, int]] = {}
     truncated = False
@@ -225,4 +235,4 @@ def _tail(tail: Sequence[ConvMessage], room: int) -> tuple[list[ChatMessage], bo
     for i in sorted(picked):  # an orphaned result (its call did not fit, or was folded) goes
         if tail[i].role != "tool" or pairs.get(i) in order:
             order.append(i)
-    return [picked[i][0] for i in order], truncated, sum(picked[i][1] for i in order)
+    return [(i, picked[i][0]) for i in order], truncated, sum(picked[i][1] for i in order)

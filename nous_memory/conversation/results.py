@@ -101,10 +101,23 @@ class ConversationSummary(_Record):
     breaker_open_until: Moment | None
 
 
+class PromptPart(_Record):
+    """Where one message of a prompt came from: the caller's system prompt, the summary
+    block, the context block, or a stored message (its seq and the metadata it was
+    appended with, so a framework can rebuild its own item from it)."""
+
+    part: Literal["system", "summary", "context", "message"]
+    seq: int | None = None
+    metadata: dict[str, Any] = {}
+
+
 class Prompt(_Record):
-    """Chat messages for the next call and how the budget was spent."""
+    """Chat messages for the next call and how the budget was spent.  ``parts`` lines up
+    with ``messages`` (the same length and order): the messages stay as a chat API takes
+    them, and each one's origin and stored metadata are beside it."""
 
     messages: list[dict[str, Any]]
+    parts: list[PromptPart] = []
     tokens: int
     budget_tokens: int
     summary_tokens: int

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -19,7 +20,7 @@ from . import messages, storage
 from .engine import Summarizer, View, summary_text
 from .facets import Facets, merge
 from .pairs import ConvMessage
-from .policy import KNOBS, Policy, resolve
+from .policy import KNOBS, MIN_WINDOW_TOKENS, Policy, resolve
 from .prompt import ContextProvider, PromptHolds, assemble, prompt_tokens, summary_parts
 from .results import ConversationSummary as ConversationSummary
 from .results import Prompt as Prompt
@@ -134,7 +135,15 @@ class WorkingMemory:
         if context_tokens is not None and (isinstance(context_tokens, bool) or not isinstance(
                 context_tokens, int) or context_tokens < 0):
             raise InvalidInputError.single("context_tokens", "must be an integer >= 0")
-        policy = await self.policy(agent, overrides)
+        stored = await storage.get_policy(self._db, agent)
+        policy = resolve(self._defaults, stored, overrides)
+        if all(layer.get("window_tokens") is None
+               for layer in (self._defaults, stored, overrides or {})):
+            # nobody named the model's window: the caller's budget is the window, so a
+            # small budget does not start folding at once against a default 8192
+            window = max(MIN_WINDOW_TOKENS, budget_tokens)
+            policy = dataclasses.replace(policy, window_tokens=window)
+            overrides = {**(overrides or {}), "window_tokens": window}
         result = view = None
         # The system message shares the window, and a budget below the model's window
         # shrinks it: the triggers count both (so does the worker a fold is left to),
@@ -168,7 +177,8 @@ class WorkingMemory:
             summary_share=policy.summary_window_share, tail=tail, query=query,
             context_tokens=context_tokens, provider=self.context_provider,
             holds=PromptHolds(episode_id=episode, after_seq=current.watermark_seq))
-        return Prompt(messages=built.messages, tokens=built.tokens, budget_tokens=budget_tokens,
+        return Prompt(messages=built.messages, parts=built.parts, tokens=built.tokens,
+                      budget_tokens=budget_tokens,
                       summary_tokens=built.summary_tokens, context_tokens=built.context_tokens,
                       tail_messages=built.tail_messages,
                       dropped_messages=built.dropped_messages, truncated=built.truncated,

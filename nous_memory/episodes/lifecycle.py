@@ -45,6 +45,7 @@ from ..memories.records import Memory
 from ..tokens import count_tokens
 from ..work.queue import enqueue
 from ..work.tasks import EPISODE_PROCESSING, Task
+from .results import DEFAULT_LATEST as DEFAULT_LATEST
 from .results import MAX_MESSAGES_PER_APPEND as MAX_MESSAGES_PER_APPEND
 from .results import MAX_METADATA_CHARS as MAX_METADATA_CHARS
 from .results import TRANSCRIPT_PAGE as TRANSCRIPT_PAGE
@@ -146,7 +147,8 @@ class EpisodeManager:
 
     async def transcript(self, agent_id: str, episode_id: UUID | str, *, from_seq: int = 0,
                          limit: int = TRANSCRIPT_PAGE) -> list[TranscriptMessage]:
-        """The verbatim messages, in order (a page of at most ``limit``)."""
+        """The verbatim messages, in order (a page of at most ``limit``); a message deleted
+        while the episode was open is left out, so its seq is a gap."""
         episode = await self.get(agent_id, episode_id)
         if isinstance(limit, bool) or not isinstance(limit, int) or not (
                 1 <= limit <= TRANSCRIPT_PAGE):
@@ -156,6 +158,17 @@ class EpisodeManager:
             raise InvalidInputError.single("from_seq", "must be an integer >= 0")
         rows = await self._db.fetch("episode_messages", episode.agent_id, episode.id,
                                     max(from_seq, 0), limit)
+        return [to_message(r) for r in rows]
+
+    async def latest(self, agent_id: str, episode_id: UUID | str, *,
+                     limit: int = DEFAULT_LATEST) -> list[TranscriptMessage]:
+        """The newest ``limit`` messages (deleted ones left out), oldest first."""
+        episode = await self.get(agent_id, episode_id)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not (
+                1 <= limit <= TRANSCRIPT_PAGE):
+            raise InvalidInputError.single("limit", f"must be between 1 and {TRANSCRIPT_PAGE}")
+        rows = await self._db.fetch("episode_messages_latest", episode.agent_id, episode.id,
+                                    limit)
         return [to_message(r) for r in rows]
 
 
@@ -209,7 +222,7 @@ async def read_transcript(db: Database, agent: str, ident: UUID) -> list[Transcr
     messages: list[TranscriptMessage] = []
     while True:
         start = messages[-1].seq + 1 if messages else 0
-        page = await db.fetch("episode_messages_live", agent, ident, start, TRANSCRIPT_PAGE)
+        page = await db.fetch("episode_messages", agent, ident, start, TRANSCRIPT_PAGE)
         messages.extend(to_message(r) for r in page)
         if len(page) < TRANSCRIPT_PAGE:
             break

@@ -41,19 +41,24 @@ WHERE agent_id = $1 AND memory_id = $2 AND state = 'open'
 RETURNING ended_at;
 
 -- name: episode_messages
-SELECT seq, role, content, name, tool_call_id, tokens, metadata, created_at
-FROM episode_messages WHERE agent_id = $1 AND episode_id = $2 AND seq >= $3
-ORDER BY seq LIMIT $4;
-
--- name: episode_messages_live
--- For close processing: the transcript without messages deleted while it was open.
+-- The transcript as readers see it: a message deleted while the episode was open is gone
+-- from every read (its text stays in the row for the summary chain's audit).
 SELECT seq, role, content, name, tool_call_id, tokens, metadata, created_at
 FROM episode_messages
 WHERE agent_id = $1 AND episode_id = $2 AND seq >= $3 AND deleted_at IS NULL
 ORDER BY seq LIMIT $4;
 
+-- name: episode_messages_latest
+-- The newest $3 live messages, oldest first: what a session hands a model next.
+SELECT seq, role, content, name, tool_call_id, tokens, metadata, created_at
+FROM (SELECT seq, role, content, name, tool_call_id, tokens, metadata, created_at
+      FROM episode_messages
+      WHERE agent_id = $1 AND episode_id = $2 AND deleted_at IS NULL
+      ORDER BY seq DESC LIMIT $3) AS newest
+ORDER BY seq;
+
 -- name: episode_messages_cold
--- A trimmed transcript's cold tail (memory_archive), as episode_messages_live's rows: an
+-- A trimmed transcript's cold tail (memory_archive), as episode_messages' rows: an
 -- upgrade of a trimmed episode reads the whole transcript.
 SELECT r.seq, r.role, r.content, r.name, r.tool_call_id, r.tokens, r.metadata, r.created_at
 FROM memory_archive a

@@ -14,6 +14,7 @@ from ..memories.kinds import MAX_MESSAGE_CHARS, Label, Timestamp, no_nul
 MAX_MESSAGES_PER_APPEND = 1_000
 MAX_METADATA_CHARS = 16_000
 TRANSCRIPT_PAGE = 10_000
+DEFAULT_LATEST = 50  # the newest messages a latest read returns when not told how many
 
 
 class Role(StrEnum):

@@ -30,7 +30,8 @@ async def test_prompt_summary_history_and_edits(client: httpx.AsyncClient,
     episode = await _episode(store)
     base = f"/agents/{AGENT}/episodes/{episode}"
     put = await client.put(f"/agents/{AGENT}/conversation-policy",
-                           json={"mode": "rule", "protect_tail": 3, "trigger_messages": 10})
+                           json={"mode": "rule", "protect_tail": 3, "trigger_messages": 10,
+                                 "window_tokens": 8192})  # not the budget: no compaction
     assert put.status_code == 200 and put.json()["protect_tail"] == 3
     response = await client.post(f"{base}/prompt", json={"system": "Be brief.",
                                                           "budget_tokens": 300})
@@ -86,7 +87,8 @@ async def test_cli_prompt_and_summary(store: MemoryStore, database_url: str,
     code = await asyncio.to_thread(main, [*base, "episodes", "prompt", episode, "--agent", AGENT,
                                           "--budget", "200", "--system", "Be brief.",
                                           "--policy-json", '{"mode": "rule", '
-                                          '"trigger_messages": 10}', "--json"])
+                                          '"trigger_messages": 10, "window_tokens": 8192}',
+                                          "--json"])
     out, err = capsys.readouterr()
     assert code == 0, err
     data = json.loads(out)

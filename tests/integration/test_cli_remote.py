@@ -69,7 +69,7 @@ async def test_memory_commands_over_the_service(url: str, store: MemoryStore) ->
     prompt = (await run_process([*base, "episodes", "prompt", episode["id"], "--agent", AGENT,
                                  "--budget", "200", "--policy-json",
                                  '{"mode": "rule", "trigger_messages": 6, "min_messages": 0, '
-                                 '"protect_tail": 2}',
+                                 '"protect_tail": 2, "window_tokens": 8192}',
                                  "--json"], env)).json()
     assert prompt["tokens"] <= 200 and prompt["summarized"]["folded"] == 7
     summary = await run_process([*base, "episodes", "summary", episode["id"], "--agent",

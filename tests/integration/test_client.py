@@ -150,7 +150,7 @@ async def scenario(m: Any, agent: str) -> list[tuple[str, Any]]:
         {"role": "user", "name": "Ana", "content": f"Ana plans stop {i} in Porto at {i + 8} am."}
         for i in range(12)])
     policy = record("set_policy", await m.set_conversation_policy(
-        agent, mode="rule", protect_tail=3, trigger_messages=10))
+        agent, mode="rule", protect_tail=3, trigger_messages=10, window_tokens=8192))
     assert policy.protect_tail == 3 and policy.mode == "rule"
     record("policy", await m.conversation_policy(agent))
     prompt = record("build_prompt", await m.build_prompt(agent, talk.id, "Be brief.", 300))
@@ -164,6 +164,9 @@ async def scenario(m: Any, agent: str) -> list[tuple[str, Any]]:
     assert run.invalidated == "message 1 edited behind the watermark"
     deleted = record("delete_message", await m.delete_message(agent, talk.id, 11))
     assert not deleted.invalidated
+    latest = record("latest_messages", await m.latest_messages(agent, talk.id, limit=2))
+    assert [x.seq for x in latest] == [9, 10]  # the deleted newest (11) is not among them
+    assert 11 not in [x.seq for x in record("transcript_live", await m.transcript(agent, talk.id))]
     chain = record("summary_history", await m.summary_history(agent, talk.id))
     assert [(r.op, r.status) for r in chain] == [("fold", "invalidated"), ("rebuild", "current")]
     record("summary_history_page", await m.summary_history(agent, talk.id, limit=1, offset=1))

@@ -251,4 +251,7 @@ async def test_close_reads_the_rolling_summary_and_skips_deleted_messages(
     head, transcript = sent.split("<transcript>")
     assert head.startswith("<conversation-summary>") and "Skellig" in head
     assert "105 gulls" not in transcript and "98 gulls" in transcript
-    assert (await llm_store.transcript("wm", episode.id))[15].content.endswith("105 gulls today.")
+    # the transcript a reader gets leaves the deleted message out too
+    kept = await llm_store.transcript("wm", episode.id)
+    assert [m.seq for m in kept] == list(range(15))
+    assert [m.seq for m in await llm_store.latest_messages("wm", episode.id, limit=2)] == [13, 14]

@@ -65,6 +65,10 @@ async def test_readme_python_examples_run(database_url: str) -> None:
     assert re.fullmatch(r"\[fact:[0-9a-f]{8}\] The user moved to Porto last month, still "
                         r"unpacking\. \(current, since 20 May 2024\)", moved[0]), moved
     assert moved[1:] == ["True", "False"]
+    # Integrations: the Agents SDK session, the LangChain retriever and LangGraph store
+    assert ["3 function_call 21 C, sunny", "c1 2"] in outputs
+    assert ["Ana's sister Beatrice lives in Lisbon.", "{'content': 'Window seats.'}",
+            "seat"] in outputs
     # context and expand
     context_out = next(o for f, o in zip(fragments, outputs, strict=True)
                        if "assemble_context" in f and "assistant-2" in f)

@@ -61,7 +61,7 @@ def test_the_cut_never_ends_on_a_call_still_waiting_for_its_result() -> None:
 def test_a_prompt_tail_never_starts_with_a_result_whose_call_is_not_in_it() -> None:
     tail = [msg(5, "tool", "a.txt", tool_call_id="c1"), msg(6, "user", "and then?")]
     chosen, _, spent = _tail(tail, 10_000)
-    assert [m["role"] for m in chosen] == ["user"] and spent > 0
+    assert [m["role"] for _, m in chosen] == ["user"] and spent > 0
 
 
 def test_the_bridge_is_delimited_once_and_never_empty() -> None:

@@ -1,0 +1,121 @@
+"""A LangChain retriever over the store's recall, and a pre-model hook for LangGraph
+agents that puts ``assemble_context`` in front of the model.
+
+The store is async; the retriever's sync ``invoke`` runs the same coroutine on the loop
+the store lives on (``loop=``): from another thread while that loop runs, or on it
+directly while it is idle.  Calling ``invoke`` from inside a running loop is refused:
+``ainvoke`` is the call there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any, TypeVar
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.messages import AnyMessage, BaseMessage, SystemMessage
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, Field
+
+from ..context.results import RecallItem
+from .backend import Backend
+
+T = TypeVar("T")
+
+
+def run_on(loop: asyncio.AbstractEventLoop | None, work: Coroutine[Any, Any, T]) -> T:
+    """``work`` run to completion on ``loop`` (the store's), from sync code."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        work.close()
+        raise RuntimeError("a sync call inside a running event loop would block it: use the "
+                           "async method (ainvoke, aget, asearch...)")
+    if loop is None:
+        work.close()
+        raise RuntimeError("sync calls need loop=, the event loop the store runs on")
+    if loop.is_running():
+        return asyncio.run_coroutine_threadsafe(work, loop).result()
+    return loop.run_until_complete(work)
+
+
+def document(item: RecallItem) -> Document:
+    """A recalled memory or transcript chunk as a LangChain document."""
+    return Document(id=str(item.memory_id) if item.source == "memory" else item.ref,
+                    page_content=item.text, metadata={
+                        "ref": item.ref, "memory_id": str(item.memory_id),
+                        "kind": item.kind.value, "source": item.source,
+                        "score": item.scores.final, "cosine": item.scores.cosine,
+                        "created_at": item.created_at.isoformat() if item.created_at
+                        else None})
+
+
+class NousMemoryRetriever(BaseRetriever):
+    """Documents for a query from one agent's memories (hybrid recall).
+
+    ``k``: documents per query (``invoke(query, k=3)`` overrides it); ``kinds``: only
+    these kinds (``["fact", "decision"]``); ``loop``: the store's event loop, for sync
+    ``invoke``.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    store: Any = Field(description="A MemoryStore or AsyncMemoryClient")
+    agent_id: str
+    k: int = 4
+    kinds: list[str] | None = None
+    loop: asyncio.AbstractEventLoop | None = None
+
+    def _get_relevant_documents(self, query: str, *,
+                                run_manager: CallbackManagerForRetrieverRun,
+                                **kwargs: Any) -> list[Document]:
+        return run_on(self.loop, self._recall(query, kwargs))
+
+    async def _aget_relevant_documents(self, query: str, *,
+                                       run_manager: AsyncCallbackManagerForRetrieverRun,
+                                       **kwargs: Any) -> list[Document]:
+        return await self._recall(query, kwargs)
+
+    async def _recall(self, query: str, options: dict[str, Any]) -> list[Document]:
+        backend: Backend = self.store
+        k = options.get("k", self.k)
+        found = await backend.recall(self.agent_id, query, kinds=options.get(
+            "kinds", self.kinds), k=k)
+        return [document(item) for item in found.items[:k]]
+
+
+ContextHook = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+def context_hook(store: Backend, agent_id: str, *, budget_tokens: int = 800,
+                 sections: Sequence[str] | None = None) -> ContextHook:
+    """A LangGraph ``pre_model_hook``: the memories relevant to the newest human message,
+    as a system message in front of the conversation (``llm_input_messages``, so the
+    graph's stored messages are not changed)."""
+
+    async def hook(state: dict[str, Any]) -> dict[str, Any]:
+        messages: list[AnyMessage] = list(state.get("messages", []))
+        query = next((_text(m) for m in reversed(messages) if m.type == "human"), "")
+        if not query.strip():
+            return {"llm_input_messages": messages}
+        context = await store.assemble_context(agent_id, query, budget_tokens=budget_tokens,
+                                               sections=sections)
+        if not context.text.strip():
+            return {"llm_input_messages": messages}
+        return {"llm_input_messages": [SystemMessage(content=context.text), *messages]}
+
+    return hook
+
+
+def _text(message: BaseMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return " ".join(p if isinstance(p, str) else str(p.get("text", "")) for p in content)

@@ -1,0 +1,58 @@
+"""The LangChain retriever under LangChain's own conformance suite, unchanged, on a real
+store; and the context hook in front of a model in a real LangGraph graph."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from langchain_core.retrievers import BaseRetriever
+from langchain_tests.integration_tests import RetrieversIntegrationTests
+
+from nous_memory import MemoryStore
+from nous_memory.integrations.langchain import NousMemoryRetriever
+
+AGENT = "langchain"
+FACTS = ["Ana's sister Beatrice lives in Lisbon.", "Ana flies to Lisbon on 9 May.",
+         "Ana's favourite Lisbon cafe is A Brasileira.", "Ana prefers window seats.",
+         "Ana's Lisbon hotel is in Alfama."]
+
+
+class TestRetrieverConformance(RetrieversIntegrationTests):
+    """LangChain's retriever suite as shipped: the subclass only says how to build one."""
+
+    @pytest.fixture(autouse=True)
+    async def _seeded(self, store: MemoryStore) -> AsyncIterator[None]:
+        for fact in FACTS:
+            await store.learn_fact(AGENT, fact)
+        self.store = store
+        self.loop = asyncio.get_running_loop()
+        yield
+
+    @property
+    def retriever_constructor(self) -> type[BaseRetriever]:
+        return NousMemoryRetriever
+
+    @property
+    def retriever_constructor_params(self) -> dict[str, Any]:
+        return {"store": self.store, "agent_id": AGENT, "loop": self.loop}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "What does Ana do in Lisbon?"
+
+
+async def test_documents_carry_refs_and_sync_invoke_refuses_a_running_loop(
+        store: MemoryStore) -> None:
+    for fact in FACTS:
+        await store.learn_fact(AGENT, fact)
+    retriever = NousMemoryRetriever(store=store, agent_id=AGENT, k=2, kinds=["fact"],
+                                    loop=asyncio.get_running_loop())
+    docs = await retriever.ainvoke("Where does Beatrice live?")
+    assert len(docs) == 2 and docs[0].page_content == FACTS[0]
+    assert docs[0].metadata["kind"] == "fact" and docs[0].metadata["ref"].startswith("fact:")
+    assert str(await store.resolve(AGENT, docs[0].metadata["ref"])) == docs[0].id
+    with pytest.raises(RuntimeError, match="use the async method"):
+        retriever.invoke("Where does Beatrice live?")
