@@ -36,6 +36,7 @@ from .schemas import (
     CREATE_EXAMPLES,
     Health,
     MemoryList,
+    Readiness,
     Unhealthy,
     request_body,
 )
@@ -98,8 +99,9 @@ async def health(request: Request) -> JSONResponse:
 
 @health_router.get(
     "/ready", response_model=None, summary="Whether the service can take traffic",
-    responses={200: {"description": "Database, model and worker are up"},
-               503: {"description": "Something is not up yet (or any more)"}})
+    responses={200: {"model": Readiness, "description": "Database, model and worker are up"},
+               503: {"model": Readiness,
+                     "description": "Something is not up yet (or any more)"}})
 async def ready(request: Request) -> JSONResponse:
     """For load balancers and orchestrators (compose, Kubernetes readiness probes): the
     database answers with the schema this version expects, the embedding model is loaded
