@@ -23,21 +23,28 @@ import pytest
 
 from nous_memory.db import EmbeddedServer
 from nous_memory.testing import ScriptedLLMServer
-from nous_memory.testing.script import ScriptStep, TextReply
+from nous_memory.testing.script import ScriptStep, TextReply, ToolCallReply
 from tests.conftest import create_database, drop_database
 from tests.integration.http_helpers import free_port, start_server, stop_server, wait_healthy
 from tests.integration.node_tools import NODE, TYPESCRIPT, node_env, require
 
 KEY = "typescript-key-0123456789abcdef"
 PREFIX = "ts-"
-AGENTS = [f"{PREFIX}{name}" for name in ("client", "export", "import", "middleware", "empty")]
+AGENTS = [f"{PREFIX}{name}" for name in ("client", "export", "import", "middleware", "empty",
+                                                 "tools")]
 TSC = TYPESCRIPT / "node_modules" / "typescript" / "bin" / "tsc"
 GENERATOR = TYPESCRIPT / "node_modules" / "openapi-typescript" / "bin" / "cli.js"
 REGENERATE = "run clients/typescript/generate.sh and commit openapi.json and src/generated"
 
 
 def answer_from_prompt(request: dict[str, Any]) -> ScriptStep:
-    """A model that says which memories it was given: the context block's lines."""
+    """A model that says which memories it was given (the context block's lines); asked
+    the time with a clock tool offered, it calls the tool, then answers with its result."""
+    results = [m["content"] for m in request["messages"] if m["role"] == "tool"]
+    if results:
+        return TextReply(text=f"It is {results[-1]}")
+    if request.get("tools") and "time" in str(request["messages"][-1]["content"]):
+        return ToolCallReply(calls=(("clock", {}),))
     blocks = [m["content"] for m in request["messages"]
               if m["role"] == "system" and "<nous-memory" in str(m["content"])]
     lines = [line.strip() for block in blocks for line in block.splitlines()

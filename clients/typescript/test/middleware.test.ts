@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import { generateText, streamText, wrapLanguageModel } from "ai";
+import { generateText, jsonSchema, stepCountIs, streamText, tool, wrapLanguageModel } from "ai";
 
 import { nousMemory, withNousMemory } from "../src/index.js";
 import { agent, client, llmUrl } from "./env.js";
@@ -38,6 +38,25 @@ test("context goes in before the call and the turn is recorded after it", async 
   messages = await client.transcript(A, episodeId);
   assert.deepEqual(messages.slice(2).map((m) => [m.role, m.content]),
     [["user", "Who is Mia's sister?"], ["assistant", text]]);
+});
+
+test("a tool loop records the question once and the final answer", async () => {
+  const T = agent("tools");
+  const memory = nousMemory({ client, agentId: T, title: "Tools" });
+  const model = wrapLanguageModel({ model: provider.chatModel("scripted"),
+                                    middleware: memory.middleware });
+  const clock = tool({
+    description: "The time now",
+    inputSchema: jsonSchema<Record<string, never>>({ type: "object", properties: {} }),
+    execute: async () => "12:00",
+  });
+  const result = await generateText({ model, prompt: "What time is it?", tools: { clock },
+                                      stopWhen: stepCountIs(3) });
+  assert.equal(result.steps.length, 2);
+  assert.match(result.text, /^It is .*12:00/);
+  const messages = await client.transcript(T, await memory.episodeId());
+  assert.deepEqual(messages.map((m) => [m.role, m.content]),
+    [["user", "What time is it?"], ["assistant", result.text]]);
 });
 
 test("an agent with no memories gets no block; record: false stores nothing", async () => {
