@@ -137,3 +137,10 @@ def check_package(tarball: Path, where: Path) -> None:
          "console.log(typeof m.withNousMemory, typeof m.NousMemoryClient)"],
         cwd=where / "package", capture_output=True, text=True, timeout=60, check=False)
     assert loaded.stdout.split() == ["function", "function"], loaded.stderr
+
+
+def test_the_readmes_typescript_example_is_the_typechecked_one() -> None:
+    """README.md and the package's README show examples/chat.ts, which tsc checks."""
+    example = (TYPESCRIPT / "examples" / "chat.ts").read_text()
+    for readme in (TYPESCRIPT.parents[1] / "README.md", TYPESCRIPT / "README.md"):
+        assert example in re.findall(r"```ts\n(.*?)```", readme.read_text(), re.S), readme
