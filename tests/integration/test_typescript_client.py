@@ -128,14 +128,24 @@ def check_package(tarball: Path, where: Path) -> None:
         names = set(archive.getnames())
         archive.extractall(where, filter="data")
     assert {"package/dist/src/index.js", "package/dist/src/index.d.ts",
-            "package/dist/src/generated/schema.d.ts", "package/package.json"} <= names
-    assert not [n for n in names if n.startswith("package/dist/test/")]
+            "package/dist/src/ai-sdk.js", "package/dist/src/generated/schema.d.ts",
+            "package/package.json", "package/README.md"} <= names
+    assert not [n for n in names if n.startswith(("package/dist/test/", "package/src/"))]
+    # the client alone does not load the AI SDK (an optional peer dependency)
+    client_files = [where / n for n in names if n.startswith("package/dist/src/")
+                    and n.endswith(".js") and "middleware" not in n and "ai-sdk" not in n]
+    assert not [f for f in client_files if re.search(r"from ['\"]ai['\"]", f.read_text())]
+    # loaded by its package name, as a project that installed it would
+    project = where / "project"
+    (project / "node_modules").mkdir(parents=True)
+    (project / "node_modules" / "nous-memory-client").symlink_to(where / "package")
     (where / "package" / "node_modules").symlink_to(TYPESCRIPT / "node_modules")
     loaded = subprocess.run(
         [str(NODE), "--input-type=module", "-e",
-         "const m = await import('./dist/src/index.js');"
-         "console.log(typeof m.withNousMemory, typeof m.NousMemoryClient)"],
-        cwd=where / "package", capture_output=True, text=True, timeout=60, check=False)
+         "const c = await import('nous-memory-client');"
+         "const m = await import('nous-memory-client/ai-sdk');"
+         "console.log(typeof c.NousMemoryClient, typeof m.withNousMemory)"],
+        cwd=project, capture_output=True, text=True, timeout=60, check=False)
     assert loaded.stdout.split() == ["function", "function"], loaded.stderr
 
 

@@ -1,6 +1,7 @@
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { generateText } from "ai";
-import { NousMemoryClient, withNousMemory } from "nous-memory-client";
+import { NousMemoryClient } from "nous-memory-client";
+import { withNousMemory } from "nous-memory-client/ai-sdk";
 
 const memory = new NousMemoryClient({
   url: "http://127.0.0.1:8765",

@@ -4,7 +4,7 @@ import { test } from "node:test";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { generateText, jsonSchema, stepCountIs, streamText, tool, wrapLanguageModel } from "ai";
 
-import { nousMemory, withNousMemory } from "../src/index.js";
+import { nousMemory, withNousMemory } from "../src/ai-sdk.js";
 import { agent, client, llmUrl } from "./env.js";
 
 // The model is the AI SDK's OpenAI-compatible provider talking to the scripted server the
