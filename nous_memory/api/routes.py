@@ -37,6 +37,7 @@ from .schemas import (
     Health,
     MemoryList,
     Readiness,
+    ReadinessChecks,
     Unhealthy,
     request_body,
 )
@@ -121,8 +122,8 @@ async def ready(request: Request) -> JSONResponse:
     if task is not None:
         checks["worker"] = "running" if not task.done() else "stopped"
     up = checks["database"] == checks["model"] == "ok" and checks["worker"] != "stopped"
-    return JSONResponse({"status": "ready" if up else "not ready", "checks": checks},
-                        status_code=200 if up else 503)
+    body = Readiness(status="ready" if up else "not ready", checks=ReadinessChecks(**checks))
+    return JSONResponse(body.model_dump(mode="json"), status_code=200 if up else 503)
 
 
 @router.post(

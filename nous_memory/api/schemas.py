@@ -59,12 +59,18 @@ class Health(BaseModel):
 
 
 class ReadinessChecks(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     database: str = Field(description="ok, schema not current or unavailable")
     model: str = Field(description="ok or loading")
     worker: str = Field(description="off (no worker in this process), running or stopped")
 
 
 class Readiness(BaseModel):
+    """What ``/ready`` answers, with 200 or 503."""
+
+    model_config = ConfigDict(frozen=True)
+
     status: Literal["ready", "not ready"]
     checks: ReadinessChecks
 

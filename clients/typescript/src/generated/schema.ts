@@ -1581,7 +1581,10 @@ export interface components {
             watermark_seq: number;
             summarized: components["schemas"]["SummarizeResult"] | null;
         };
-        /** Readiness */
+        /**
+         * Readiness
+         * @description What ``/ready`` answers, with 200 or 503.
+         */
         Readiness: {
             /**
              * Status
