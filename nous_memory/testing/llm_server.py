@@ -2,9 +2,10 @@
 
 LLM behaviour is tested through the real ``openai`` client, so the double sits at the
 HTTP layer: a tiny HTTP/1.1 server on asyncio streams that answers
-POST /v1/chat/completions (and /v1/embeddings) from a queue of steps.  Raw streams
-rather than an ASGI server because a "dropped connection" step must really abort the
-socket.
+POST /v1/chat/completions (and /v1/embeddings) from a queue of steps; a request with
+``stream: true`` gets a text reply as server-sent chunks (the AI SDK streams so).  Raw
+streams rather than an ASGI server because a "dropped connection" step must really abort
+the socket.
 """
 
 from __future__ import annotations
