@@ -24,6 +24,7 @@ from .background import background_scheduler, background_worker
 from .body import MAX_BODY_BYTES, BodySizeLimit
 from .context import context_request_schemas
 from .context import router as context_router
+from .conversation import conversation_request_schemas
 from .conversation import router as conversation_router
 from .docs import install_docs
 from .episodes import episode_request_schemas
@@ -34,6 +35,7 @@ from .history import history_request_schemas
 from .history import router as history_router
 from .inspector import install as install_inspector
 from .inspector.portability import UI_IMPORT_PATH
+from .keys import key_request_schemas
 from .keys import router as keys_router
 from .maintenance import router as maintenance_router
 from .mcp import PATH as MCP_PATH
@@ -99,7 +101,9 @@ class NousMemoryAPI(FastAPI):
                                **episode_request_schemas(),
                                **recall_request_schemas(),
                                **context_request_schemas(),
-                               **history_request_schemas()}.items():
+                               **history_request_schemas(),
+                               **conversation_request_schemas(),
+                               **key_request_schemas()}.items():
                 components.setdefault(name, body)
         assert self.openapi_schema is not None
         return self.openapi_schema

@@ -148,7 +148,8 @@ class _Gauges(Collector):
 
 
 @metrics_router.get("/metrics", summary="Prometheus metrics", response_class=Response,
-                    responses={200: {"content": {CONTENT_TYPE_LATEST: {}}}})
+                    responses={200: {"content": {CONTENT_TYPE_LATEST: {
+                        "schema": {"type": "string", "description": "Prometheus text format"}}}}})
 async def metrics(request: Request) -> Response:
     """Request counts and latency per route and per MCP tool, the embedding queue, LLM
     calls and tokens, job runs, and (read now) work-queue depth and age and the pool's

@@ -32,7 +32,8 @@ router = APIRouter(prefix="/agents/{agent_id}", tags=["export and erasure"])
 @router.get(
     "/export", summary="Export everything of an agent as JSON Lines",
     response_class=StreamingResponse,
-    responses={200: {"content": {NDJSON: {}},
+    responses={200: {"content": {NDJSON: {"schema": {
+                         "type": "string", "description": "JSON Lines (docs/export-format.md)"}}},
                      "description": "The export file (docs/export-format.md), streamed"},
                **problem_responses(401, 403, 404, 422, 503)})
 async def export_agent(agent_id: AgentId, store: Store) -> StreamingResponse:

@@ -36,6 +36,8 @@ from .schemas import (
     CREATE_EXAMPLES,
     Health,
     MemoryList,
+    Readiness,
+    ReadinessChecks,
     Unhealthy,
     request_body,
 )
@@ -98,8 +100,9 @@ async def health(request: Request) -> JSONResponse:
 
 @health_router.get(
     "/ready", response_model=None, summary="Whether the service can take traffic",
-    responses={200: {"description": "Database, model and worker are up"},
-               503: {"description": "Something is not up yet (or any more)"}})
+    responses={200: {"model": Readiness, "description": "Database, model and worker are up"},
+               503: {"model": Readiness,
+                     "description": "Something is not up yet (or any more)"}})
 async def ready(request: Request) -> JSONResponse:
     """For load balancers and orchestrators (compose, Kubernetes readiness probes): the
     database answers with the schema this version expects, the embedding model is loaded
@@ -119,8 +122,8 @@ async def ready(request: Request) -> JSONResponse:
     if task is not None:
         checks["worker"] = "running" if not task.done() else "stopped"
     up = checks["database"] == checks["model"] == "ok" and checks["worker"] != "stopped"
-    return JSONResponse({"status": "ready" if up else "not ready", "checks": checks},
-                        status_code=200 if up else 503)
+    body = Readiness(status="ready" if up else "not ready", checks=ReadinessChecks(**checks))
+    return JSONResponse(body.model_dump(mode="json"), status_code=200 if up else 503)
 
 
 @router.post(

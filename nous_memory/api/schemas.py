@@ -8,7 +8,7 @@ derived from ``kinds.DETAIL_MODELS`` and ``CommonFields`` so they cannot drift.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import models_json_schema
@@ -56,6 +56,23 @@ class Health(BaseModel):
         default=None, description="Absent for a caller without a key when keys are set.")
     embedding: EmbeddingHealth | None = Field(
         default=None, description="Absent for a caller without a key when keys are set.")
+
+
+class ReadinessChecks(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    database: str = Field(description="ok, schema not current or unavailable")
+    model: str = Field(description="ok or loading")
+    worker: str = Field(description="off (no worker in this process), running or stopped")
+
+
+class Readiness(BaseModel):
+    """What ``/ready`` answers, with 200 or 503."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: Literal["ready", "not ready"]
+    checks: ReadinessChecks
 
 
 class Unhealthy(BaseModel):

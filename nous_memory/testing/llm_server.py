@@ -2,9 +2,10 @@
 
 LLM behaviour is tested through the real ``openai`` client, so the double sits at the
 HTTP layer: a tiny HTTP/1.1 server on asyncio streams that answers
-POST /v1/chat/completions (and /v1/embeddings) from a queue of steps.  Raw streams
-rather than an ASGI server because a "dropped connection" step must really abort the
-socket.
+POST /v1/chat/completions (and /v1/embeddings) from a queue of steps; a request with
+``stream: true`` gets a text reply as server-sent chunks (the AI SDK streams so).  Raw
+streams rather than an ASGI server because a "dropped connection" step must really abort
+the socket.
 """
 
 from __future__ import annotations
@@ -296,7 +297,11 @@ class ScriptedLLMServer:
             await _write(writer, 200, completion)
             return keep_alive
         text = json.dumps(step.content) if isinstance(step, JSONReply) else step.text
-        await _write(writer, 200, self._completion(body, text, step.usage, step.finish_reason))
+        completion = self._completion(body, text, step.usage, step.finish_reason)
+        if body.get("stream") is True:
+            await _write_stream(writer, completion)
+            return keep_alive
+        await _write(writer, 200, completion)
         return keep_alive
 
     async def _embeddings(self, writer: asyncio.StreamWriter, raw: bytes) -> None:
@@ -380,6 +385,29 @@ def _error_type(status: int) -> str:
 def _error_body(message: str, error_type: str, param: str | None = None,
                 code: str | None = None) -> dict[str, Any]:
     return {"error": {"message": message, "type": error_type, "param": param, "code": code}}
+
+
+async def _write_stream(writer: asyncio.StreamWriter, completion: dict[str, Any]) -> None:
+    """A completion as a client asking ``stream: true`` reads it: server-sent chunks (the
+    text a word at a time), the finish reason, the usage, then ``[DONE]``."""
+    choice = completion["choices"][0]
+    head = {key: completion[key] for key in ("id", "created", "model")}
+    words = (choice["message"]["content"] or "").split(" ")
+    deltas = [{"role": "assistant", "content": ""}] + [
+        {"content": word if i == 0 else " " + word} for i, word in enumerate(words)]
+    chunks = [{**head, "object": "chat.completion.chunk", "choices": [
+        {"index": 0, "delta": delta, "finish_reason": None}]} for delta in deltas]
+    chunks.append({**head, "object": "chat.completion.chunk", "choices": [
+        {"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]})
+    if "usage" in completion:
+        chunks.append({**head, "object": "chat.completion.chunk", "choices": [],
+                       "usage": completion["usage"]})
+    data = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks) + "data: [DONE]\n\n"
+    encoded = data.encode("utf-8")
+    lines = ["HTTP/1.1 200 OK", "content-type: text/event-stream",
+             f"content-length: {len(encoded)}"]
+    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + encoded)
+    await writer.drain()
 
 
 async def _write(writer: asyncio.StreamWriter, status: int, payload: dict[str, Any],

@@ -13,6 +13,7 @@ from typing import Any
 
 import asyncpg
 import httpx
+import openai
 import pytest
 from pydantic import BaseModel
 
@@ -496,3 +497,22 @@ def test_server_in_a_background_thread_for_sync_code() -> None:
         url = plain.base_url
     with pytest.raises(httpx.TransportError), httpx.Client(base_url=url, timeout=2) as http:
         http.post("/chat/completions", json={})
+
+
+async def test_scripted_server_streams_to_a_client_that_asks(server: ScriptedLLMServer) -> None:
+    """``stream: true`` gets server-sent chunks the real openai client reads back whole
+    (the AI SDK middleware's stream path is tested through this)."""
+    server.reply_text("Mia lives in Porto", usage=(12, 4))
+    async with openai.AsyncOpenAI(base_url=server.base_url, api_key="unused") as client:
+        stream = await client.chat.completions.create(
+            model="scripted", messages=[{"role": "user", "content": "Where?"}], stream=True,
+            stream_options={"include_usage": True})
+        deltas, finish, usage = [], None, None
+        async for chunk in stream:
+            if chunk.choices:
+                deltas.append(chunk.choices[0].delta.content or "")
+                finish = chunk.choices[0].finish_reason or finish
+            usage = chunk.usage or usage
+    assert "".join(deltas) == "Mia lives in Porto" and len(deltas) > 2
+    assert finish == "stop"
+    assert usage is not None and (usage.prompt_tokens, usage.completion_tokens) == (12, 4)
