@@ -31,7 +31,7 @@ from tests.integration.node_tools import NODE, TYPESCRIPT, node_env, require
 KEY = "typescript-key-0123456789abcdef"
 PREFIX = "ts-"
 AGENTS = [f"{PREFIX}{name}" for name in ("client", "export", "import", "middleware", "empty",
-                                                 "tools")]
+                                                 "tools", "now")]
 TSC = TYPESCRIPT / "node_modules" / "typescript" / "bin" / "tsc"
 GENERATOR = TYPESCRIPT / "node_modules" / "openapi-typescript" / "bin" / "cli.js"
 REGENERATE = "run clients/typescript/generate.sh and commit openapi.json and src/generated"

@@ -46,6 +46,7 @@ export type MessageChange = Schemas["MessageChange"];
 export type Health = Schemas["Health"];
 export type Readiness = Schemas["Readiness"];
 export type Restored = Schemas["Restored"];
+export type Upcoming = Schemas["Upcoming"];
 
 type Query<P extends keyof paths, M extends keyof paths[P]> =
   paths[P][M] extends { parameters: { query?: infer Q } } ? NonNullable<Q> : never;
@@ -225,6 +226,15 @@ export class NousMemoryClient {
     return page.messages;
   }
 
+  /** The newest ``limit`` live messages of an episode, oldest first. */
+  async latestMessages(agentId: string, episodeId: string, limit = 20
+  ): Promise<TranscriptEntry[]> {
+    const page = await unwrap(this.api.GET("/agents/{agent_id}/episodes/{episode_id}/messages", {
+      params: { path: { agent_id: agentId, episode_id: episodeId }, query: { last: limit } },
+    }));
+    return page.messages;
+  }
+
   // ---------------------------------------------------------------- working memory
 
   buildPrompt(agentId: string, episodeId: string, request: PromptRequest): Promise<Prompt> {
@@ -305,6 +315,17 @@ export class NousMemoryClient {
   ): Promise<Context> {
     return unwrap(this.api.POST("/agents/{agent_id}/context", {
       params: { path: { agent_id: agentId } }, body: present({ ...options, query }),
+    }));
+  }
+
+  /** The agent's plans in the next days, soonest first (a moved plan at its new date). */
+  upcoming(agentId: string, options: { days?: number; asOf?: string; limit?: number } = {}
+  ): Promise<Upcoming> {
+    return unwrap(this.api.GET("/agents/{agent_id}/upcoming", {
+      params: {
+        path: { agent_id: agentId },
+        query: present({ days: options.days, as_of: options.asOf, limit: options.limit }),
+      },
     }));
   }
 

@@ -66,6 +66,22 @@ test("facts, recall, context and expand", async () => {
   assert.equal(expanded.memory.id, learned.fact!.id);
 });
 
+test("what is true now: a value said later supersedes, old ones left out, plans ahead",
+  async () => {
+    const B = agent("now");
+    await client.learnFact(B, "The user lives in Lisbon.", { valid_from: "2024-01-10T10:00:00Z" });
+    const moved = await client.learnFact(B, "The user moved to Porto.",
+      { valid_from: "2024-05-20T10:00:00Z" });
+    assert.equal(moved.action, "superseded");
+    const clean = await client.assembleContext(B, "Where do I live?",
+      { current_only: true, as_of: "2024-07-01T00:00:00Z" });
+    assert.ok(clean.text.includes("Porto") && !clean.text.includes("Lisbon"));
+    await client.learnFact(B, "The user's dentist appointment is on 8 July at 3pm.",
+      { valid_from: "2024-07-01T10:00:00Z" });
+    const plans = await client.upcoming(B, { days: 14, asOf: "2024-07-02T00:00:00Z" });
+    assert.deepEqual(plans.events.map((e) => e.event_at), ["2024-07-08T15:00:00Z"]);
+  });
+
 test("an episode: start, append, transcript, working memory, close", async () => {
   const episode = await client.startEpisode(A, { title: "Planning", participants: ["Ana"] });
   const appended = await client.append(A, episode.id, [
@@ -77,6 +93,8 @@ test("an episode: start, append, transcript, working memory, close", async () =>
   assert.deepEqual(messages.map((m) => m.content),
     ["Let's plan the offsite.", "Where would you like to go?"]);
   assert.deepEqual(messages[1]!.metadata, { turn: 2 });
+  const newest = await client.latestMessages(A, episode.id, 1);
+  assert.deepEqual(newest.map((m) => m.seq), [1]);
   const prompt = await client.buildPrompt(A, episode.id,
     { system: "You plan trips.", budget_tokens: 2000 });
   assert.ok(prompt.tokens <= 2000);

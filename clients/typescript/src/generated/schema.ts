@@ -192,7 +192,8 @@ export interface paths {
         };
         /**
          * A page of an episode's transcript
-         * @description The verbatim messages from ``from_seq`` on, in order.
+         * @description The verbatim messages from ``from_seq`` on, in order, or the newest ``last`` ones.
+         *     A message deleted while the episode was open is left out (its seq is a gap).
          */
         get: operations["transcript_agents__agent_id__episodes__episode_id__messages_get"];
         put?: never;
@@ -495,6 +496,27 @@ export interface paths {
          *     ``budget_tokens``; every line carries its ref for ``expand``.
          */
         post: operations["assemble_context_agents__agent_id__context_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/{agent_id}/upcoming": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The agent's plans in the next days, soonest first
+         * @description Dated facts ahead of ``as_of`` ("my dentist appointment is next Tuesday at 3pm"):
+         *     a moved plan at its new date only, a past one no longer.
+         */
+        get: operations["upcoming_agents__agent_id__upcoming_get"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1209,6 +1231,23 @@ export interface components {
              * @default []
              */
             conflicts_with?: string[];
+            /** Slot Subject */
+            slot_subject?: string | null;
+            /** Slot Attribute */
+            slot_attribute?: string | null;
+            /** Slot Value */
+            slot_value?: string | null;
+            /**
+             * Slot Ended
+             * @default false
+             */
+            slot_ended?: boolean;
+            /** Valid From */
+            valid_from?: string | null;
+            /** Valid Until */
+            valid_until?: string | null;
+            /** Event At */
+            event_at?: string | null;
         };
         /**
          * FactHistory
@@ -1358,7 +1397,7 @@ export interface components {
          * LearnAction
          * @enum {string}
          */
-        LearnAction: "created" | "confirmed" | "merged" | "superseded" | "reactivated" | "rejected";
+        LearnAction: "created" | "confirmed" | "merged" | "superseded" | "reactivated" | "past" | "rejected";
         /**
          * LearnResult
          * @description What learn_fact did.  ``related`` holds the fact confirmed, replaced or flagged.
@@ -1556,13 +1595,20 @@ export interface components {
         };
         /**
          * Prompt
-         * @description Chat messages for the next call and how the budget was spent.
+         * @description Chat messages for the next call and how the budget was spent.  ``parts`` lines up
+         *     with ``messages`` (the same length and order): the messages stay as a chat API takes
+         *     them, and each one's origin and stored metadata are beside it.
          */
         Prompt: {
             /** Messages */
             messages: {
                 [key: string]: unknown;
             }[];
+            /**
+             * Parts
+             * @default []
+             */
+            parts?: components["schemas"]["PromptPart"][];
             /** Tokens */
             tokens: number;
             /** Budget Tokens */
@@ -1580,6 +1626,28 @@ export interface components {
             /** Watermark Seq */
             watermark_seq: number;
             summarized: components["schemas"]["SummarizeResult"] | null;
+        };
+        /**
+         * PromptPart
+         * @description Where one message of a prompt came from: the caller's system prompt, the summary
+         *     block, the context block, or a stored message (its seq and the metadata it was
+         *     appended with, so a framework can rebuild its own item from it).
+         */
+        PromptPart: {
+            /**
+             * Part
+             * @enum {string}
+             */
+            part: "system" | "summary" | "context" | "message";
+            /** Seq */
+            seq?: number | null;
+            /**
+             * Metadata
+             * @default {}
+             */
+            metadata?: {
+                [key: string]: unknown;
+            };
         };
         /**
          * Readiness
@@ -1657,6 +1725,16 @@ export interface components {
              */
             said_at?: string | null;
             status: components["schemas"]["Status"];
+            /**
+             * Stale Since
+             * @description Set when it states a value that no longer holds (a superseded fact, or a turn whose facts all were): when the newer value was said
+             */
+            stale_since?: string | null;
+            /**
+             * Current Since
+             * @description For a current fact of a slot: since when its value holds (when it was said)
+             */
+            current_since?: string | null;
         };
         /** RecallResult */
         RecallResult: {
@@ -1799,7 +1877,7 @@ export interface components {
          * @description Context sections in fill (and text) order; unused budget spills to the next one.
          * @enum {string}
          */
-        Section: "censors" | "decisions" | "facts" | "procedures" | "episodes" | "excerpts";
+        Section: "now" | "upcoming" | "censors" | "decisions" | "facts" | "procedures" | "episodes" | "excerpts";
         /**
          * SourceKind
          * @description How a fact reached the store: said by the user, extracted by the LLM, inferred.
@@ -2016,6 +2094,50 @@ export interface components {
             status: string;
             /** Detail */
             detail: string;
+        };
+        /** Upcoming */
+        Upcoming: {
+            /**
+             * As Of
+             * Format: date-time
+             */
+            as_of: string;
+            /**
+             * Until
+             * Format: date-time
+             */
+            until: string;
+            /** Events */
+            events: components["schemas"]["UpcomingEvent"][];
+        };
+        /** UpcomingEvent */
+        UpcomingEvent: {
+            /**
+             * Ref
+             * @description Short reference, e.g. fact:1a2b3c4d (expand it for more)
+             */
+            ref: string;
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /**
+             * Text
+             * @description The statement of the plan, as learned
+             */
+            text: string;
+            /**
+             * Event At
+             * Format: date-time
+             * @description When it happens (UTC; midnight when only a day was said)
+             */
+            event_at: string;
+            /**
+             * Said At
+             * @description When it was said
+             */
+            said_at?: string | null;
         };
         /** ValidationError */
         ValidationError: {
@@ -2298,6 +2420,41 @@ export interface components {
              */
             conflicts_with?: string[];
             /**
+             * Slot Subject
+             * @default null
+             */
+            slot_subject?: string | null;
+            /**
+             * Slot Attribute
+             * @default null
+             */
+            slot_attribute?: string | null;
+            /**
+             * Slot Value
+             * @default null
+             */
+            slot_value?: string | null;
+            /**
+             * Slot Ended
+             * @default false
+             */
+            slot_ended?: boolean;
+            /**
+             * Valid From
+             * @default null
+             */
+            valid_from?: string | null;
+            /**
+             * Valid Until
+             * @default null
+             */
+            valid_until?: string | null;
+            /**
+             * Event At
+             * @default null
+             */
+            event_at?: string | null;
+            /**
              * Importance
              * @default 0.5
              */
@@ -2421,6 +2578,20 @@ export interface components {
             superseded_by_id?: string | null;
             /** Conflicts With */
             conflicts_with?: string[];
+            /** Slot Subject */
+            slot_subject?: string | null;
+            /** Slot Attribute */
+            slot_attribute?: string | null;
+            /** Slot Value */
+            slot_value?: string | null;
+            /** Slot Ended */
+            slot_ended?: boolean;
+            /** Valid From */
+            valid_from?: string | null;
+            /** Valid Until */
+            valid_until?: string | null;
+            /** Event At */
+            event_at?: string | null;
             /** Importance */
             importance?: number;
             /** Tags */
@@ -2564,6 +2735,11 @@ export interface components {
              * @default null
              */
             source_episode_id?: string | null;
+            /**
+             * Valid From
+             * @default null
+             */
+            valid_from?: string | null;
         };
         /**
          * EpisodeStart
@@ -2672,6 +2848,12 @@ export interface components {
              * @default null
              */
             as_of?: string | null;
+            /**
+             * Current Only
+             * @description Leave out what no longer holds (items with stale_since); by default they come after the current value
+             * @default false
+             */
+            current_only?: boolean;
         };
         /**
          * ContextBody
@@ -2691,7 +2873,7 @@ export interface components {
             budget_tokens?: number;
             /**
              * Sections
-             * @description Section names, or name -> token budget; default: censors 300, decisions 2000, facts 1500, procedures 1500, episodes 1000, excerpts 1000
+             * @description Section names, or name -> token budget; default: now 250, upcoming 150, censors 300, decisions 2000, facts 1500, procedures 1500, episodes 1000, excerpts 1000
              * @default null
              */
             sections?: string[] | {
@@ -2714,6 +2896,12 @@ export interface components {
              * @default null
              */
             as_of?: string | null;
+            /**
+             * Current Only
+             * @description Leave out what no longer holds (superseded values and the turns and episodes that state them); by default they are shown after the current value, marked '(older: ...)'
+             * @default false
+             */
+            current_only?: boolean;
         };
         /**
          * HistoryImport
@@ -3663,6 +3851,8 @@ export interface operations {
                 from_seq?: number;
                 /** @description Page size, 1 to 10000 */
                 limit?: number;
+                /** @description Instead of a page from ``from_seq``: the newest ``last`` messages (1 to 10000), oldest first */
+                last?: number | null;
             };
             header?: never;
             path: {
@@ -5028,6 +5218,72 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ValidationFailure"];
+                };
+            };
+            /** @description Invalid input; every bad field is listed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationFailure"];
+                };
+            };
+            /** @description Database unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorMessage"];
+                };
+            };
+        };
+    };
+    upcoming_agents__agent_id__upcoming_get: {
+        parameters: {
+            query?: {
+                /** @description How many days ahead */
+                days?: number;
+                /** @description From when (ISO 8601; default now) */
+                as_of?: string | null;
+                /** @description At most this many */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The agent that owns the memories (1-128 printable characters); every call sees only that agent's memories. */
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Upcoming"];
+                };
+            };
+            /** @description Missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorMessage"];
+                };
+            };
+            /** @description The API key may not act for this agent */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorMessage"];
                 };
             };
             /** @description Invalid input; every bad field is listed */
