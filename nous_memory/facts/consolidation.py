@@ -168,9 +168,11 @@ def relation(new: str, old: str) -> Relation:
 
 
 def _unknown_names(a: Values, b: Values) -> set[str]:
-    """Names of ``a`` that ``b`` does not mention, spelling variants forgiven."""
+    """Names of ``a`` that ``b`` does not mention, spelling variants of its names forgiven
+    (a variant of any other word is not the name: "Ririba" is not the "ririra" of the
+    other sentence's job)."""
     return {n for n in a.names if n not in b.tokens
-            and not any(_variant(n, t) for t in b.tokens)}
+            and not any(_variant(n, t) for t in b.names)}
 
 
 def _variant(x: str, y: str) -> bool:
@@ -197,18 +199,6 @@ def _spelled_value(word: str) -> dict[str, frozenset[str]]:
     """The calendar, time or number a single word spells (not its stance or polarity)."""
     return {kind: v for kind, v in value_slots(word.capitalize()).items()
             if kind in SPELLED_KINDS}
-
-
-def _reframed(new: str, old: str) -> bool:
-    """The same frame with two or more other content words on each side ("sister Kalopa
-    works as a ririra maker" / "sister Ririba ... a rarari maker"): a rewording changes
-    verbs and adjectives, but a sentence that keeps its frame and swaps two of its words
-    on each side says something else."""
-    a, b = content_words(new), content_words(old)
-    only_a, only_b = a - b, b - a
-    shared = a & b
-    return (len(only_a) >= 2 and len(only_b) >= 2 and len(shared) >= max(len(only_a), 2)
-            and not any(x.endswith(_VERB_FORMS) for x in only_a | only_b))
 
 
 def content_words(text: str) -> set[str]:
@@ -327,8 +317,6 @@ def decide(content: str, candidates: list[Candidate], thresholds: Thresholds, *,
 def _from_values(content: str, cand: Candidate,
                  decided_by: Literal["similarity", "rule"]) -> Plan | None:
     rel = relation(content, cand.content)
-    if rel == "compatible" and decided_by == "rule" and _reframed(content, cand.content):
-        return None  # two values changed in one frame: another fact, kept beside it
     if rel == "compatible":
         action: Literal["confirm", "merge"] = (
             "merge" if more_specific(content, cand.content) else "confirm")
