@@ -97,6 +97,7 @@ class Arguments:
             "memory_context": lambda: {"query": query, "budget_tokens": 1500},
             "memory_expand": lambda: {"ref": self._refs[n % len(self._refs)]},
             "memory_history": lambda: {"ref": self._refs[n % len(self._refs)]},
+            "memory_upcoming": lambda: {"days": 7 + n % 7},
             "memory_remember": lambda: {"kind": "decision",
                                         "description": f"Bench decision {face} {n}"},
             "memory_learn_fact": lambda: {"content": f"The user owns {n} {face} umbrellas "

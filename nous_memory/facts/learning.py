@@ -218,23 +218,28 @@ class FactLearner:
             return await self.writes.result(
                 conn, agent, LearnAction.MERGED if merge else LearnAction.CONFIRMED,
                 placement.target, cosine, "slot", [placement.target])
+        vector = PgVector(prepared.embedded.vectors[0])
         if placement.action == "current":
             latest = placement.retire[-1]
+            cosine = await conn.fetchval("fact_cosine", agent, latest, vector,
+                                         self._embeddings.model_name)
             created = await self.writes.create(conn, prepared, supersedes=latest)
             for old in placement.retire:
                 await self.writes.retire(conn, agent, old, created, until=_said(detail))
-            return await self.writes.result(conn, agent, LearnAction.SUPERSEDED, created, None,
-                                      "slot", list(placement.retire))
+            return await self.writes.result(conn, agent, LearnAction.SUPERSEDED, created,
+                                            cosine, "slot", list(placement.retire))
         successor, predecessor = placement.successor, placement.predecessor
         assert successor is not None
+        cosine = await conn.fetchval("fact_cosine", agent, successor.id, vector,
+                                     self._embeddings.model_name)
         created = await self.writes.create(
             conn, prepared, supersedes=predecessor.id if predecessor is not None else None)
         await self.writes.past(conn, agent, created, successor.id, successor.said_at)
         if predecessor is not None and predecessor.superseded_by == successor.id:
             await conn.execute("fact_relink", agent, predecessor.id, created)
             await conn.execute("fact_valid_until", agent, predecessor.id, _said(detail))
-        return await self.writes.result(conn, agent, LearnAction.PAST, created, None, "slot",
-                                  [successor.id])
+        return await self.writes.result(conn, agent, LearnAction.PAST, created, cosine, "slot",
+                                        [successor.id])
 
     async def _nearest(self, conn: Connection, agent: str,
                        prepared: PreparedWrite) -> list[Candidate]:
@@ -323,7 +328,7 @@ class FactLearner:
                 created = await self.writes.create(conn, prepared)
                 await self.writes.past(conn, agent, created, target.id, target_said)
                 return await self.writes.result(conn, agent, LearnAction.PAST, created,
-                                          target.cosine, plan.decided_by, [target.id])
+                                                target.cosine, plan.decided_by, [target.id])
         created = await self.writes.create(
             conn, prepared, flagged=flagged,
             supersedes=target.id if plan.action == "supersede" and target else None)

@@ -3,10 +3,13 @@ transcript cannot break out of its delimiters or hide itself from extraction."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from pgvector import Vector as PgVector
 
 from nous_memory import MemoryStore, blocks
 from nous_memory.context.assembly import CENSOR_LIMIT, PINNED_FACT_LIMIT, PROFILE_CATEGORIES
+from nous_memory.context.now import NOW_LIMIT, UPCOMING_LIMIT
 from nous_memory.episodes.chunks import TranscriptMessage
 from nous_memory.episodes.close import render_rolling_summary, render_transcript
 
@@ -25,8 +28,9 @@ async def test_an_extracted_rule_is_never_pinned_until_the_owner_confirms_it(
         (query,) = await store.embeddings.embed_texts(A, ["what should I keep in mind?"])
         rows = await store._db.fetch("context_always_on", A, list(PROFILE_CATEGORIES),
                                      CENSOR_LIMIT, PINNED_FACT_LIMIT, PgVector(query),
-                                     store.memories.model_name)
-        return {row["id"] for row in rows}
+                                     store.memories.model_name, [], [], [], NOW_LIMIT,
+                                     datetime.now(UTC), UPCOMING_LIMIT)
+        return {row["id"] for row in rows if row["part"] == "pin"}
 
     assert await always_on() == {stated.id}
     await store.update(A, extracted.id, source_kind="user_stated")  # the owner confirms

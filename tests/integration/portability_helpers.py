@@ -33,8 +33,8 @@ async def build_rich_agent(store: MemoryStore, agent: str) -> dict[str, Any]:
                                         content="The weekly sync moved to Wednesdays")
     await store.learn_fact(agent, "The project deadline is March 3")
     made["superseding"] = await store.learn_fact(agent, "The project deadline is March 10")
-    await store.learn_fact(agent, "Tim's favourite colour is blue")
-    made["conflict"] = await store.learn_fact(agent, "Tim's favourite colour is green")
+    await store.learn_fact(agent, "Tim drinks tea every morning")
+    made["conflict"] = await store.learn_fact(agent, "Tim drinks coffee every morning")
 
     old = await store.start_episode(agent, title="Trip planning", participants=["Ana"],
                                     started_at=NOW - timedelta(days=200))

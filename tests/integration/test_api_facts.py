@@ -84,7 +84,8 @@ async def test_value_change_supersedes_and_history_shows_the_chain(
     assert old_id != new_id
     assert after["related"] == [old_id]
     assert after["fact"]["detail"]["supersedes_id"] == old_id
-    assert after["similarity"] is not None and after["decided_by"] in ("similarity", "rule")
+    assert after["similarity"] is not None
+    assert after["decided_by"] in ("similarity", "rule", "slot")
 
     response = await client.get(history_url(new_id))
     assert response.status_code == 200, response.text

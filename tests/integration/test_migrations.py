@@ -23,7 +23,7 @@ RELEASED = {1: FIXTURES / "schema_v1.sql", 2: FIXTURES / "schema_v2.sql",
             3: FIXTURES / "schema_v3.sql", 4: FIXTURES / "schema_v4.sql",
             5: FIXTURES / "schema_v5.sql", 6: FIXTURES / "schema_v6.sql",
             7: FIXTURES / "schema_v7.sql", 8: FIXTURES / "schema_v8.sql",
-            9: FIXTURES / "schema_v9.sql"}
+            9: FIXTURES / "schema_v9.sql", 10: FIXTURES / "schema_v10.sql"}
 
 CATALOG = {
     "columns": """

@@ -47,7 +47,8 @@ async def test_rest_recall_answers_with_typed_scores(client: httpx.AsyncClient,
     assert body_schema["content"]["application/json"]["schema"]["$ref"].endswith(
         "/RecallRequest")
     assert set(spec["components"]["schemas"]["RecallRequest"]["properties"]) == {
-        "query", "kinds", "k", "include_superseded", "query_embedding", "as_of"}
+        "query", "kinds", "k", "include_superseded", "query_embedding", "as_of",
+        "current_only"}
 
 
 @pytest.mark.parametrize(("body", "field"), [
