@@ -6,8 +6,9 @@ are inside a statement (made to wait on a lock held by the test, or on ``pg_slee
 inside and outside transactions, between a transaction's statements and at its commit,
 in a savepoint, in a snapshot, on a session of its own, in the scan pool, inside a
 server-side cursor, in an import and in a pipelined batch; and then at random under a
-mixed REST load.  (The product sends no COPY: its bulk path is the
-pipelined batch; ``db backup`` runs pg_dump, whose COPY is tested with the backups.)  Real PostgreSQL throughout.
+mixed REST load.  The product sends no COPY itself (its bulk path is the pipelined
+batch); ``db backup`` runs pg_dump, whose COPY is tested with the backups.  Real
+PostgreSQL throughout.
 """
 
 from __future__ import annotations
@@ -154,7 +155,8 @@ async def test_killed_between_statements_of_a_transaction(
         between = asyncio.Event()
         go_on = asyncio.Event()
 
-        async def work(commit_only: bool = then_commit) -> None:
+        async def work(between: asyncio.Event = between, go_on: asyncio.Event = go_on,
+                       commit_only: bool = then_commit) -> None:
             async with db.transaction() as conn:
                 await conn.fetchval("t_one")
                 between.set()
