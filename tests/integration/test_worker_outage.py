@@ -9,6 +9,7 @@ postmaster and all its processes) while both workers wait in an LLM call, starte
 from __future__ import annotations
 
 import asyncio
+import logging
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -76,7 +77,8 @@ async def _until(check: Any, timeout_s: float, what: str) -> None:
 
 async def test_two_workers_across_a_hard_outage_run_each_item_once(
         outage_store: MemoryStore, llm_server: ScriptedLLMServer,
-        own_server: tuple[EmbeddedServer, ServerControl, Path]) -> None:
+        own_server: tuple[EmbeddedServer, ServerControl, Path],
+        caplog: pytest.LogCaptureFixture) -> None:
     _, control, _ = own_server
     store, dsn = outage_store, outage_store.dsn
     llm_server.enqueue(*[Delayed(seconds=LLM_DELAY_S, then=JSONReply(content=EXTRACTION))
@@ -95,6 +97,8 @@ async def test_two_workers_across_a_hard_outage_run_each_item_once(
 
         await _until(both_calling, 60, "both workers inside an LLM call")
         outages = OUTAGE.count
+        caplog.clear()
+        caplog.set_level(logging.INFO)
         control.kill_hard()
         await asyncio.sleep(0.5)
         control.start()
@@ -113,11 +117,16 @@ async def test_two_workers_across_a_hard_outage_run_each_item_once(
             return int(rows[0]["open"]) == 0 and int(rows[0]["n"]) >= EPISODES
 
         await _until(all_done, 90, "every work item done")
+        logged = [r for r in caplog.records if r.levelno >= logging.WARNING]
     finally:
         stop.set()
         await asyncio.gather(*running)
 
     assert OUTAGE.count == outages + 1  # one outage, said once
+    # quiet: one line when it went, one when it came back, no traceback
+    assert [r.getMessage().split(":")[0].split(" after")[0] for r in logged] == [
+        "database unavailable", "database back"], [r.getMessage() for r in logged]
+    assert not any(r.exc_info for r in caplog.records)
     assert len(llm_server.requests) == EPISODES  # no call repeated
     closes = await _rows(dsn, "SELECT agent_id, attempts, locked_by FROM work_items "
                               "WHERE task = 'episode_close' ORDER BY agent_id")
