@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
-import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -28,19 +26,6 @@ from tests.integration.test_worker_durability import EXTRACTION, MESSAGES
 
 EPISODES = 4
 LLM_DELAY_S = 6.0  # the outage (kill, start) ends well inside the calls
-
-
-@pytest.fixture(scope="module")
-def own_server() -> Iterator[tuple[EmbeddedServer, ServerControl, Path]]:
-    data_dir = Path(tempfile.mkdtemp(prefix="nous-outage-pg-"))
-    server = EmbeddedServer.acquire(data_dir)
-    control = ServerControl(server.pgdata, server.dsn())
-    try:
-        yield server, control, data_dir
-    finally:
-        control.stop()
-        server.release()
-        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 @pytest.fixture
