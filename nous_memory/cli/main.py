@@ -237,7 +237,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             with contextlib.suppress(KeyboardInterrupt):
                 asyncio.run(serve_mcp(args, _settings(args)))
             return EXIT_OK
-        output = asyncio.run(_run(args))
+        if getattr(args, "direct", None) is not None:  # db backup / restore: no store
+            from .backup import run_direct
+
+            output = asyncio.run(run_direct(args, _settings(args)))
+        else:
+            output = asyncio.run(_run(args))
     except NousMemoryError:
         if args.debug:
             traceback.print_exc()

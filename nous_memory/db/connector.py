@@ -77,6 +77,13 @@ class Connection:
             status: str = await self.raw.execute(statement)
             return status
 
+    async def fetch_built(self, statement: str) -> list[asyncpg.Record]:
+        """A query PostgreSQL built itself (a named query's ``format()`` with %I quoting),
+        taking no parameters.  Never text from anywhere else."""
+        with translated():
+            rows: list[asyncpg.Record] = await self.raw.fetch(statement)
+            return rows
+
     @property
     def closed(self) -> bool:
         """Whether the connection is gone (closed here, or lost: the server went away)."""
