@@ -105,8 +105,7 @@ async def waiting_for_database(attempt: Callable[[], Awaitable[T]], dsn: str,
         except DatabaseUnavailableError as exc:
             reason = _reason(exc)
             waited = loop.time() - started
-            delay = backoff.next_delay()
-            if waited + delay > wait_s:
+            if waited >= wait_s:
                 raise DatabaseUnavailableError(
                     f"cannot reach the database at {dsn_host(dsn)}: {reason}"
                     + (f" (gave up after {waited:.0f} s and {tries} attempts; "
@@ -114,7 +113,7 @@ async def waiting_for_database(attempt: Callable[[], Awaitable[T]], dsn: str,
                 ) from exc
             _log.warning("waiting for the database at %s (attempt %d, %.0f of %g s): %s",
                          dsn_host(dsn), tries, waited, wait_s, reason)
-            await asyncio.sleep(delay)
+            await asyncio.sleep(min(backoff.next_delay(), wait_s - waited))
 
 
 def _reason(exc: BaseException) -> str:
