@@ -343,3 +343,27 @@ async def test_rest_under_random_connection_kills_answers_no_500(
         await asyncio.sleep(1.0)
         r = await http.post("/agents/agent0/facts/learn", json={"content": "after the storm"})
         assert r.status_code == 200, r.text
+
+
+async def test_a_tool_call_while_the_database_is_cut_is_a_tool_error(
+        store: MemoryStore, admin: asyncpg.Connection, database_url: str,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """An agent's tool call meets the outage: a tool error saying so (the agent may try
+    again), no traceback in the log."""
+    from nous_memory.tools import ToolBox
+
+    box = ToolBox(store, agent_id="ana")
+    locker = await asyncpg.connect(database_url)
+    try:
+        tx = locker.transaction()
+        await tx.start()
+        await locker.execute("LOCK TABLE memories IN ACCESS EXCLUSIVE MODE")
+        calling = asyncio.create_task(box.call("memory_search", {"query": "Porto", "k": 3}))
+        await _kill_when(admin, database_url, waiting=True)
+        result = await asyncio.wait_for(calling, 20)
+        await tx.rollback()
+    finally:
+        await locker.close()
+    assert result.is_error and "unavailable" in result.text
+    assert result.data == {"error": {"type": "unavailable", "message": "database unavailable"}}
+    assert not any(r.exc_info for r in caplog.records)
