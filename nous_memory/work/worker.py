@@ -144,9 +144,16 @@ class Worker:
             await self._take_presence()
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Work until ``stop`` is set: close idle episodes, drain ready items, wait."""
-        async with self.presence():
-            await self._serve(stop)
+        """Work until ``stop`` is set: close idle episodes, drain ready items, wait.  A
+        database that is away when it starts is waited for, like one that goes later."""
+        backoff = Backoff(cap_s=self._backoff_cap_s)
+        while not stop.is_set():
+            try:
+                async with self.presence():
+                    await self._serve(stop)
+                return
+            except DatabaseUnavailableError:
+                await backoff.wait(stop)
 
     async def _serve(self, stop: asyncio.Event) -> None:
         backoff = Backoff(cap_s=self._backoff_cap_s)
