@@ -207,16 +207,19 @@ async def written_twice(dsn: str) -> int:
         await conn.close()
 
 
-def log_lines_in(log: Path, windows: list[tuple[float, float]]) -> int:
-    """The service's log lines (access lines aside) inside the outage windows (wall)."""
-    count = 0
+def log_lines_in(log: Path, windows: list[tuple[float, float]]) -> Counter[str]:
+    """The service's log lines (access lines aside) inside the outage windows (wall
+    time), counted by their logger and first words."""
+    found: Counter[str] = Counter()
     for line in log.read_text(errors="replace").splitlines():
         matched = LOG_TIME.match(line)
         if matched is None or " nous_memory.access " in line:
             continue
         at = datetime.strptime(matched[1], "%Y-%m-%d %H:%M:%S,%f").timestamp()
-        count += any(lo <= at <= hi for lo, hi in windows)
-    return count
+        if any(lo <= at <= hi for lo, hi in windows):
+            words = line[len(matched[0]):].split()
+            found[" ".join(words[:2] + [w for w in words[3:6]])] += 1
+    return found
 
 
 def ok_per_s(load: Load, lo: float, hi: float) -> float:
@@ -305,7 +308,8 @@ async def measure(args: argparse.Namespace, control: ServerControl, dsn: str, ll
         after = [done for sent, done, code in load.results if sent >= up and code < 300]
         recoveries.append(min(after) - up if after else float("inf"))
     outage_s = sum(up - down for down, up, _, _ in events)
-    lines = log_lines_in(log, [(lo, hi + SETTLE_S) for _, _, lo, hi in events])
+    logged = log_lines_in(log, [(lo, hi + SETTLE_S) for _, _, lo, hi in events])
+    lines = sum(logged.values())
     codes = Counter(code for _, _, code in load.results)
     figures = {
         "http_500": codes[500],
@@ -332,6 +336,7 @@ async def measure(args: argparse.Namespace, control: ServerControl, dsn: str, ll
     print(f"http_other_errors: {other}")
     print(f"llm_calls: {sum(calls.values())}")
     print(f"recovery_s_max: {max(recoveries, default=0.0):.3f}")
+    print(f"# logged in outages: {dict(logged.most_common(8))}")
     print(f"log_lines_in_outages: {lines}")
     for name, value in figures.items():
         print(f"{name}: {value:.3f}" if isinstance(value, float) else f"{name}: {value}")

@@ -98,5 +98,5 @@ def translated() -> Iterator[None]:
         raise
     except _DRIVER as exc:
         raise translate(exc) from exc
-    if OUTAGE.away:
+    if OUTAGE.unsettled:
         OUTAGE.came_back()

@@ -20,33 +20,53 @@ _log = logging.getLogger("nous_memory.db")
 
 
 class Outage:
-    """The process's view of its database: up, or away since a moment."""
+    """The process's view of its database: up, away since a moment, or back but not yet
+    for ``settle_s`` (a restart often flaps: a statement gets through between the old
+    server's last moments and the new one's first; that is still the same outage)."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic,
+                 settle_s: float = 1.0) -> None:
         self._clock = clock
-        self._since: float | None = None
+        self._settle_s = settle_s
+        self._started: float | None = None  # when this outage began
+        self._since: float | None = None  # away since (None: not away right now)
+        self._back: float | None = None  # the first success after the last failure
         self.count = 0  # outages seen by this process (for tests and metrics)
 
     @property
     def away(self) -> bool:
         return self._since is not None
 
+    @property
+    def unsettled(self) -> bool:
+        """Away, or back too recently to say so: a success is worth reporting."""
+        return self._started is not None
+
     def went_away(self, reason: object) -> None:
         """An unavailable error: warn on the first one of an outage only."""
         if self._since is not None:
             return
-        self._since = self._clock()
+        now = self._clock()
+        self._since, self._back = now, None
+        if self._started is not None:  # a flap while settling: the same outage
+            return
+        self._started = now
         self.count += 1
         _log.warning("database unavailable: %s; retrying quietly until it is back",
                      str(reason).splitlines()[0] if str(reason) else type(reason).__name__)
 
     def came_back(self) -> None:
-        """A statement succeeded: if the database was away, say so once with how long."""
-        since = self._since
-        if since is None:
+        """A statement succeeded: once the database has stayed back for ``settle_s``,
+        say so once, with how long it was away."""
+        if self._started is None:
             return
-        self._since = None
-        _log.warning("database back after %.1f s away", self._clock() - since)
+        now = self._clock()
+        if self._since is not None:
+            self._since, self._back = None, now
+            return
+        if self._back is not None and now - self._back >= self._settle_s:
+            _log.warning("database back after %.1f s away", self._back - self._started)
+            self._started = self._back = None
 
 
 OUTAGE = Outage()
