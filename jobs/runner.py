@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 from jobs.registry import job_named
 from nous_memory import MemoryStore, telemetry
+from nous_memory.errors import DatabaseUnavailableError
 from nous_memory.maintenance import BatchHook
 from nous_memory.maintenance.runs import JobRun
 
@@ -70,7 +71,10 @@ class JobRunner:
             except BaseException as exc:
                 telemetry.JOB_RUNS.labels(name, "failed").inc()
                 telemetry.JOB_SECONDS.labels(name).observe(time.monotonic() - started)
-                _log.exception("job %s failed", name)
+                if isinstance(exc, DatabaseUnavailableError):  # said once by db.outage
+                    _log.warning("job %s stopped: the database went away", name)
+                else:
+                    _log.exception("job %s failed", name)
                 await runs.finish(run_id, status="failed", counts=done,
                                   note="counts are the batches committed before the failure",
                                   error=f"{type(exc).__name__}: {exc}"[:2000])

@@ -23,11 +23,13 @@ from apscheduler.triggers.cron import CronTrigger
 from jobs.registry import JOBS
 from jobs.runner import Clock, JobRunner, utc_now
 from nous_memory import MemoryStore
-from nous_memory.errors import ConfigurationError
+from nous_memory.db.outage import Backoff
+from nous_memory.errors import ConfigurationError, DatabaseUnavailableError
 
 _log = logging.getLogger("jobs")
 
 STOP_GRACE_S = 30.0
+CATCH_UP_BACKOFF_CAP_S = 30.0
 _MAX_STEPS = 100_000
 
 
@@ -95,6 +97,7 @@ class JobScheduler:
         self._grace_s = settings.job_misfire_grace_s
         self._scheduler = AsyncIOScheduler(timezone=settings.jobs_timezone)
         self._running: set[asyncio.Task[Any]] = set()
+        self._catching_up = asyncio.Lock()
 
     async def start(self) -> None:
         for name, trigger in self.triggers.items():
@@ -103,7 +106,8 @@ class JobScheduler:
                                     misfire_grace_time=self._grace_s, replace_existing=True)
         self._scheduler.start()
         if self._catch_up:
-            self._track(asyncio.create_task(self.catch_up(), name="jobs catch-up"))
+            self._track(asyncio.create_task(self._catch_up_when_back(),
+                                            name="jobs catch-up"))
         _log.info("scheduler %s started: %s", self.runner.runner_id,
                   ", ".join(f"{n} ({t})" for n, t in self.triggers.items()) or "no jobs")
 
@@ -148,6 +152,23 @@ class JobScheduler:
                 ran.append(name)
         return ran
 
+    async def _catch_up_when_back(self) -> None:
+        """The catch-up, tried again with a bounded, jittered backoff while the database
+        is away (one catch-up at a time: a second one waits for the first)."""
+        if self._catching_up.locked():  # one is already waiting for the database
+            return
+        backoff = Backoff(base_s=0.5, cap_s=CATCH_UP_BACKOFF_CAP_S)
+        async with self._catching_up:
+            while True:
+                try:
+                    await self.catch_up()
+                    return
+                except DatabaseUnavailableError:
+                    await backoff.wait()
+                except Exception:
+                    _log.exception("jobs catch-up failed")
+                    return
+
     async def _fire(self, name: str) -> None:
         """What APScheduler calls at a fire time."""
         task = asyncio.current_task()
@@ -156,6 +177,11 @@ class JobScheduler:
         try:
             slot = slot_for(self.triggers[name], self._clock())
             await self.runner.run(name, trigger="schedule", slot=slot)
+        except DatabaseUnavailableError:  # the outage is said once, by db.outage
+            _log.info("scheduled run of %s missed: the database is away (the catch-up "
+                      "runs it when it is back)", name)
+            self._track(asyncio.create_task(self._catch_up_when_back(),
+                                            name="jobs catch-up"))
         except Exception:  # one failing job never stops the scheduler
             _log.exception("scheduled run of %s failed", name)
 

@@ -39,6 +39,9 @@ class Settings:
     database_name: str = "nous_memory"
     pool_min_size: int = 1
     pool_max_size: int = 10
+    # at start, how long to wait for a database that is not up yet (a container started
+    # with its database, a server rebooting) before giving up with one line; 0: one try
+    db_wait_s: float = 30.0
 
     embedding_provider: EmbeddingProvider = "local"
     embedding_model: str | None = None
@@ -150,6 +153,8 @@ class Settings:
         if self.log_format not in ("text", "json"):
             raise ConfigurationError(f"log_format must be 'text' or 'json', not "
                                      f"{self.log_format!r}")
+        if not 0 <= self.db_wait_s <= 86_400:
+            raise ConfigurationError("db_wait_s must be between 0 and 86400 seconds")
         if self.api_import_max_bytes < 1:
             raise ConfigurationError("api_import_max_bytes must be >= 1")
         if self.pool_min_size < 0 or self.pool_max_size < max(1, self.pool_min_size):

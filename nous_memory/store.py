@@ -32,7 +32,7 @@ from .conversation import (
     WorkingMemory,
 )
 from .db import Database, EmbeddedServer, SchemaStatus
-from .db.setup import ensure_database, prepare_schema, redact_dsn
+from .db.setup import ensure_database, prepare_schema, redact_dsn, waiting_for_database
 from .embeddings import Embedder, embedder_from_settings
 from .embeddings.cache import EmbeddingCache
 from .episodes.close import CloseSettings, EpisodeCloser
@@ -144,12 +144,17 @@ class MemoryStore(OwnerView):
         try:
             if server is not None:
                 await ensure_database(server, settings.database_name)
-            schema = await prepare_schema(dsn, embedding_dim=embedder.dimension,
-                                          embedding_model=embedder.model_name,
-                                          apply=migrate)
-            db = await Database.connect(dsn, min_size=settings.pool_min_size,
-                                        max_size=settings.pool_max_size,
-                                        scan_pool=settings.recall_scan_pool)
+
+            async def attempt() -> tuple[SchemaStatus, Database]:
+                schema = await prepare_schema(dsn, embedding_dim=embedder.dimension,
+                                              embedding_model=embedder.model_name,
+                                              apply=migrate)
+                return schema, await Database.connect(
+                    dsn, min_size=settings.pool_min_size, max_size=settings.pool_max_size,
+                    scan_pool=settings.recall_scan_pool)
+
+            # a database still starting (a container's, a rebooting server's) is waited for
+            schema, db = await waiting_for_database(attempt, dsn, settings.db_wait_s)
         except BaseException:
             if server is not None:
                 await asyncio.to_thread(server.release)

@@ -108,8 +108,9 @@ async def nous_memory_error(request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc, ClientError):  # a client error without a more specific status
         return JSONResponse({"detail": str(exc)}, status_code=400)
     if isinstance(exc, DatabaseUnavailableError):
-        log.warning("database unavailable during %s %s: %s",
-                    request.method, request.url.path, exc)
+        # the outage itself is logged once, when it starts (db.outage), not per request
+        log.debug("database unavailable during %s %s: %s",
+                  request.method, request.url.path, exc)
         return JSONResponse({"detail": UNAVAILABLE_MESSAGE}, status_code=503,
                             headers={"Retry-After": RETRY_AFTER_SECONDS})
     log.error("unhandled %s during %s %s", type(exc).__name__, request.method,

@@ -19,6 +19,7 @@ import json
 import os
 import signal
 import sys
+import traceback
 import warnings
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -56,6 +57,8 @@ def build_parser(*, remote: bool = False) -> argparse.ArgumentParser:
         prog="nous-memory", description="Long-term memory for LLM agents (PostgreSQL + pgvector).",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", action="store_true", help="print JSON on stdout")
+    parser.add_argument("--debug", action="store_true",
+                        help="print an error's traceback, not only its one line")
     parser.add_argument("--database-url", metavar="URL",
                         help="PostgreSQL DSN (default: $NOUS_MEMORY_DATABASE_URL, else embedded)")
     parser.add_argument("--data-dir", metavar="DIR",
@@ -176,9 +179,14 @@ async def _serve(args: argparse.Namespace) -> None:
                    or settings.insecure_no_auth_on_network)
     from ..api.observe import configure_logging
 
+    configure_logging(settings.log_format)
+    if settings.database_url:  # wait here, so that giving up is one line, not a traceback
+        from ..db.setup import probe, waiting_for_database
+
+        dsn = settings.database_url
+        await waiting_for_database(lambda: probe(dsn), dsn, settings.db_wait_s)
     app = create_app(settings=settings, run_worker=False if args.no_worker else None,
                      run_scheduler=args.scheduler)
-    configure_logging(settings.log_format)
     # the app writes the access line itself (route templates and request ids, no query)
     config = uvicorn.Config(app, host=host, log_config=None, access_log=False,
                             port=args.port if args.port is not None else settings.api_port)
@@ -229,15 +237,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             with contextlib.suppress(KeyboardInterrupt):
                 asyncio.run(serve_mcp(args, _settings(args)))
             return EXIT_OK
-        output = asyncio.run(_run(args))
-    except InvalidInputError as exc:
-        return _fail((str(p) for p in exc.problems), EXIT_USAGE)
-    except NotFoundError as exc:
-        return _fail([str(exc)], EXIT_NOT_FOUND)
-    except ConflictError as exc:
-        return _fail([str(exc)], EXIT_CONFLICT)
-    except NousMemoryError as exc:
-        return _fail([str(exc)], EXIT_ERROR)
+        if getattr(args, "direct", None) is not None:  # db backup / restore: no store
+            from .backup import run_direct
+
+            output = asyncio.run(run_direct(args, _settings(args)))
+        else:
+            output = asyncio.run(_run(args))
+    except NousMemoryError:
+        if args.debug:
+            traceback.print_exc()
+        return _exit_for()
     except KeyboardInterrupt:
         return _fail(["interrupted"], 130)
     try:
@@ -245,4 +254,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. piped into head: the reader has all it wants
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return EXIT_OK
+
+
+def _exit_for() -> int:
+    """The one line and exit code of the error being handled."""
+    exc = sys.exc_info()[1]
+    if isinstance(exc, InvalidInputError):
+        return _fail((str(p) for p in exc.problems), EXIT_USAGE)
+    if isinstance(exc, NotFoundError):
+        return _fail([str(exc)], EXIT_NOT_FOUND)
+    if isinstance(exc, ConflictError):
+        return _fail([str(exc)], EXIT_CONFLICT)
+    return _fail([str(exc)], EXIT_ERROR)
 

@@ -1,5 +1,5 @@
-"""``nous-memory db init|status|citus-script`` and the memory commands: ``remember``, ``get``,
-``list``, ``update``, ``delete`` and ``history``.
+"""``nous-memory db init|status|citus-script`` (``backup|restore`` in ``backup``) and the
+memory commands: ``remember``, ``get``, ``list``, ``update``, ``delete`` and ``history``.
 
 Values go to the store as given, so validation and its "field: reason" messages stay in
 one place.
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import a_or_an
 from ..memories.kinds import Kind, Status
+from .backup import add_backup_commands
 from .fields import add_field_options, collect_fields, options_for_kind, options_for_update
 from .output import Output, dump, event_text, memory_line, memory_text, shorten
 
@@ -39,6 +40,7 @@ def add_memory_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
                     "runs once on the Citus coordinator: every tenant table distributed by "
                     "agent_id and co-located; the rest stays on the coordinator."
     ).set_defaults(handler=_db_citus_script)
+    add_backup_commands(db_commands, json_flag)
 
     remember = commands.add_parser("remember", help="store a new memory",
                                    description="Store a new memory of one kind; see "

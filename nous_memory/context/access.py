@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from uuid import UUID
 
 from ..db import Database
+from ..errors import DatabaseUnavailableError
 
 _log = logging.getLogger(__name__)
 
@@ -44,6 +45,8 @@ class AccessLog:
         await asyncio.sleep(self.delay_s)
         try:
             await self.flush()
+        except DatabaseUnavailableError:  # an outage, logged once where it starts
+            _log.debug("deferred access-count update waits for the database")
         except Exception:  # statistics must never break the store; logged, kept for later
             _log.warning("deferred access-count update failed", exc_info=True)
 

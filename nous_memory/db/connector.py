@@ -9,15 +9,20 @@ pooler would hand its sessions to other clients."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
 from pgvector.asyncpg import register_vector
 
-from .errors import translated
+from ..errors import NousMemoryError
+from .errors import is_unavailable, translated
+from .outage import QuietPoolLog
 from .queries import QUERIES, Queries
+
+logging.getLogger("asyncpg.pool").addFilter(QuietPoolLog(is_unavailable))
 
 
 async def _init_connection(conn: asyncpg.Connection) -> None:
@@ -71,6 +76,34 @@ class Connection:
         with translated():
             status: str = await self.raw.execute(statement)
             return status
+
+    async def fetch_built(self, statement: str) -> list[asyncpg.Record]:
+        """A query PostgreSQL built itself (a named query's ``format()`` with %I quoting),
+        taking no parameters.  Never text from anywhere else."""
+        with translated():
+            rows: list[asyncpg.Record] = await self.raw.fetch(statement)
+            return rows
+
+    @property
+    def closed(self) -> bool:
+        """Whether the connection is gone (closed here, or lost: the server went away)."""
+        closed: bool = self.raw.is_closed()
+        return closed
+
+    def on_lost(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once when the connection ends, whoever ends it."""
+        self.raw.add_termination_listener(lambda _conn: callback())
+
+    async def close(self) -> None:
+        """Close a connection of its own (``Database.open_session``); a lost one is only
+        let go."""
+        if self.raw.is_closed():
+            return
+        try:
+            with translated():
+                await self.raw.close(timeout=5)
+        except NousMemoryError:
+            self.raw.terminate()
 
     @asynccontextmanager
     async def savepoint(self) -> AsyncIterator[None]:
@@ -172,15 +205,25 @@ class Database:
     async def session(self) -> AsyncIterator[Connection]:
         """A connection of its own, outside the pool, closed afterwards: for session state
         such as an advisory lock held across transactions (closing releases it)."""
+        conn = await self.open_session()
+        try:
+            yield conn
+        finally:
+            await conn.close()
+
+    async def open_session(self) -> Connection:
+        """A connection of its own, outside the pool; the caller closes it (``session``
+        does).  For session state kept for as long as a process runs."""
         if self._dsn is None:
             raise RuntimeError("this Database was built without a DSN: no session()")
         with translated():
             conn = await asyncpg.connect(self._dsn)
             try:
                 await _init_connection(conn)
-                yield Connection(conn, self._queries)
-            finally:
-                await conn.close()
+            except BaseException:
+                conn.terminate()
+                raise
+        return Connection(conn, self._queries)
 
     @asynccontextmanager
     async def rehearsal(self) -> AsyncIterator[Connection]:

@@ -1,4 +1,11 @@
-"""Translate asyncpg errors into the package's exceptions, in this one place."""
+"""Translate asyncpg errors into the package's exceptions, in this one place.
+
+A lost or reset connection shows up as many different driver errors depending on where
+the statement was when it went (a server error such as "terminating connection due to
+administrator command", a closed-connection interface error, asyncpg's "cannot switch
+to state" when a rollback meets a half-finished protocol exchange, a bare socket error):
+all of them are the one unavailable error, which surfaces as 503 with ``Retry-After``.
+"""
 
 from __future__ import annotations
 
@@ -17,17 +24,34 @@ from ..errors import (
     InvalidInputError,
     NousMemoryError,
 )
+from .outage import OUTAGE
 
 _UNAVAILABLE = (
-    asyncpg.CannotConnectNowError,
-    asyncpg.ConnectionDoesNotExistError,
+    asyncpg.PostgresConnectionError,  # class 08, ConnectionDoesNotExistError among them
+    asyncpg.AdminShutdownError,  # 57P01: pg_terminate_backend, a fast or smart shutdown
+    asyncpg.CrashShutdownError,  # 57P02: another backend crashed, the server restarts
+    asyncpg.CannotConnectNowError,  # 57P03: starting up or shutting down
     asyncpg.TooManyConnectionsError,
-    asyncpg.InterfaceError,
+    asyncpg.InterfaceError,  # e.g. "connection is closed", "the pool is closing"
     ConnectionError,
     socket.gaierror,
     TimeoutError,
     OSError,
 )
+# what a connection cut mid-exchange leaves in asyncpg's protocol state machine
+_BROKEN_PROTOCOL = (asyncpg.InternalClientError,)
+_STALE_CACHE = asyncpg.OutdatedSchemaCacheError  # a schema change, not an outage
+_DRIVER = (asyncpg.PostgresError, asyncpg.InterfaceError, *_BROKEN_PROTOCOL, OSError,
+           TimeoutError)
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` (a driver error or ours) means the database cannot be reached."""
+    if isinstance(exc, DatabaseUnavailableError):
+        return True
+    if isinstance(exc, _STALE_CACHE):
+        return False
+    return isinstance(exc, _UNAVAILABLE + _BROKEN_PROTOCOL)
 
 
 def _key_column(exc: asyncpg.ForeignKeyViolationError) -> str:
@@ -58,17 +82,21 @@ def translate(exc: BaseException) -> NousMemoryError:
         return InvalidInputError(FieldProblem("text", str(exc)))
     if isinstance(exc, asyncpg.DataError):  # a value the column's type cannot hold
         return InvalidInputError(FieldProblem("value", str(exc)))
-    if isinstance(exc, _UNAVAILABLE):
-        return DatabaseUnavailableError(f"database unavailable: {exc}")
+    if is_unavailable(exc):
+        OUTAGE.went_away(exc)
+        return DatabaseUnavailableError(f"database unavailable: {exc or type(exc).__name__}")
     return DatabaseError(f"{type(exc).__name__}: {exc}")
 
 
 @contextlib.contextmanager
 def translated() -> Iterator[None]:
-    """Re-raise driver errors as package errors, chained to the original."""
+    """Re-raise driver errors as package errors, chained to the original; a block that
+    completes tells the outage tracker the database is there."""
     try:
         yield
     except NousMemoryError:
         raise
-    except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError) as exc:
+    except _DRIVER as exc:
         raise translate(exc) from exc
+    if OUTAGE.unsettled:
+        OUTAGE.came_back()

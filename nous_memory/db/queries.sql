@@ -95,3 +95,42 @@ JOIN information_schema.tables t
 WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE'
   AND c.column_name = 'agent_id'
 ORDER BY 1;
+
+-- ---------------------------------------------------------------- backups
+
+-- name: backup_checksum_statements
+-- One statement per table of the store, built here with %I quoting: its rows counted
+-- and their whole text hashed and summed, per agent where the table has an agent_id
+-- (a backup covers every agent; the statements read across agents on purpose).  Run in
+-- the backup's own snapshot, and again after a restore, to verify it.
+SELECT c.relname::text AS table_name,
+       format('SELECT %s AS agent_id, count(*) AS n, '
+              'COALESCE(sum(hashtextextended(t::text, 0)::numeric), 0)::text AS checksum '
+              'FROM %I.%I t%s',
+              CASE WHEN a.attname IS NULL THEN '''''' ELSE 't.agent_id' END,
+              n.nspname, c.relname,
+              CASE WHEN a.attname IS NULL THEN '' ELSE ' GROUP BY t.agent_id' END
+       ) AS statement
+FROM pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_attribute a
+  ON a.attrelid = c.oid AND a.attname = 'agent_id' AND NOT a.attisdropped
+WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+ORDER BY c.relname;
+
+-- name: backup_text_settings
+-- A row's text depends on the session's settings: fix them, so that a checksum taken
+-- on one machine matches the same rows read on another.
+SELECT set_config('TimeZone', 'UTC', true), set_config('DateStyle', 'ISO, MDY', true),
+       set_config('IntervalStyle', 'postgres', true),
+       set_config('extra_float_digits', '1', true);
+
+-- name: backup_export_snapshot
+-- The backup's moment: pg_dump reads the database as this transaction sees it.
+SELECT pg_export_snapshot();
+
+-- name: database_relations
+-- What a restore would overwrite: the relations of the schema (an empty database has
+-- none; the extensions' functions and types do not count).
+SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'v', 'm', 'S');

@@ -6,7 +6,7 @@ import logging
 from uuid import UUID
 
 from ..conversation import rolling_summary_text
-from ..db import Database
+from ..db import Connection, Database
 from ..errors import NotFoundError, NousMemoryError, loggable
 from ..memories.kinds import EpisodeState, FactsState
 from ..work.queue import WorkContext
@@ -67,13 +67,17 @@ class EpisodeTasks:
             use_llm=not (item.last_try and not upgrade), rolling_summary=rolling)
         if upgrade and prepared.extraction is None:
             raise RuntimeError(f"upgrade needs the LLM: {prepared.failure or 'not configured'}")
-        async with ctx.commit() as conn:
+
+        async def write(conn: Connection) -> None:
             row = await conn.fetchrow("episode_for_update", agent, ident)
             if row is None or row["state"] != wanted:
                 return  # someone else finished it; our completion of the item stands
             if upgrade and row["summary_source"] != "rule":
                 return  # the summary was edited since: an upgrade never overwrites it
             await self._closer.write(conn, prepared)
+
+        # the LLM call is paid for: an outage now waits for the database, not a new call
+        await ctx.commit_when_possible(write)
 
     async def _rolling_summary(self, agent: str, ident: UUID) -> str | None:
         """Working memory's summary of the conversation, if it kept one (context for the

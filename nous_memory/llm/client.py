@@ -19,7 +19,12 @@ from typing import Any, Generic, cast
 from pydantic import BaseModel
 
 from .. import telemetry
-from ..errors import ConfigurationError, FieldProblem, InvalidInputError
+from ..errors import (
+    ConfigurationError,
+    DatabaseUnavailableError,
+    FieldProblem,
+    InvalidInputError,
+)
 from .backoff import Backoff
 from .errors import LLMOutputError, LLMRequestError, LLMUnavailableError
 from .failures import Failure, classify
@@ -227,6 +232,9 @@ class LLMClient:
             return
         try:
             await self._recorder.record(call)
+        except DatabaseUnavailableError:  # the outage is logged once, where it starts
+            log.debug("could not record LLM call for agent %s (%s): database unavailable",
+                      call.agent_id, call.purpose)
         except Exception:
             log.warning("could not record LLM call for agent %s (%s)", call.agent_id,
                         call.purpose, exc_info=True)

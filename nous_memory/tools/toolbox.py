@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..access import may_act_for
 from ..errors import (
     ClientError,
+    DatabaseUnavailableError,
     FieldProblem,
     InvalidInputError,
     NotFoundError,
@@ -98,6 +99,12 @@ class ToolBox:
             return await tool.call(self.store, agent, args, self.policy)
         except ClientError as exc:
             return _client_error(exc)
+        except DatabaseUnavailableError:  # an outage: said once in the log already
+            return ToolResult(text="Error: the memory store's database is unavailable; "
+                                   "try again in a few seconds.",
+                              data={"error": {"type": "unavailable",
+                                              "message": "database unavailable"}},
+                              is_error=True)
         except Exception as exc:  # a tool call never ends the caller's session
             log.exception("tool %s failed", name)
             what = type(exc).__name__ if isinstance(exc, NousMemoryError) else "internal error"

@@ -22,19 +22,23 @@ SELECT pg_advisory_lock(hashtext('nous_memory.worker'), hashtext($1));
 -- within its own agent.  An item is claimable again when its lease expired, or at once
 -- when the worker holding it is known dead (its presence lock is gone; a worker that
 -- never took one, or lost only its lock connection, is overtaken the same way, and its
--- late result is dropped by the lease check at completion).
+-- late result is dropped by the lease check at completion).  For $4 seconds after the
+-- server (re)started a missing lock proves nothing: every session ended with the old
+-- server, and the live workers are taking their locks again.
 UPDATE work_items w SET state = 'running', attempts = w.attempts + 1, locked_by = $2,
        lease_until = now() + make_interval(secs => $1), updated_at = now()
 FROM (SELECT agent_id, id FROM work_items i
       WHERE (state = 'pending' AND run_after <= now())
          OR (state = 'running' AND attempts < $3
-             AND (lease_until < now() OR NOT EXISTS (
+             AND (lease_until < now() OR (
+                 pg_postmaster_start_time() < now() - make_interval(secs => $4)
+                 AND NOT EXISTS (
                  SELECT 1 FROM pg_locks l
                  WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
                    AND l.database = (SELECT oid FROM pg_database
                                      WHERE datname = current_database())
                    AND l.classid = hashtext('nous_memory.worker')::oid
-                   AND l.objid = hashtext(i.locked_by)::oid)))
+                   AND l.objid = hashtext(i.locked_by)::oid))))
       ORDER BY run_after, id
       LIMIT 1 FOR UPDATE SKIP LOCKED) c
 WHERE w.agent_id = c.agent_id AND w.id = c.id

@@ -9,6 +9,7 @@ has nothing left to do (a duplicate, or its memory was deleted).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -16,8 +17,11 @@ from typing import Any
 from uuid import UUID
 
 from ..db import Connection, Database
-from ..errors import ConflictError
+from ..db.outage import Backoff
+from ..errors import ConflictError, DatabaseUnavailableError
 from .tasks import Task
+
+COMMIT_WAIT_S = 60.0  # well inside a lease, which the heartbeat keeps extending
 
 
 class LeaseLost(ConflictError):
@@ -52,6 +56,26 @@ class WorkContext:
                                    self.worker_id) is None:
                 raise LeaseLost(f"lease on work item {item.id} lost")
             yield conn
+
+    async def commit_when_possible(self, write: Callable[[Connection], Awaitable[None]], *,
+                                   wait_s: float = COMMIT_WAIT_S) -> None:
+        """Run ``write`` in :meth:`commit`, again while the database is away (up to
+        ``wait_s``): a result that cost an LLM call is not thrown away because the
+        database restarted just before it was written.  Safe to repeat: a failed commit
+        wrote nothing, and one that went through before the connection was lost
+        completed the item, so the repeat finds it done (:class:`LeaseLost`)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_s
+        backoff = Backoff(cap_s=2.0)
+        while True:
+            try:
+                async with self.commit() as conn:
+                    await write(conn)
+                return
+            except DatabaseUnavailableError:
+                if loop.time() >= deadline:
+                    raise
+                await backoff.wait()
 
     async def skip(self) -> None:
         """Complete the item without a result (nothing left to do)."""

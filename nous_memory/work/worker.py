@@ -6,6 +6,14 @@ that first re-checks the lease, so a worker killed at any instant leaves either 
 or the complete result, never both.  While it works, a worker holds a session lock on a
 connection of its own (its presence): when its process dies, the lock goes with the
 connection and other workers claim its item at once instead of waiting for the lease.
+
+The lock also goes when the database restarts or cuts the connection while the worker
+lives on.  A keeper notices (the connection's end wakes it) and takes the lock again on
+a new connection, with backoff while the database is away; for ``PRESENCE_GRACE_S``
+after a server start no worker treats a missing lock as death, so a worker that lived
+through the restart has time to take its lock back before anyone else takes its item.
+While it has no lock a worker claims nothing.  An outage costs one warning and one line
+when it ends (``db.outage``); the loops back off quietly in between.
 """
 
 from __future__ import annotations
@@ -18,14 +26,19 @@ import socket
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
-from ..db import Database
-from ..errors import loggable
+from ..db import Connection, Database
+from ..db.outage import Backoff
+from ..errors import DatabaseUnavailableError, loggable
 from .queue import LeaseLost, TaskHandler, WorkContext, WorkItem
 from .tasks import Task
 
 _log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 6
+# how long after a server start a missing presence lock proves nothing (the keeper takes
+# it again within its backoff cap, a couple of seconds, once the server accepts)
+PRESENCE_GRACE_S = 10.0
+LOCK_WAIT_S = 5.0
 
 IdleSweep = Callable[[int], Awaitable[int]]
 
@@ -36,7 +49,7 @@ class Worker:
     def __init__(self, db: Database, handlers: Mapping[Task, TaskHandler], *,
                  idle_sweep: IdleSweep | None = None, worker_id: str | None = None,
                  lease_s: float = 300.0, poll_s: float = 1.0,
-                 retry_base_s: float = 5.0) -> None:
+                 retry_base_s: float = 5.0, backoff_cap_s: float = 2.0) -> None:
         self._db = db
         self._handlers: dict[str, TaskHandler] = {task.value: h for task, h in handlers.items()}
         self._idle_sweep = idle_sweep
@@ -44,40 +57,133 @@ class Worker:
         self._lease_s = lease_s
         self._poll_s = poll_s
         self._retry_base_s = retry_base_s
-        self._present = False
+        self._backoff_cap_s = backoff_cap_s
+        self._lock: Connection | None = None
+        self._keeper: asyncio.Task[None] | None = None
+        self._lock_lost = asyncio.Event()
+        self._taking = asyncio.Lock()
+        # items whose failure could not be recorded (the database was away): recorded
+        # as soon as it is back, instead of leaving them running until their lease ends
+        self._unrecorded: list[tuple[WorkItem, BaseException]] = []
 
     @contextlib.asynccontextmanager
     async def presence(self) -> AsyncIterator[None]:
-        """Hold this worker's presence lock (nested uses share the outer one)."""
-        if self._present:
+        """Hold this worker's presence lock, kept (taken again after a lost connection)
+        for as long as the block runs; nested uses share the outer one."""
+        if self._keeper is not None:
             yield
             return
-        async with self._db.session() as conn:
-            await conn.fetchval("worker_present", self.worker_id)
-            self._present = True
+        await self._take_presence()
+        self._keeper = asyncio.create_task(self._keep_presence(),
+                                           name=f"presence of {self.worker_id}")
+        try:
+            yield
+        finally:
+            keeper, self._keeper = self._keeper, None
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
+            lock, self._lock = self._lock, None
+            if lock is not None:
+                await lock.close()
+
+    @property
+    def present(self) -> bool:
+        """Whether this worker holds its presence lock right now."""
+        return self._lock is not None and not self._lock.closed
+
+    async def _take_presence(self) -> None:
+        async with self._taking:  # the keeper and a claim may both find it lost
+            if self.present:
+                return
+            lost, self._lock = self._lock, None
+            if lost is not None:
+                await lost.close()
+            conn = await self._db.open_session()
             try:
-                yield
-            finally:
-                self._present = False
+                # a lost session's backend can outlive the client's view of it for a
+                # moment: its lock would block this one; give up and try again later
+                await asyncio.wait_for(conn.fetchval("worker_present", self.worker_id),
+                                       timeout=LOCK_WAIT_S)
+            except TimeoutError:
+                await conn.close()
+                raise DatabaseUnavailableError(
+                    f"the presence lock of {self.worker_id} is still held by a lost "
+                    f"session") from None
+            except BaseException:
+                await conn.close()
+                raise
+            conn.on_lost(self._lock_lost.set)
+            self._lock = conn
+
+    async def _keep_presence(self) -> None:
+        backoff = Backoff(cap_s=self._backoff_cap_s)
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._lock_lost.wait(), timeout=1.0)
+            self._lock_lost.clear()
+            if self.present:
+                continue
+            try:
+                await self._take_presence()
+            except DatabaseUnavailableError:
+                self._lock_lost.set()  # try again after the delay
+                await backoff.wait()
+                continue
+            except Exception:
+                _log.exception("worker %s could not take its presence lock", self.worker_id)
+                self._lock_lost.set()
+                await backoff.wait()
+                continue
+            backoff.reset()
+            _log.debug("worker %s holds its presence lock again", self.worker_id)
+
+    async def _ensure_present(self) -> None:
+        """Claim nothing without the lock: take it now if the keeper has not yet."""
+        if not self.present:
+            await self._take_presence()
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Work until ``stop`` is set: close idle episodes, drain ready items, wait."""
-        async with self.presence():
-            await self._serve(stop)
-
-    async def _serve(self, stop: asyncio.Event) -> None:
+        """Work until ``stop`` is set: close idle episodes, drain ready items, wait.  A
+        database that is away when it starts is waited for, like one that goes later."""
+        backoff = Backoff(cap_s=self._backoff_cap_s)
         while not stop.is_set():
             try:
-                await self.close_idle()
-            except Exception:  # the sweep must never stop the queue
-                _log.exception("idle-episode sweep failed")
-            try:
-                while not stop.is_set() and await self.run_once():
-                    pass
-            except Exception:  # keep serving; the item itself was already retried
-                _log.exception("worker loop error")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=self._poll_s)
+                async with self.presence():
+                    await self._serve(stop)
+                return
+            except DatabaseUnavailableError:
+                await backoff.wait(stop)
+
+    async def _serve(self, stop: asyncio.Event) -> None:
+        backoff = Backoff(cap_s=self._backoff_cap_s)
+        while not stop.is_set():
+            if await self._serve_once(stop):
+                backoff.reset()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=self._poll_s)
+            else:
+                await backoff.wait(stop)
+
+    async def _serve_once(self, stop: asyncio.Event) -> bool:
+        """One round: the idle sweep, then ready items; False when it must back off."""
+        ok = True
+        try:
+            await self.close_idle()
+        except DatabaseUnavailableError:  # said once by the outage tracker
+            return False
+        except Exception:  # the sweep must never stop the queue
+            _log.exception("idle-episode sweep failed")
+            ok = False
+        try:
+            while not stop.is_set() and await self.run_once():
+                pass
+        except DatabaseUnavailableError:
+            return False
+        except Exception:  # keep serving; the item itself was already retried
+            _log.exception("worker loop error")
+            ok = False
+        return ok
 
     async def drain(self, limit: int = 10_000) -> int:
         """Process ready items until none is left (or ``limit``); returns how many."""
@@ -97,9 +203,11 @@ class Worker:
             return await self._run_one()
 
     async def _run_one(self) -> bool:
+        await self._ensure_present()
+        await self._record_unrecorded()
         await self._db.execute("work_fail_exhausted", MAX_ATTEMPTS)
         row = await self._db.fetchrow("work_claim", self._lease_s, self.worker_id,
-                                      MAX_ATTEMPTS)
+                                      MAX_ATTEMPTS, PRESENCE_GRACE_S)
         if row is None:
             return False
         item = WorkItem(agent_id=row["agent_id"], id=row["id"], task=row["task"],
@@ -114,14 +222,35 @@ class Worker:
         except LeaseLost as exc:  # expected when a slow worker was overtaken
             _log.info("result of work item %s dropped: %s", item.id, exc)
         except Exception as exc:
-            delay = min(self._retry_base_s * 2 ** (item.attempts - 1), 3600.0)
-            state = await self._db.fetchval(
-                "work_retry", item.agent_id, item.id, self.worker_id, MAX_ATTEMPTS,
-                delay, f"{type(exc).__name__}: {exc}"[:2000])
-            log = _log.warning if state == "pending" else _log.error
-            log("work item %s (%s) failed, now %s: %s (the whole error is the item's "
-                "last error)", item.id, item.task, state, loggable(exc))
+            try:
+                await self._record_failure(item, exc)
+            except DatabaseUnavailableError:
+                self._unrecorded.append((item, exc))
+                raise
         return True
+
+    async def _record_failure(self, item: WorkItem, exc: BaseException) -> None:
+        """Put a failed item back (or fail it for good), with its error."""
+        unavailable = isinstance(exc, DatabaseUnavailableError)
+        # an outage is not the item's fault: try again soon, whatever its attempts
+        delay = 1.0 if unavailable else min(self._retry_base_s * 2 ** (item.attempts - 1),
+                                            3600.0)
+        state = await self._db.fetchval(
+            "work_retry", item.agent_id, item.id, self.worker_id, MAX_ATTEMPTS,
+            delay, f"{type(exc).__name__}: {exc}"[:2000])
+        if unavailable:
+            _log.info("work item %s (%s) put back after the database went away: now %s",
+                      item.id, item.task, state)
+            return
+        log = _log.warning if state == "pending" else _log.error
+        log("work item %s (%s) failed, now %s: %s (the whole error is the item's "
+            "last error)", item.id, item.task, state, loggable(exc))
+
+    async def _record_unrecorded(self) -> None:
+        while self._unrecorded:
+            item, exc = self._unrecorded[0]
+            await self._record_failure(item, exc)
+            self._unrecorded.pop(0)
 
     @contextlib.asynccontextmanager
     async def _heartbeat(self, item: WorkItem) -> AsyncIterator[None]:
@@ -130,8 +259,9 @@ class Worker:
         async def beat() -> None:
             while True:
                 await asyncio.sleep(self._lease_s / 3)
-                await self._db.fetchval("work_extend_lease", item.agent_id, item.id,
-                                        self.worker_id, self._lease_s)
+                with contextlib.suppress(DatabaseUnavailableError):  # next beat retries
+                    await self._db.fetchval("work_extend_lease", item.agent_id, item.id,
+                                            self.worker_id, self._lease_s)
 
         task = asyncio.create_task(beat())
         try:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 
 from nous_memory import MemoryStore
 from nous_memory.api import create_app
+from nous_memory.db import EmbeddedServer
+from nous_memory.testing.pgcontrol import ServerControl
 from tests.integration.http_helpers import asgi_client
 
 
@@ -17,3 +22,19 @@ async def client(store: MemoryStore) -> AsyncIterator[httpx.AsyncClient]:
     """The REST app around the test's store, called in-process."""
     async with asgi_client(create_app(store)) as http:
         yield http
+
+
+@pytest.fixture(scope="module")
+def own_server() -> Iterator[tuple[EmbeddedServer, ServerControl, Path]]:
+    """An embedded server of the module's own, to stop and start (outage tests)."""
+    data_dir = Path(tempfile.mkdtemp(prefix="nous-outage-pg-"))
+    server = EmbeddedServer.acquire(data_dir)
+    control = ServerControl(server.pgdata, server.dsn())
+    try:
+        yield server, control, data_dir
+    finally:
+        control.stop()
+        server.release()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+

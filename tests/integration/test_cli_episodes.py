@@ -211,6 +211,7 @@ def test_serve_no_worker_reaches_the_app(monkeypatch: pytest.MonkeyPatch) -> Non
     import uvicorn
 
     import nous_memory.api
+    import nous_memory.db.setup
 
     made: list[bool | None] = []
     real = nous_memory.api.create_app
@@ -222,8 +223,12 @@ def test_serve_no_worker_reaches_the_app(monkeypatch: pytest.MonkeyPatch) -> Non
     async def no_serving(self: uvicorn.Server) -> None:
         return None
 
+    async def reachable(dsn: str) -> None:  # serve waits for its database first
+        return None
+
     monkeypatch.setattr(nous_memory.api, "create_app", recording)
     monkeypatch.setattr(uvicorn.Server, "serve", no_serving)
+    monkeypatch.setattr(nous_memory.db.setup, "probe", reachable)
     unused = ("--database-url", "postgresql://unused/x")
     assert main([*unused, "serve", "--no-worker"]) == 0
     assert main([*unused, "serve"]) == 0

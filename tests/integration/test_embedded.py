@@ -66,6 +66,6 @@ async def test_unreachable_database_url_is_a_clear_error(tmp_path: Path) -> None
 
     url = f"postgresql://nobody:secret@/nodb?host={tmp_path}&port=1"
     with pytest.raises(DatabaseUnavailableError) as info:
-        async with MemoryStore.open(database_url=url, embedder=FakeEmbedder()):
+        async with MemoryStore.open(database_url=url, embedder=FakeEmbedder(), db_wait_s=0):
             pass
     assert "secret" not in str(info.value) and "nodb" in str(info.value)

@@ -174,7 +174,7 @@ class PageRoute(APIRoute):
                     f"{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}"
                     for e in exc.errors()))
             except DatabaseUnavailableError:
-                log.exception("inspector: database unavailable")
+                log.debug("inspector: database unavailable")  # said once, by db.outage
                 return await error_page(request, 503, "Unavailable",
                                         "The database is unavailable; try again later.")
 
