@@ -614,7 +614,8 @@ found AS (
                      min(COALESCE(tfa.valid_until, tm.updated_at))
                          FILTER (WHERE tm.status = 'superseded') AS until
               FROM facts tfa JOIN memories tm ON tm.agent_id = $1 AND tm.id = tfa.memory_id
-              WHERE tfa.agent_id = $1 AND tfa.source_episode_id = f.memory_id
+              WHERE (f.source = 'chunk' OR m.kind = 'episode')  -- others read nothing
+                AND tfa.agent_id = $1 AND tfa.source_episode_id = f.memory_id
                 AND ((f.source = 'chunk' AND tfa.source_seq BETWEEN c.first_seq AND c.last_seq)
                      OR (f.source = 'memory' AND m.kind = 'episode'
                          AND tfa.slot_attribute IS NOT NULL))
