@@ -169,9 +169,9 @@ def _possessive(owner: str, rest: str, predicate: str) -> Slot | None:
         return _predicate(f"{owner}'s {relation}", predicate)
     attribute = _attribute_of(" ".join(w.lower() for w in words))
     low = predicate.lower()
-    if _RECURRING_DAYS.search(low):
+    if (days := _RECURRING_DAYS.search(low)) is not None:
         return Slot(subject=owner, attribute=SCHEDULE_PREFIX + _activity(attribute),
-                    value=_clean(_RECURRING_DAYS.search(low).group(0)))  # type: ignore[union-attr]
+                    value=_clean(days.group(0)))
     if set(attribute.split()) & EVENT_NOUNS or RESCHEDULE.search(low):
         return _event(owner, attribute, predicate)
     got = re.match(r"(?:is|are|was|has been|is now|are now|changed to|became|will be)\s+"
@@ -210,17 +210,13 @@ def _attribute_of(words: str) -> str:
 
 
 def _event(subject: str, noun: str, predicate: str) -> Slot:
-    ended = bool(re.search(r"\b(?:cancell?ed|called off|off)\b", predicate, re.I))
-    if ended:
-        attribute = DEADLINE if noun.endswith(("deadline", "due date")) else EVENT_PREFIX + noun
+    attribute = DEADLINE if noun.endswith(("deadline", "due date")) else EVENT_PREFIX + noun
+    if re.search(r"\b(?:cancell?ed|called off|off)\b", predicate, re.I):
         return Slot(subject=subject, attribute=attribute, value="", ended=True)
-    attribute = noun if noun.endswith(("deadline", "due date")) else EVENT_PREFIX + noun
-    if noun.endswith(("deadline", "due date")):
-        attribute = DEADLINE
-    return Slot(subject=subject, attribute=attribute, value=_value(
-        re.sub(r"^(?:is|was|has been|got|will be)?\s*(?:now\s+)?(?:moved|pushed|postponed|"
-               r"rescheduled|changed|shifted|set|booked|scheduled|planned|due)?\s*(?:back|up)?\s*(?:to|for|on|at)?\s*",
-               "", predicate, flags=re.I), names_only=False) or "", ended=ended)
+    when = re.sub(r"^(?:is|was|has been|got|will be)?\s*(?:now\s+)?(?:moved|pushed|postponed|"
+                  r"rescheduled|changed|shifted|set|booked|scheduled|planned|due)?\s*"
+                  r"(?:back|up)?\s*(?:to|for|on|at)?\s*", "", predicate, flags=re.I)
+    return Slot(subject=subject, attribute=attribute, value=_value(when))
 
 
 def _about_thing(thing: str, predicate: str) -> Slot | None:
