@@ -20,7 +20,7 @@ from .context.assembly import ContextAssembler
 from .context.expand import Expanded, Expander
 from .context.extraction import Extractor
 from .context.model import DEFAULT_BUDGET_TOKENS, Context, Extraction
-from .context.recall import Recaller, RecallResult
+from .context.recall import Fusion, Recaller, RecallResult
 from .context.upcoming import Upcoming, upcoming
 from .conversation import (
     ConversationSummary,
@@ -101,7 +101,8 @@ class MemoryStore(OwnerView):
         self.keys = Keys(db)
         self.recaller = Recaller(db, self.embeddings,
                                  exact_scan_max_rows=settings.recall_exact_scan_max_rows,
-                                 ef_search=settings.recall_ef_search)
+                                 ef_search=settings.recall_ef_search,
+                                 fusion=Fusion(text_weight=settings.recall_text_weight))
         self._init_context()
 
     # ------------------------------------------------------------------ lifecycle
