@@ -36,7 +36,7 @@ from .results import RecallResult as RecallResult
 from .results import RecallScores as RecallScores
 from .results import RecallTimings as RecallTimings
 from .results import TimeWindow as TimeWindow
-from .when import Window, resolve
+from .when import Window, resolve, without_now
 
 # An agent with at most this many memories (deleted ones aside) and at most this many
 # chunks is read whole and ranked in memory: on bench/context_latency.py an exact scan of
@@ -298,7 +298,8 @@ class Recaller:
             current = await self._db.fetch("recall_current_of_slots", req.agent, keys,
                                            PgVector(vector), self._embeddings.model_name,
                                            successors)
-        return final_order(rows, req.k, current=current, current_only=req.current_only)
+        return final_order(rows, req.k, query=req.query, current=current,
+                           current_only=req.current_only)
 
     async def _statement_rows(self, req: RecallRequest, vector: np.ndarray[Any, Any],
                               depth: int) -> Sequence[Mapping[str, Any]]:
@@ -306,7 +307,7 @@ class Recaller:
         if req.include_superseded:
             statuses.append(Status.SUPERSEDED.value)
         p, f = self._priors, self._fusion
-        args = (req.agent, req.query, PgVector(vector), self._embeddings.model_name,
+        args = (req.agent, without_now(req.query), PgVector(vector), self._embeddings.model_name,
                 [kind.value for kind in req.kinds], statuses, Kind.EPISODE in req.kinds,
                 leg_size(req.k), depth, f.rrf_k, p.recency, p.half_life_days,
                 p.importance, p.confidence, p.use, float(p.use_saturation), f.text_weight,
