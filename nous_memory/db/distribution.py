@@ -122,6 +122,26 @@ SINGLE_NODE_ONLY: Final[dict[str, str]] = {
 }
 
 
+# The read path's statements as functions of one agent (schema.sql, "reads as
+# functions"): named query -> its function.  The citus script distributes each by its
+# agent argument, co-located with `memories`, so that the coordinator hands a call whole
+# to the agent's worker; the store then runs `<query>_delegated` instead of the query.
+DELEGATED_READS: Final[dict[str, str]] = {
+    "recall_agent_rows": "nous_recall_agent_rows",
+    "recall": "nous_recall",
+    "recall_current_of_slots": "nous_recall_current_of_slots",
+    "context_always_on": "nous_context_always_on",
+    "context_tier2": "nous_context_tier2",
+}
+DELEGATION_ARGUMENT: Final = "agent"
+
+# Named queries that read Citus's own catalog: run only where the citus extension is
+# (plain PostgreSQL has no such tables, so they neither prepare nor plan there).
+CITUS_CATALOG_QUERIES: Final[dict[str, str]] = {
+    "citus_reads_delegated": "whether the read functions are distributed (pg_dist_object)",
+}
+
+
 def citus_script() -> str:
     """The SQL an operator runs once on the Citus coordinator of a migrated database."""
     first = DISTRIBUTED[0]
@@ -134,6 +154,11 @@ def citus_script() -> str:
     lines += [f"SELECT create_distributed_table('{table}', '{DISTRIBUTION_COLUMN}', "
               f"colocate_with => '{first}');" for table in DISTRIBUTED[1:]]
     lines += [f"SELECT create_reference_table('{table}');" for table in REFERENCE]
+    lines.append("-- the read path's functions, each handed whole to the worker holding "
+                 "its agent:")
+    lines += [f"SELECT create_distributed_function('{function}'::regproc, "
+              f"distribution_arg_name => '{DELEGATION_ARGUMENT}', "
+              f"colocate_with => '{first}');" for function in DELEGATED_READS.values()]
     lines.append("-- coordinator-local, registered so that a transaction writing it and a "
                  "shard commits with 2PC:")
     lines += [f"SELECT citus_add_local_table_to_metadata('{table}');"

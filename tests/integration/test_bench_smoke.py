@@ -34,7 +34,7 @@ from tests.conftest import create_database, drop_database
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
 # modules the scripts import, not benchmarks
-HELPERS = {"backends.py", "shared_data.py", "staleness_cases.py"}
+HELPERS = {"backends.py", "schema_replies.py", "shared_data.py", "staleness_cases.py"}
 TIMEOUT_S = 300.0  # a stalled script fails its test instead of stalling the suite
 
 
