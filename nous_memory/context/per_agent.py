@@ -32,3 +32,7 @@ class PerAgent(Generic[T]):
                 self._known.popitem(last=False)
         self._known.move_to_end(agent)
         return known[0]
+
+    def clear(self) -> None:
+        """Forget every figure: each is counted again when next asked."""
+        self._known.clear()

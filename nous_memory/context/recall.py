@@ -335,6 +335,12 @@ class Recaller:
 
         return await self._agent_rows.get(agent, count) <= self._exact_max
 
+    def forget_agent_figures(self) -> None:
+        """Count every agent's size and corpus again when next asked (after a bulk load
+        or an erasure that the time-to-live would otherwise hide)."""
+        self._agent_rows.clear()
+        self._corpus.clear()
+
     async def _corpus_of(self, agent: str) -> tuple[int, int]:
         """A large agent's BM25 corpus: its documents and their total length (counted at
         most once per ``CORPUS_TTL_S``)."""

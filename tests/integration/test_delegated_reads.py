@@ -105,6 +105,7 @@ async def test_the_functions_give_what_the_statements_give(
     statements = await _reads(store, delegated=False)
     through_statements = set(calls)
     calls.clear()
+    store.recaller.forget_agent_figures()  # the agents' sizes are read again, delegated
     functions = await _reads(store, delegated=True)
     assert functions == statements
     assert any(text for text, *_ in statements[1::3])  # contexts with content were compared
