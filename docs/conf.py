@@ -48,6 +48,7 @@ html_theme_options = {"nosidebar": False, "fixed_sidebar": False}
 html_sidebars = {"**": ["about.html", "navigation.html", "searchbox.html"]}
 html_static_path: list[str] = []
 html_show_sourcelink = False
+html_show_sphinx = False
 html_copy_source = False
 
 autodoc_member_order = "bysource"
