@@ -41,6 +41,60 @@ SLOW: dict[str, str] = {
         "a served instance under random connection kills",
     "tests/integration/test_readme_example.py::test_doc_examples_run":
         "every python example of docs/ in processes",
+    "tests/integration/test_cli_episodes.py": "nous-memory processes, a dozen a test",
+    "tests/adversarial/test_deployment.py": "serve processes refusing bad deployments",
+    "tests/integration/test_keys.py::test_revocation_reaches_a_second_replica_within_a_second":
+        "two served replicas",
+    "tests/integration/test_keys.py::test_cli_manages_keys": "nous-memory keys processes",
+    "tests/integration/test_embedding_backends.py::test_a_damaged_or_half_written_export_is_never_used":
+        "exports the model to ONNX again",
+    "tests/integration/test_embedding_backends.py::test_commands_that_do_not_embed_import_no_model_runtime":
+        "a nous-memory process per command",
+    "tests/integration/test_mcp.py::test_stdio_server_bound_to_one_agent":
+        "an MCP stdio server process",
+    "tests/integration/test_mcp.py::test_stdio_server_reports_an_unreachable_database_in_one_line":
+        "an MCP stdio server process",
+    "tests/integration/test_facts.py::test_no_changed_value_is_merged_through_the_real_path":
+        "every hand-written value pair through learn_fact and the model",
+    "tests/integration/test_openai_agents_session.py::test_two_hundred_turns_fit_the_budget_and_keep_turn_three":
+        "two hundred turns through the session",
+    "tests/integration/test_jobs_scheduler.py::test_a_sigkilled_run_resumes_and_frees_the_lock":
+        "a SIGKILLed job run",
+    "tests/integration/test_jobs_scheduler.py::test_two_schedulers_fire_each_job_once_per_slot":
+        "two schedulers waiting for their slots",
+    "tests/integration/test_jobs_cli_api.py::test_scheduler_process_catches_up_and_stops_on_sigterm":
+        "a scheduler process",
+    "tests/integration/test_readme_example.py::test_the_tool_loop_runs_against_an_openai_compatible_server":
+        "a process and a scripted LLM server",
+    "tests/unit/test_context_sections.py::test_never_over_budget_and_whole_items":
+        "hypothesis: 120 generated contexts",
+    "tests/integration/test_client.py::test_client_and_store_agree_call_for_call":
+        "every operation over a served instance and on the store",
+    "tests/integration/test_client.py::test_behaviour_suite": "the behaviour suite, twice",
+    "tests/integration/test_client.py::test_readme_client_example_runs":
+        "a process against a served instance",
+    "tests/integration/test_tools.py::test_long_memories_and_histories_give_bounded_results":
+        "long memories and transcripts written first",
+    "tests/integration/test_recall_surfaces.py::test_cli_recall_and_its_errors":
+        "nous-memory processes",
+    "tests/integration/test_history_surfaces.py::test_cli_ingest_of_a_benchmark_file_picks_its_samples":
+        "nous-memory ingest processes",
+    "tests/integration/test_api_episodes.py::test_app_with_a_given_store_runs_a_worker_only_on_request":
+        "app lifespans with a worker",
+    "tests/integration/test_api_episodes.py::test_app_that_opens_its_store_runs_the_worker_by_setting":
+        "app lifespans that open a store and a worker",
+    "tests/integration/test_context.py::test_sync_uses_the_llm_within_its_time_budget":
+        "waits out the sync extraction's time budget",
+    "tests/integration/test_conversation_tiers.py::test_trim_moves_the_transcript_tail_cold_and_back":
+        "long transcripts closed, trimmed and restored",
+    "tests/integration/test_conversation_tiers.py::test_an_upgrade_after_the_trim_reads_the_cold_tail":
+        "long transcripts closed, trimmed and upgraded by the LLM",
+    "tests/integration/test_portability.py::test_round_trip_into_another_agent_and_database":
+        "a whole agent exported and imported into a second database",
+    "tests/integration/test_observe.py::test_json_logs_of_episodes_working_memory_and_the_worker":
+        "episodes, working memory and the worker with an echoing LLM",
+    "tests/integration/test_recall_ranking.py::test_pins_scale_with_hundreds_of_user_stated_facts":
+        "hundreds of facts written first",
 }
 
 
