@@ -119,13 +119,14 @@ class Sweeps:
         """Episodes in key-range batches of ``batch`` rows: of one ``agent``, or of every
         agent (in the sweep's form).  The per-agent statement takes the agent and the
         memory_id range as $1-$3 (lower exclusive, upper inclusive), the whole-table one
-        the batch's keys as two arrays (agent ids, memory ids); then ``args``.  Each returns ``n``
-        (counted as ``step``) and other counts by name; ``after`` runs in a per-agent
-        batch's transaction (the whole-table statement does its work itself)."""
+        the batch's keys as two arrays and the first and last agent among them; then
+        ``args``.  Each returns ``n`` (counted as ``step``) and other counts by name;
+        ``after`` runs in a per-agent statement's transaction (the whole-table one does
+        its work itself)."""
         if agent is not None:
             return await self._ranged_agent(step, query.per_agent, args, batch, agent, after)
         if not self.per_agent:
-            return await self._ranged_table(step, query, args, batch)
+            return await self._ranged_table(step, query, args, batch, after)
         total = 0
         async for each in self.agents("episode_agents"):
             total += await self._ranged_agent(step, query.per_agent, args, batch, each,
@@ -133,26 +134,39 @@ class Sweeps:
         return total
 
     async def _ranged_table(self, step: str, query: Batch, args: tuple[Any, ...],
-                            batch: int) -> int:
+                            batch: int, after: AfterBatch | None) -> int:
+        """One pass in key order; a batch inside one agent runs the per-agent statement
+        (the planner estimates its memory_id range exactly), one that spans agents the
+        whole-table statement over its keys."""
         lower = FIRST_KEY
         total = 0
         while True:
             async with self.transaction() as conn:
                 await conn.execute("batch_async_commit")
                 await conn.execute("batch_work_mem")
-                await conn.execute("batch_custom_plans")
                 keys = await conn.fetchrow("episode_keys", *lower, batch)
                 assert keys is not None
                 if keys["n"] == 0:
                     return total
-                row = await conn.fetchrow(query.whole_table, keys["agents"], keys["ids"],
-                                          *args, *query.table_args)
-                assert row is not None
-            total += self._count(step, row, {})
+                agents, ids = keys["agents"], keys["ids"]
+                more: Mapping[str, int] = {}
+                if agents[0] == agents[-1]:
+                    start = lower[1] if lower[0] == agents[0] else FIRST_KEY[1]
+                    row = await conn.fetchrow(query.per_agent, agents[0], start, ids[-1],
+                                              *args)
+                    assert row is not None
+                    more = await after(conn, agents[0], row) if after is not None else {}
+                else:
+                    await conn.execute("batch_custom_plans")
+                    await conn.execute("batch_index_scans")
+                    row = await conn.fetchrow(query.whole_table, agents, ids, agents[0],
+                                              agents[-1], *args, *query.table_args)
+                    assert row is not None
+            total += self._count(step, row, more)
             await self.batch_done(step, int(row["n"]))
             if keys["n"] < batch:
                 return total
-            lower = (keys["agents"][-1], keys["ids"][-1])
+            lower = (agents[-1], ids[-1])
 
     async def _ranged_agent(self, step: str, query: str, args: tuple[Any, ...], batch: int,
                             agent: str, after: AfterBatch | None) -> int:
