@@ -16,6 +16,7 @@ from .errors import ConfigurationError
 EmbeddingProvider = Literal["local", "openai"]
 EmbeddingBackend = Literal["onnx", "torch"]
 LogFormat = Literal["text", "json"]
+JobSweeps = Literal["auto", "table", "agent"]
 
 ENV_PREFIX = "NOUS_MEMORY_"
 
@@ -100,6 +101,10 @@ class Settings:
     retire_min_activations: int = 5
     retire_false_positive_share: float = 0.5
     job_batch_size: int = 2_000
+    # how a nightly job walks the tables: "table", one pass over every agent's rows (fast
+    # on one PostgreSQL); "agent", agent by agent (what Citus can route to one shard);
+    # "auto", per agent where the citus extension is installed, else the whole table
+    job_sweeps: JobSweeps = "auto"
     jobs_timezone: str = "UTC"
     job_misfire_grace_s: int = 3_600
     # each job's schedule; archive before trim: trim then only handles what archive
@@ -165,6 +170,9 @@ class Settings:
     log_format: LogFormat = "text"
 
     def __post_init__(self) -> None:
+        if self.job_sweeps not in ("auto", "table", "agent"):
+            raise ConfigurationError(f"job_sweeps must be 'auto', 'table' or 'agent', not "
+                                     f"{self.job_sweeps!r}")
         if self.log_format not in ("text", "json"):
             raise ConfigurationError(f"log_format must be 'text' or 'json', not "
                                      f"{self.log_format!r}")

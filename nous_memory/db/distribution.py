@@ -65,6 +65,12 @@ _SWEEP = ("maintenance sweep in key-ordered batches over every agent: Citus runs
 _AGENTS = ("a maintenance sweep's read-only list of the agents it has work for (a "
            "multi-shard GROUP BY agent_id, a page at a time); the sweep's batches then run "
            "per agent, routed to one shard group")
+_WHOLE_TABLE = ("a maintenance sweep's batch over every agent at once, on a single "
+                "PostgreSQL only (its row locks over a key range are refused by Citus, which "
+                "runs the per-agent form instead, see SINGLE_NODE_ONLY): one pass in "
+                "primary-key order (a batch's keys) or through an index, in bounded "
+                "batches; joins are on agent_id and every row written keeps its own "
+                "agent_id")
 CROSS_TENANT_QUERIES: Final[dict[str, str]] = {
     "work_claim": "the work queue is coordinator-local (see work_items); the claimed item "
                   "is then handled by code scoped to its own agent",
@@ -88,6 +94,16 @@ CROSS_TENANT_QUERIES: Final[dict[str, str]] = {
     "lifecycle_flag_agents": _AGENTS,
     "lifecycle_retire_agents": _AGENTS,
     "expired_cache_agents": _AGENTS,
+    "episode_keys": "the whole-table sweeps' next batch of keys (read-only, single "
+                    "PostgreSQL only; on Citus episode_key_range_agent)",
+    "trim_episodes_all_agents": _WHOLE_TABLE,
+    "trim_transcripts_all_agents": _WHOLE_TABLE,
+    "archive_episodes_all_agents": _WHOLE_TABLE,
+    "retention_all_agents": _WHOLE_TABLE,
+    "lifecycle_promote_facts_all_agents": _WHOLE_TABLE,
+    "lifecycle_flag_procedures_all_agents": _WHOLE_TABLE,
+    "lifecycle_retire_censors_all_agents": _WHOLE_TABLE,
+    "expire_extraction_cache_all_agents": _WHOLE_TABLE,
     "agent_index_candidates": "the indexes job's read-only list of the largest agents (a "
                               "multi-shard GROUP BY agent_id); each agent's own indexes "
                               "are then built with its id in their predicate",
@@ -119,6 +135,16 @@ CROSS_TENANT_QUERIES: Final[dict[str, str]] = {
 # Citus instead (the store knows which it is on: Database.distributed).
 SINGLE_NODE_ONLY: Final[dict[str, str]] = {
     "known_agents": "known_agents_distributed",
+    # the jobs' whole-table sweeps (maintenance/batches.py)
+    "episode_keys": "episode_key_range_agent",
+    "trim_episodes_all_agents": "trim_episodes_batch",
+    "trim_transcripts_all_agents": "trim_transcripts_batch",
+    "archive_episodes_all_agents": "archive_episodes_batch",
+    "retention_all_agents": "retention_batch",
+    "lifecycle_promote_facts_all_agents": "lifecycle_promote_facts",
+    "lifecycle_flag_procedures_all_agents": "lifecycle_flag_procedures",
+    "lifecycle_retire_censors_all_agents": "lifecycle_retire_censors",
+    "expire_extraction_cache_all_agents": "expire_extraction_cache",
 }
 
 
