@@ -38,11 +38,6 @@ from .results import RecallTimings as RecallTimings
 from .results import TimeWindow as TimeWindow
 from .when import Window, resolve
 
-# An agent with at most this many memories (deleted ones aside) and at most this many
-# chunks is read whole and ranked in memory: on bench/context_latency.py an exact scan of
-# 1,000 rows costs about 1.5 ms, less than a filtered HNSW scan over every agent's rows,
-# and the answer is exact.  Past it, the HNSW and GIN indexes keep the cost flat.
-EXACT_SCAN_MAX_ROWS = 20_000
 AGENT_ROWS_TTL_S = 30.0  # how long a small agent's counted size is trusted
 AGENT_ROWS_CACHED = 10_000  # agents whose size is remembered (least recently used go)
 # A large agent's BM25 corpus (document count and total length) is counted at most this
@@ -50,12 +45,6 @@ AGENT_ROWS_CACHED = 10_000  # agents whose size is remembered (least recently us
 # bench/tenancy.py, where it was most of a large agent's recall),
 # and the two figures move by a fraction of a percent in that time.
 CORPUS_TTL_S = 300.0
-# Candidates kept while searching an HNSW graph for a large agent (pgvector's default is
-# 40): a vector leg takes 60 rows (leg_size), so a first pass of 64 fills it without a
-# second round of the iterative scan.  On bench/tenancy.py (100,000 memories in the
-# agent's own index, maintenance/indexes.py) 40, 64 and 100 all agreed with an exact
-# top 10 every time.
-EF_SEARCH = 64
 CANDIDATE_COLUMNS = ("part", "source", "memory_id", "chunk_no", "dist", "lexeme", "df", "tsv")
 NO_CANDIDATES: tuple[list[Any], ...] = tuple([] for _ in CANDIDATE_COLUMNS)
 
@@ -243,8 +232,7 @@ class Recaller:
 
     def __init__(self, db: Database, embeddings: EmbeddingCache, *,
                  priors: Priors | None = None, fusion: Fusion | None = None,
-                 exact_scan_max_rows: int = EXACT_SCAN_MAX_ROWS,
-                 ef_search: int = EF_SEARCH) -> None:
+                 exact_scan_max_rows: int, ef_search: int) -> None:
         if exact_scan_max_rows < 0:
             raise ValueError("exact_scan_max_rows must be >= 0")
         if not 1 <= ef_search <= 1000:
