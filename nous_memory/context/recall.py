@@ -11,7 +11,6 @@ an episode's transcript is archived, so closed and archived episodes stay reacha
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -26,6 +25,7 @@ from ..db import Database
 from ..embeddings.cache import EmbeddingCache
 from ..errors import FieldProblem, InvalidInputError, longer_than
 from ..memories.kinds import Kind, Status, is_utf8, parse_agent_id, parse_kind
+from ..memories.params import check_time
 from .ordering import final_order, stale_slots
 from .refs import make_ref
 from .results import MAX_K as MAX_K
@@ -123,7 +123,9 @@ def leg_size(k: int) -> int:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RecallRequest:
+class RecallQuery:
+    """A validated recall (``parse_request``); the REST body is ``api.recall.RecallRequest``."""
+
     agent: str
     query: str
     kinds: tuple[Kind, ...]
@@ -137,20 +139,12 @@ class RecallRequest:
 def parse_moment(value: object, problems: list[FieldProblem]) -> datetime | None:
     """``as_of`` as a datetime or ISO 8601 text (REST, tools and the CLI send text); a
     time without an offset is taken as UTC."""
-    moment = value
-    if isinstance(value, str) and len(value) <= 64:
-        with contextlib.suppress(ValueError):
-            moment = datetime.fromisoformat(value)
-    if not isinstance(moment, datetime):
-        problems.append(FieldProblem("as_of", "must be an ISO 8601 date and time, e.g. "
-                                              "2024-05-01T12:00:00Z"))
-        return None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return check_time(value, "as_of", problems)
 
 
 def parse_request(agent_id: object, query: object, kinds: object, k: object,
                   include_superseded: object, as_of: object = None,
-                  current_only: object = False) -> RecallRequest:
+                  current_only: object = False) -> RecallQuery:
     """Validate everything first, naming each bad field."""
     agent = parse_agent_id(agent_id)
     problems: list[FieldProblem] = []
@@ -199,7 +193,7 @@ def parse_request(agent_id: object, query: object, kinds: object, k: object,
     if problems:
         raise InvalidInputError(problems)
     assert isinstance(k, int) and isinstance(include_superseded, bool)
-    return RecallRequest(agent=agent, query=text, kinds=tuple(parsed), k=k,
+    return RecallQuery(agent=agent, query=text, kinds=tuple(parsed), k=k,
                          include_superseded=include_superseded, as_of=moment,
                          window=resolve(text, moment or datetime.now(UTC)),
                          current_only=current_only is True)
@@ -273,7 +267,7 @@ class Recaller:
                                 sql_ms=(done - embedded) * 1000,
                                 total_ms=(done - started) * 1000))
 
-    async def ranked_rows(self, req: RecallRequest, vector: np.ndarray[Any, Any]
+    async def ranked_rows(self, req: RecallQuery, vector: np.ndarray[Any, Any]
                           ) -> Sequence[Mapping[str, Any]]:
         """The ranked rows for a validated request (``parse_request``) and a checked
         vector (``check_vector``), in their final order (``ordering``): for callers that
@@ -288,7 +282,7 @@ class Recaller:
                                            successors)
         return final_order(rows, req.k, current=current, current_only=req.current_only)
 
-    async def _statement_rows(self, req: RecallRequest, vector: np.ndarray[Any, Any],
+    async def _statement_rows(self, req: RecallQuery, vector: np.ndarray[Any, Any],
                               depth: int) -> Sequence[Mapping[str, Any]]:
         statuses = [Status.ACTIVE.value, Status.ARCHIVED.value]
         if req.include_superseded:
@@ -318,7 +312,7 @@ class Recaller:
                 await conn.execute("recall_scan_small")
             return await conn.fetch("recall", *ranked)
 
-    async def _index_candidates(self, req: RecallRequest, args: tuple[Any, ...],
+    async def _index_candidates(self, req: RecallQuery, args: tuple[Any, ...],
                                 documents: int) -> tuple[list[Any], ...]:
         """A large agent's candidates read through the indexes (``recall_index_legs``),
         as the columns recall takes them in."""

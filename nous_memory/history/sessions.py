@@ -11,6 +11,7 @@ from typing import Any
 
 from ..episodes.lifecycle import MAX_MESSAGES_PER_APPEND, MessageIn, parse_messages
 from ..errors import FieldProblem, InvalidInputError, more_than
+from ..memories.params import check_time
 
 MAX_SESSION_TURNS = MAX_MESSAGES_PER_APPEND  # a session is written in one transaction
 MAX_KEY_CHARS = 200
@@ -179,12 +180,4 @@ def _time(value: object, name: str, problems: list[FieldProblem], *,
         if required:
             problems.append(FieldProblem(name, "missing"))
         return None
-    if isinstance(value, datetime):
-        return _aware(value)
-    if isinstance(value, str):
-        try:
-            return _aware(datetime.fromisoformat(value))
-        except ValueError:
-            pass
-    problems.append(FieldProblem(name, "must be an ISO 8601 date and time"))
-    return None
+    return check_time(value, name, problems)

@@ -29,11 +29,11 @@ _D = TypeVar("_D", FactDetail, EpisodeDetail, DecisionDetail, ProcedureDetail, C
 
 
 class Memory(BaseModel):
-    """One stored memory: the shared columns plus its kind's ``detail``.
+    """One stored memory: the shared columns plus its kind's ``detail``."""
 
-    ``detail`` is the union of the five kinds; ``memory.fact``, ``memory.episode`` (and
-    the other kinds' names) give it typed, and raise ``WrongKindError`` naming both
-    kinds when the memory is of another kind."""
+    # (not in the docstring, which the OpenAPI document shows) ``detail`` is the union of
+    # the five kinds; ``memory.fact``, ``memory.episode`` and the other kinds' names give
+    # it typed, and raise ``WrongKindError`` naming both kinds on a memory of another kind
 
     model_config = ConfigDict(frozen=True)
 

@@ -186,7 +186,8 @@ async def test_worker_once_show_and_errors(database_url: str, store: MemoryStore
         (("episodes", "show", str(queued.id), "--agent", "other"), 3, r"not found"),
         (("episodes", "append", str(queued.id), "--agent", AGENT, "--content", "late"),
          4, r"is closed"),
-        (("llm", "usage", "--agent", AGENT, "--since", "last week"), 2, r"since: not an ISO"),
+        (("llm", "usage", "--agent", AGENT, "--since", "last week"), 2,
+         r"since: must be an ISO 8601"),
     ]
     for argv, expected, message in cases:
         code, out, err = await in_process(capsys, *base, *argv)
