@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,7 +20,8 @@ MAX_SESSIONS_PER_CALL = 1_000
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HistoryTurn:
-    """One message of a past conversation, as it was said."""
+    """One message of a past conversation, as it was said: appended as a ``MessageIn``
+    (``message()``), its time given as ``at``."""
 
     role: str
     content: str
@@ -36,6 +37,9 @@ class HistoryTurn:
         if self.at is not None:
             out["created_at"] = self.at
         return out
+
+
+TURN_FIELDS = tuple(f.name for f in fields(HistoryTurn))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -158,7 +162,7 @@ def session_from(raw: Mapping[str, Any]) -> HistorySession:
             if not isinstance(turn, Mapping):
                 problems.append(FieldProblem(f"turns[{i}]", "must be an object"))
                 continue
-            extra = set(turn) - {"role", "content", "name", "at", "metadata"}
+            extra = set(turn) - set(TURN_FIELDS)
             problems.extend(FieldProblem(f"turns[{i}].{n}", "unknown field") for n in sorted(extra))
             metadata = turn.get("metadata", {})
             if not isinstance(metadata, Mapping):
