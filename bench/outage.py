@@ -173,6 +173,18 @@ async def drained(dsn: str, timeout_s: float = 180.0) -> bool:
     return False
 
 
+async def left_in_queue(dsn: str) -> list[dict[str, object]]:
+    """The open items a drain left behind, to say why it did not finish."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        return [dict(r) for r in await conn.fetch(
+            "SELECT id, task, state, attempts, locked_by, run_after - now() AS runs_in, "
+            "lease_until - now() AS lease_left, last_error FROM work_items "
+            "WHERE state IN ('pending', 'running') ORDER BY id LIMIT 10")]
+    finally:
+        await conn.close()
+
+
 async def lost_writes(dsn: str, load: Load) -> dict[str, int]:
     conn = await asyncpg.connect(dsn)
     try:
@@ -297,6 +309,8 @@ async def measure(args: argparse.Namespace, control: ServerControl, dsn: str, ll
         baseline = ok_per_s(load, started, baseline_end)
         complete = await drained(dsn)
         alive = serve.poll() is None
+        if not complete:
+            print(f"# left in the queue: {await left_in_queue(dsn)}")
     finally:
         serve.terminate()
         try:

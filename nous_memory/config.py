@@ -120,6 +120,9 @@ class Settings:
     # call); off behind a transaction-mode pooler (pgbouncer, ...), which would hand those
     # sessions to other clients: recall then sets its plan settings per transaction
     recall_scan_pool: bool = True
+    # the full-text (BM25) leg's weight in recall's fusion, the vector leg's being 1
+    # (bench/README.md: where the text leg helps and where it adds noise)
+    recall_text_weight: float = 2.0
     # large agents' own indexes (the indexes job, maintenance/indexes.py): an agent past
     # agent_indexes_min_rows memories (or chunks) gets partial HNSW and GIN indexes of its
     # own, at most agent_indexes_max agents (the largest), built with this much
@@ -198,6 +201,8 @@ class Settings:
                                      "extraction_sync_timeout_s > 0")
         if self.recall_exact_scan_max_rows < 0:
             raise ConfigurationError("recall_exact_scan_max_rows must be >= 0")
+        if not 0 <= self.recall_text_weight <= 10:
+            raise ConfigurationError("recall_text_weight must be within [0, 10]")
         if not 1 <= self.recall_ef_search <= 1000:
             raise ConfigurationError("recall_ef_search must be within [1, 1000]")
         if self.agent_indexes_min_rows < 2 or self.agent_indexes_max < 0:

@@ -17,7 +17,7 @@ from .context.access import AccessLog
 from .context.assembly import ContextAssembler
 from .context.expand import Expander
 from .context.extraction import Extractor
-from .context.recall import Recaller
+from .context.recall import Fusion, Recaller
 from .conversation import WorkingMemory
 from .db import Database
 from .embeddings import Embedder
@@ -66,7 +66,8 @@ class Services:
         self.access = AccessLog(db)
         self.recaller = Recaller(db, self.embeddings,
                                  exact_scan_max_rows=settings.recall_exact_scan_max_rows,
-                                 ef_search=settings.recall_ef_search)
+                                 ef_search=settings.recall_ef_search,
+                                 fusion=Fusion(text_weight=settings.recall_text_weight))
         self.extractor = Extractor(db, self.llm, ttl_s=settings.extraction_ttl_s,
                                    sync_timeout_s=settings.extraction_sync_timeout_s)
         self.contexts = ContextAssembler(db, self.embeddings, self.recaller, self.extractor,

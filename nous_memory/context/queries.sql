@@ -40,38 +40,37 @@ UNION ALL
  ORDER BY (CASE WHEN m.embedding_model = $6 THEN m.embedding <=> $5 END) NULLS LAST,
           m.importance DESC, m.id LIMIT $4)
 UNION ALL
-(SELECT m.id, m.kind, m.summary, m.importance, NULL, lower(f.category),
-        CASE WHEN m.embedding_model = $6 THEN 1 - (m.embedding <=> $5) END, 'now',
-        f.slot_subject, f.slot_attribute, f.valid_from, f.event_at,
-        f.slot_subject = 'user' OR f.slot_subject = lower(f.subject), f.slot_value,
-        (SELECT jsonb_agg(jsonb_build_array(o.slot_value, o.valid_until))
-         FROM facts o JOIN memories om ON om.agent_id = o.agent_id AND om.id = o.memory_id
-         WHERE o.agent_id = $1 AND o.slot_subject = f.slot_subject
-           AND o.slot_attribute = f.slot_attribute AND om.status = 'superseded'
-           AND NOT o.slot_ended AND o.slot_value <> '') AS old_values
- FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
- WHERE f.agent_id = $1 AND f.slot_attribute IS NOT NULL AND m.status = 'active'
-   AND (f.slot_attribute = ANY($7::text[])
-        OR split_part(f.slot_attribute, ':', 1) || ':' = ANY($7::text[])
-        OR f.slot_subject = ANY($8::text[])
-        OR (f.slot_attribute = ANY($9::text[])
-            AND (f.slot_subject = 'user' OR f.slot_subject = lower(f.subject))))
- ORDER BY (CASE WHEN m.embedding_model = $6 THEN m.embedding <=> $5 END) NULLS LAST, m.id
- LIMIT $10 * 3)
-UNION ALL
-(SELECT m.id, m.kind, m.summary, m.importance, NULL, lower(f.category),
-        CASE WHEN m.embedding_model = $6 THEN 1 - (m.embedding <=> $5) END, 'near',
-        f.slot_subject, f.slot_attribute, f.valid_from, f.event_at,
-        f.slot_subject = 'user' OR f.slot_subject = lower(f.subject), f.slot_value,
-        (SELECT jsonb_agg(jsonb_build_array(o.slot_value, o.valid_until))
-         FROM facts o JOIN memories om ON om.agent_id = o.agent_id AND om.id = o.memory_id
-         WHERE o.agent_id = $1 AND o.slot_subject = f.slot_subject
-           AND o.slot_attribute = f.slot_attribute AND om.status = 'superseded'
-           AND NOT o.slot_ended AND o.slot_value <> '') AS old_values
- FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
- WHERE f.agent_id = $1 AND f.slot_attribute IS NOT NULL AND m.status = 'active'
- ORDER BY (CASE WHEN m.embedding_model = $6 THEN m.embedding <=> $5 END) NULLS LAST, m.id
- LIMIT $10)
+(SELECT s.*, (SELECT jsonb_agg(jsonb_build_array(o.slot_value, o.valid_until))
+              FROM facts o JOIN memories om ON om.agent_id = o.agent_id AND om.id = o.memory_id
+              WHERE o.agent_id = $1 AND o.slot_subject = s.slot_subject
+                AND o.slot_attribute = s.slot_attribute AND om.status = 'superseded'
+                AND NOT o.slot_ended AND o.slot_value <> '') AS old_values
+ FROM ((SELECT m.id, m.kind, m.summary, m.importance, NULL::text AS trigger_pattern,
+               lower(f.category) AS category,
+               CASE WHEN m.embedding_model = $6 THEN 1 - (m.embedding <=> $5) END AS cosine,
+               'now' AS part, f.slot_subject, f.slot_attribute, f.valid_from, f.event_at,
+               f.slot_subject = 'user' OR f.slot_subject = lower(f.subject) AS own,
+               f.slot_value
+        FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
+        WHERE f.agent_id = $1 AND f.slot_attribute IS NOT NULL AND m.status = 'active'
+          AND (f.slot_attribute = ANY($7::text[])
+               OR split_part(f.slot_attribute, ':', 1) || ':' = ANY($7::text[])
+               OR f.slot_subject = ANY($8::text[])
+               OR (f.slot_attribute = ANY($9::text[])
+                   AND (f.slot_subject = 'user' OR f.slot_subject = lower(f.subject))))
+        ORDER BY (CASE WHEN m.embedding_model = $6 THEN m.embedding <=> $5 END) NULLS LAST,
+                 m.id
+        LIMIT $10 * 3)
+       UNION ALL
+       (SELECT m.id, m.kind, m.summary, m.importance, NULL, lower(f.category),
+               CASE WHEN m.embedding_model = $6 THEN 1 - (m.embedding <=> $5) END, 'near',
+               f.slot_subject, f.slot_attribute, f.valid_from, f.event_at,
+               f.slot_subject = 'user' OR f.slot_subject = lower(f.subject), f.slot_value
+        FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
+        WHERE f.agent_id = $1 AND f.slot_attribute IS NOT NULL AND m.status = 'active'
+        ORDER BY (CASE WHEN m.embedding_model = $6 THEN m.embedding <=> $5 END) NULLS LAST,
+                 m.id
+        LIMIT $10)) s)
 UNION ALL
 (SELECT m.id, m.kind, m.summary, m.importance, NULL, lower(f.category),
         CASE WHEN m.embedding_model = $6 THEN 1 - (m.embedding <=> $5) END, 'event',

@@ -69,6 +69,7 @@ CROSS_TENANT_QUERIES: Final[dict[str, str]] = {
     "work_claim": "the work queue is coordinator-local (see work_items); the claimed item "
                   "is then handled by code scoped to its own agent",
     "work_fail_exhausted": "coordinator-local work queue",
+    "work_release_own": "coordinator-local work queue: the items one worker holds",
     "work_queue_depths": "the /metrics gauges of the coordinator-local work queue: counts "
                          "and ages per task, no agent's data",
     "requeue_stuck_work": "coordinator-local work queue",

@@ -44,6 +44,15 @@ FROM (SELECT agent_id, id FROM work_items i
 WHERE w.agent_id = c.agent_id AND w.id = c.id
 RETURNING w.agent_id, w.id, w.task, w.memory_id, w.attempts, w.payload;
 
+-- name: work_release_own
+-- cross-agent: a claim whose reply was lost with its connection may have committed,
+-- leaving an item running under this live worker, which no other worker overtakes (its
+-- presence lock is held) and which this one does not know it has: put back every item it
+-- holds but is not working on ($2), the claim undone.
+UPDATE work_items SET state = 'pending', attempts = greatest(attempts - 1, 0),
+       locked_by = NULL, lease_until = NULL, run_after = now(), updated_at = now()
+WHERE state = 'running' AND locked_by = $1 AND NOT (id = ANY($2::bigint[]));
+
 -- name: work_fail_exhausted
 -- cross-agent: items whose worker died on every one of their attempts stop here.
 UPDATE work_items SET state = 'failed', lease_until = NULL, locked_by = NULL,

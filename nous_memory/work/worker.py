@@ -25,6 +25,7 @@ import os
 import socket
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
 
 from ..db import Connection, Database
 from ..db.outage import Backoff
@@ -65,6 +66,12 @@ class Worker:
         # items whose failure could not be recorded (the database was away): recorded
         # as soon as it is back, instead of leaving them running until their lease ends
         self._unrecorded: list[tuple[WorkItem, BaseException]] = []
+        # the items being worked on (registered under the claim lock), and whether the
+        # database went away since the last claim: a claim's reply lost with its
+        # connection may have committed, leaving an item this worker does not know it has
+        self._in_flight: set[int] = set()
+        self._claiming = asyncio.Lock()
+        self._after_outage = False
 
     @contextlib.asynccontextmanager
     async def presence(self) -> AsyncIterator[None]:
@@ -203,16 +210,40 @@ class Worker:
             return await self._run_one()
 
     async def _run_one(self) -> bool:
-        await self._ensure_present()
-        await self._record_unrecorded()
-        await self._db.execute("work_fail_exhausted", MAX_ATTEMPTS)
-        row = await self._db.fetchrow("work_claim", self._lease_s, self.worker_id,
-                                      MAX_ATTEMPTS, PRESENCE_GRACE_S)
+        try:
+            await self._ensure_present()
+            await self._record_unrecorded()
+            await self._db.execute("work_fail_exhausted", MAX_ATTEMPTS)
+            row = await self._claim()
+        except DatabaseUnavailableError:
+            self._after_outage = True
+            raise
         if row is None:
             return False
         item = WorkItem(agent_id=row["agent_id"], id=row["id"], task=row["task"],
                         memory_id=row["memory_id"], attempts=row["attempts"],
                         payload=row["payload"], last_try=row["attempts"] >= MAX_ATTEMPTS)
+        try:
+            await self._process(item)
+        finally:
+            self._in_flight.discard(item.id)
+        return True
+
+    async def _claim(self) -> Mapping[str, Any] | None:
+        """Claim one ready item and register it as in flight; after an outage, first put
+        back what a claim whose reply was lost may have left running under this worker."""
+        async with self._claiming:
+            if self._after_outage:
+                await self._db.execute("work_release_own", self.worker_id,
+                                       sorted(self._in_flight))
+                self._after_outage = False
+            row = await self._db.fetchrow("work_claim", self._lease_s, self.worker_id,
+                                          MAX_ATTEMPTS, PRESENCE_GRACE_S)
+            if row is not None:
+                self._in_flight.add(row["id"])
+            return row
+
+    async def _process(self, item: WorkItem) -> None:
         try:
             handler = self._handlers.get(item.task)
             if handler is None:
@@ -227,7 +258,6 @@ class Worker:
             except DatabaseUnavailableError:
                 self._unrecorded.append((item, exc))
                 raise
-        return True
 
     async def _record_failure(self, item: WorkItem, exc: BaseException) -> None:
         """Put a failed item back (or fail it for good), with its error."""

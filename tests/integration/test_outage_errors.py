@@ -367,3 +367,37 @@ async def test_a_tool_call_while_the_database_is_cut_is_a_tool_error(
     assert result.is_error and "unavailable" in result.text
     assert result.data == {"error": {"type": "unavailable", "message": "database unavailable"}}
     assert not any(r.exc_info for r in caplog.records)
+
+
+async def test_a_claim_cut_by_an_outage_leaves_nothing_running_under_a_live_worker(
+        store: MemoryStore, admin: asyncpg.Connection, database_url: str) -> None:
+    """A claim may commit and lose its reply with its connection: the item is then running
+    under a worker that is alive (its presence lock held, so no other worker overtakes
+    it) and that does not know it has the item.  After an outage, the worker's next claim
+    puts back what it holds and is not working on."""
+    episode = await store.start_episode("ana", title="harbour")
+    await store.append("ana", episode.id, [{"role": "user", "content": "I moved to Porto."}])
+    await store.close_episode("ana", episode.id)
+    worker = store.worker()
+    async with worker.presence():
+        raw = await asyncpg.connect(database_url)
+        try:
+            # what the lost claim committed: the item running under this worker
+            claimed = await raw.fetchval(
+                "UPDATE work_items SET state = 'running', attempts = 1, locked_by = $1, "
+                "lease_until = now() + interval '300 seconds' WHERE agent_id = 'ana' "
+                "AND state = 'pending' RETURNING id", worker.worker_id)
+            assert claimed is not None
+            async with raw.transaction():
+                await raw.execute("LOCK TABLE work_items IN SHARE MODE")
+                running = asyncio.create_task(worker.run_once())
+                await _kill_when(admin, database_url, like="%UPDATE work_items%",
+                                 waiting=True)
+                with pytest.raises(DatabaseUnavailableError):
+                    await running
+            assert await worker.run_once()  # the item put back, then claimed and run
+            row = await raw.fetchrow("SELECT state, attempts FROM work_items WHERE id = $1",
+                                     claimed)
+        finally:
+            await raw.close()
+    assert row is not None and row["state"] == "done" and row["attempts"] == 1
