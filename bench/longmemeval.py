@@ -216,7 +216,8 @@ def normalised(text: str) -> str:
     return " ".join(text.split())
 
 
-async def ask(store: MemoryStore, agent: str, q: Question, ks: Sequence[int]) -> Answer:
+async def ask(store: MemoryStore, agent: str, q: Question, ks: Sequence[int],
+              explain: bool = False) -> Answer:
     t0 = time.perf_counter()
     result = await store.recall(agent, q.text, k=DEPTH, as_of=q.asked_at)
     ms = (time.perf_counter() - t0) * 1000
@@ -246,6 +247,14 @@ async def ask(store: MemoryStore, agent: str, q: Question, ks: Sequence[int]) ->
             best_new = min(p for t, p in positions.items() if q.turn_time[t] == newest)
             best_old = min(p for t, p in positions.items() if q.turn_time[t] < newest)
             answer.ku_newest_first = float(best_new < best_old)
+            if explain:
+                print(f"# ku {q.qid} {'ok' if best_new < best_old else 'MISSED'}: "
+                      f"{q.text!r}", file=sys.stderr)
+                for t in sorted(q.evidence, key=lambda t: q.turn_time[t]):
+                    print(f"#   {q.turn_time[t]:%Y-%m-%d} rank {positions[t]}: "
+                          f"{q.evidence_text[t][:160]!r}", file=sys.stderr)
+                for item in result.items[:3]:
+                    print(f"#   top: {item.text[:120]!r}", file=sys.stderr)
     t0 = time.perf_counter()
     for budget in CONTEXT_BUDGETS:
         context = await store.assemble_context(agent, q.text, budget_tokens=budget,
@@ -380,7 +389,7 @@ async def run(args: argparse.Namespace) -> None:
                 await ingest_one(store, recorder, bare, agent, q, rates, run_id)
                 if n == 1:  # warm-up of the read path (connections, plans), not timed
                     await store.recall(agent, "warm up", k=1)
-                answers.append(await ask(store, agent, q, args.k))
+                answers.append(await ask(store, agent, q, args.k, args.explain))
                 if args.verbose:
                     print(f"# {n}/{len(questions)} {q.qid} {q.qtype}: "
                           f"{q.turns} turns, ingest so far {rates.turns / rates.ingest_s:.1f} "
@@ -415,6 +424,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--types", type=lambda t: [x for x in t.split(",") if x],
                         default=[], help=f"only these question types (of {', '.join(TYPES)})")
     parser.add_argument("--verbose", action="store_true", help="progress on stderr")
+    parser.add_argument("--explain", action="store_true",
+                        help="each knowledge-update question's evidence ranks on stderr")
     add_backend_option(parser)
     args = parser.parse_args(argv)
     if not args.data.is_file():

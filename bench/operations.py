@@ -2,6 +2,7 @@
 
     python bench/operations.py [--database-url URL] [--agents 3] [--load-agents 20]
                                [--load-memories 2000] [--recalls 200] [--scripted-llm]
+                               [--baseline-database-url URL]
 
 Meant for checking a deployment (plain PostgreSQL 15-18, or a Citus coordinator,
 docs/scaling.md) with the project's own calls.  For each of ``--agents`` agents of this
@@ -13,7 +14,9 @@ error``.  Every agent's content carries a word of its own: the isolation check r
 agent back (list, recall, context, export) and counts rows or text of another agent.
 Then a load: ``--load-memories`` memories over ``--load-agents`` agents and
 ``--recalls`` recalls and context assemblies with precomputed query embeddings (what the
-database does, not the model), whose p50s are printed.
+database does, not the model), whose p50s are printed.  ``--baseline-database-url``
+(a plain PostgreSQL beside a Citus coordinator) gets the same load in the same run, each
+query on one and then the other: its p50s and the ratios of the two are printed too.
 
 ``--scripted-llm`` serves the LLM paths (episode extraction, summaries, compress,
 backfill) from ``nous_memory.testing``'s scripted server answering every request with a
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import io
 import os
 import random
@@ -40,10 +44,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
+from schema_replies import schema_reply
 
 from jobs import JOBS, JobRunner
 from nous_memory import MemoryStore
-from nous_memory.testing import JSONReply, ScriptedLLMServer, ScriptStep
+from nous_memory.testing import ScriptedLLMServer
 
 WORDS = ("budget Lisbon sister vegetarian deadline Tuesday invoice migration coffee "
          "marathon doctor flight refund allergy birthday recipe timeout gym promotion "
@@ -53,40 +58,6 @@ LONG_AGO = timedelta(days=400)
 
 def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q * 100)) if values else float("nan")
-
-
-def schema_value(schema: dict[str, Any], defs: dict[str, Any]) -> Any:
-    """The smallest value a JSON schema (as the LLM client sends it) accepts."""
-    if "$ref" in schema:
-        return schema_value(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
-    for key in ("anyOf", "oneOf", "allOf"):
-        if key in schema:
-            return schema_value(schema[key][0], defs)
-    if "enum" in schema:
-        return schema["enum"][0]
-    if "const" in schema:
-        return schema["const"]
-    kind = schema.get("type", "object")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "null")
-    if kind == "object":
-        props = schema.get("properties", {})
-        return {name: schema_value(props[name], defs) for name in schema.get("required", props)}
-    if kind == "array":
-        return [schema_value(schema.get("items", {}), defs)
-                for _ in range(schema.get("minItems", 0))]
-    if kind == "string":
-        return "ok" + "k" * max(0, schema.get("minLength", 0) - 2)
-    if kind in ("integer", "number"):
-        return schema.get("minimum", 0)
-    if kind == "boolean":
-        return False
-    return None
-
-
-def schema_reply(request: dict[str, Any]) -> ScriptStep:
-    schema = (request.get("response_format") or {}).get("json_schema", {}).get("schema", {})
-    return JSONReply(content=schema_value(schema, schema.get("$defs", {})) or {})
 
 
 class Report:
@@ -318,30 +289,36 @@ async def isolation(store: MemoryStore, report: Report, agents: dict[str, str]) 
     return violations
 
 
-async def load(store: MemoryStore, tag: str, agents: int, memories: int, recalls: int,
-               ) -> tuple[list[float], list[float]]:
+async def load(stores: list[MemoryStore], tag: str, agents: int, memories: int,
+               recalls: int) -> list[tuple[list[float], list[float]]]:
+    """The same facts in each store, then each query on each store in turn (so a change
+    of the machine's load falls on all of them): recall and context times per store."""
     rng = random.Random(7)
     names = [f"{tag}-load-{i}" for i in range(agents)]
     per = max(1, memories // agents)
     for name in names:
         items = [{"kind": "fact", "content": " ".join(rng.choices(WORDS, k=8)),
                   "subject": rng.choice(WORDS)} for _ in range(per)]
-        for start in range(0, len(items), 500):
-            await store.remember_many(name, items[start:start + 500])
+        for store in stores:
+            for start in range(0, len(items), 500):
+                await store.remember_many(name, items[start:start + 500])
     queries = [" ".join(rng.choices(WORDS, k=5)) for _ in range(recalls)]
-    vectors = [np.asarray(v) for v in await store.embedder.embed(queries)]
-    await store.recall(names[0], queries[0], query_embedding=vectors[0])  # warm
-    recall_ms, context_ms = [], []
+    vectors = [np.asarray(v) for v in await stores[0].embedder.embed(queries)]
+    times: list[tuple[list[float], list[float]]] = [([], []) for _ in stores]
+    for store in stores:
+        await store.recall(names[0], queries[0], query_embedding=vectors[0])  # warm
     for i, (query, vector) in enumerate(zip(queries, vectors, strict=True)):
         agent = names[i % len(names)]
-        t0 = time.perf_counter()
-        await store.recall(agent, query, k=10, query_embedding=vector)
-        t1 = time.perf_counter()
-        await store.assemble_context(agent, query, budget_tokens=1000, query_embedding=vector)
-        t2 = time.perf_counter()
-        recall_ms.append((t1 - t0) * 1000)
-        context_ms.append((t2 - t1) * 1000)
-    return recall_ms, context_ms
+        for store, (recall_ms, context_ms) in zip(stores, times, strict=True):
+            t0 = time.perf_counter()
+            await store.recall(agent, query, k=10, query_embedding=vector)
+            t1 = time.perf_counter()
+            await store.assemble_context(agent, query, budget_tokens=1000,
+                                         query_embedding=vector)
+            t2 = time.perf_counter()
+            recall_ms.append((t1 - t0) * 1000)
+            context_ms.append((t2 - t1) * 1000)
+    return times
 
 
 async def main(args: argparse.Namespace) -> int:
@@ -370,8 +347,14 @@ async def main(args: argparse.Namespace) -> int:
             await run_jobs(store, report)
             await portability(store, report, next(iter(agents)))
             violations = await isolation(store, report, agents)
-            recall_ms, context_ms = await load(store, tag, args.load_agents,
-                                               args.load_memories, args.recalls)
+            async with contextlib.AsyncExitStack() as stack:
+                stores = [store]
+                if args.baseline_database_url:
+                    stores.append(await stack.enter_async_context(MemoryStore.open(
+                        database_url=args.baseline_database_url)))
+                times = await load(stores, tag, args.load_agents, args.load_memories,
+                                   args.recalls)
+            (recall_ms, context_ms), baseline = times[0], times[1] if len(times) > 1 else None
     finally:
         if llm is not None:
             await llm.__aexit__(None, None, None)
@@ -381,6 +364,12 @@ async def main(args: argparse.Namespace) -> int:
     print(f"isolation_violations: {violations}")
     print(f"recall_ms_p50: {pct(recall_ms, 0.5):.2f}")
     print(f"context_ms_p50: {pct(context_ms, 0.5):.2f}")
+    if baseline is not None:
+        recall_p50, context_p50 = pct(baseline[0], 0.5), pct(baseline[1], 0.5)
+        print(f"baseline_recall_ms_p50: {recall_p50:.2f}")
+        print(f"baseline_context_ms_p50: {context_p50:.2f}")
+        print(f"recall_over_baseline: {pct(recall_ms, 0.5) / recall_p50:.2f}")
+        print(f"context_over_baseline: {pct(context_ms, 0.5) / context_p50:.2f}")
     failed = len(report.failed) + violations
     print(f"operations_failed: {failed}")
     return 1 if failed else 0
@@ -395,6 +384,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--load-memories", type=int, default=2000)
     parser.add_argument("--recalls", type=int, default=200)
     parser.add_argument("--scripted-llm", action="store_true")
+    parser.add_argument("--baseline-database-url", default=None,
+                        help="a second database (plain PostgreSQL) given the same load")
     return parser.parse_args(argv)
 
 

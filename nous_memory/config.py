@@ -16,6 +16,7 @@ from .errors import ConfigurationError
 EmbeddingProvider = Literal["local", "openai"]
 EmbeddingBackend = Literal["onnx", "torch"]
 LogFormat = Literal["text", "json"]
+JobSweeps = Literal["auto", "table", "agent"]
 
 ENV_PREFIX = "NOUS_MEMORY_"
 
@@ -34,27 +35,35 @@ def default_model_cache_dir() -> Path:
 class Settings:
     """Everything configurable.  Field ``foo_bar`` reads env ``NOUS_MEMORY_FOO_BAR``."""
 
+    # a PostgreSQL 15-18 with pgvector (0.8 or later) and contrib's btree_gin, or a Citus
+    # coordinator (docs/scaling.md); unset: the embedded server in data_dir
     database_url: str | None = None
-    data_dir: Path = field(default_factory=default_data_dir)
-    database_name: str = "nous_memory"
+    data_dir: Path = field(default_factory=default_data_dir)  # the embedded server's data
+    database_name: str = "nous_memory"  # the embedded server's database
+    # connection pool (the max also bounds the scan pool of small agents' recall)
     pool_min_size: int = 1
     pool_max_size: int = 10
     # at start, how long to wait for a database that is not up yet (a container started
     # with its database, a server rebooting) before giving up with one line; 0: one try
     db_wait_s: float = 30.0
 
-    embedding_provider: EmbeddingProvider = "local"
+    embedding_provider: EmbeddingProvider = "local"  # a local model folder, or openai
+    # a local model folder, or the OpenAI model name; unset: the bundled all-MiniLM-L6-v2
     embedding_model: str | None = None
     # a local model runs on ONNX Runtime (exported once into model_cache_dir) or torch;
     # both give the same vectors (cosine >= 0.999), so switching needs no re-embedding
     embedding_backend: EmbeddingBackend = "onnx"
     embedding_threads: int | None = None  # intra-op threads; default: the cores, at most 4
+    # where a local model's ONNX export is kept (safe to delete: it is rebuilt)
     model_cache_dir: Path = field(default_factory=default_model_cache_dir)
-    embedding_batch_size: int = 64
+    embedding_batch_size: int = 64  # texts a bulk encode takes at once
+    # an OpenAI-compatible embedding endpoint (embedding_provider openai)
     embedding_base_url: str | None = None
     embedding_api_key: str | None = None
     embedding_dimensions: int | None = None  # OpenAI: shortened embeddings / unknown models
 
+    # an OpenAI-compatible LLM for close extraction, summaries and the fact classifier
+    # (base URL and model: both, or neither); attempts and timeout of each call
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_api_key: str | None = None
@@ -66,9 +75,9 @@ class Settings:
     close_input_cap_tokens: int = 8_000
     episode_idle_close_s: int = 1_800
     worker_lease_s: int = 300
-    run_worker_in_serve: bool = True
+    run_worker_in_serve: bool = True  # serve also runs the work-queue worker
 
-    # raw cosine thresholds of fact dedup (calibration: README, "Fact consolidation")
+    # raw cosine thresholds of fact dedup (calibration: docs/guide/write-path.md)
     fact_confirm_threshold: float = 0.90
     fact_rule_threshold: float = 0.70
     fact_candidate_threshold: float = 0.60
@@ -92,9 +101,14 @@ class Settings:
     retire_min_activations: int = 5
     retire_false_positive_share: float = 0.5
     job_batch_size: int = 2_000
+    # how a nightly job walks the tables: "table", one pass over every agent's rows (fast
+    # on one PostgreSQL); "agent", agent by agent (what Citus can route to one shard);
+    # "auto", per agent where the citus extension is installed, else the whole table
+    job_sweeps: JobSweeps = "auto"
     jobs_timezone: str = "UTC"
     job_misfire_grace_s: int = 3_600
-    # archive before trim: trim then only handles what archive leaves hot
+    # each job's schedule; archive before trim: trim then only handles what archive
+    # leaves hot
     job_archive_cron: str = "0 2 * * *"
     job_trim_cron: str = "30 2 * * *"
     job_compress_cron: str = "0 3 * * *"
@@ -104,10 +118,10 @@ class Settings:
     # LLM upgrades of episodes closed without one: at most backfill_per_run a run, due
     # backfill_spacing_s apart (the worker spreads the calls)
     job_backfill_cron: str = "*/20 * * * *"
-    job_indexes_cron: str = "40 * * * *"
+    job_indexes_cron: str = "40 * * * *"  # the indexes job (agent_indexes_*)
     backfill_per_run: int = 50
     backfill_spacing_s: float = 10.0
-    run_scheduler_in_serve: bool = False
+    run_scheduler_in_serve: bool = False  # serve also runs the maintenance jobs
     # context assembly: tier-2 extraction cache lifetime, sync LLM time budget
     extraction_ttl_s: int = 3_600
     extraction_sync_timeout_s: float = 2.0
@@ -135,8 +149,11 @@ class Settings:
     agent_indexes_build_memory: str = "1GB"
     recall_ef_search: int = 64
 
+    # where serve listens; a non-loopback host needs api_keys
     api_host: str = "127.0.0.1"
     api_port: int = 8765
+    # "key" or "key:agent-a|agent-b", comma-separated (16+ characters each); unset: no
+    # auth, loopback only; keys made with `nous-memory keys` live in the database
     api_keys: str | None = None
     # serve a non-loopback address without api_keys (only behind another layer that
     # authenticates every request); refused otherwise
@@ -158,6 +175,9 @@ class Settings:
     log_format: LogFormat = "text"
 
     def __post_init__(self) -> None:
+        if self.job_sweeps not in ("auto", "table", "agent"):
+            raise ConfigurationError(f"job_sweeps must be 'auto', 'table' or 'agent', not "
+                                     f"{self.job_sweeps!r}")
         if self.log_format not in ("text", "json"):
             raise ConfigurationError(f"log_format must be 'text' or 'json', not "
                                      f"{self.log_format!r}")

@@ -20,10 +20,15 @@ from nous_memory.config import default_model_cache_dir
 from nous_memory.db import QUERIES, Connection, EmbeddedServer, migrate
 from nous_memory.embeddings import BUNDLED_MODEL_NAME
 from nous_memory.testing import ScriptedLLMServer
+from tests.speed import mark_slow
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 TEMPLATE_DB = "nous_template"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    mark_slow(items)  # the slow tier, listed with reasons in tests/speed.py
 _counter = itertools.count()
 
 
@@ -41,6 +46,12 @@ def pg_server() -> Iterator[EmbeddedServer]:
 async def template_db(pg_server: EmbeddedServer) -> str:
     admin = await asyncpg.connect(pg_server.dsn("postgres"))
     try:
+        # This throwaway cluster need not survive a crash of the machine: without fsync,
+        # the checkpoint each clone (STRATEGY FILE_COPY) forces costs a fraction of a
+        # second instead of 1-1.5 s on a busy disk, every test with a database. A killed
+        # server still recovers (its WAL is in the page cache), so kill tests are unchanged.
+        await admin.execute("ALTER SYSTEM SET fsync = off")
+        await admin.execute("SELECT pg_reload_conf()")
         await admin.execute(f'DROP DATABASE IF EXISTS "{TEMPLATE_DB}"')
         await admin.execute(f'CREATE DATABASE "{TEMPLATE_DB}"')
     finally:

@@ -204,7 +204,7 @@ class ContextAssembler:
         # the always-on read runs beside recall's statement, not beside the model (which
         # keeps every core busy)
         pins = Section.FACTS in req.budgets or Section.NOW in req.budgets
-        always = asyncio.create_task(self._db.fetch(
+        always = asyncio.create_task(self._db.read(
             "context_always_on", agent, list(PROFILE_CATEGORIES), CENSOR_LIMIT,
             PINNED_FACT_LIMIT if pins else 0, PgVector(vector),
             self._embeddings.model_name, list(cues.attributes), list(cues.words),
@@ -305,7 +305,7 @@ class ContextAssembler:
             return None
         max_tokens = min([ITEM_MAX_TOKENS] + [req.budgets[s] for s in COMPLEX_KINDS.values()
                                               if s in req.budgets and req.budgets[s] > 0])
-        return Tier2Read(max_tokens=max_tokens, rows=asyncio.create_task(self._db.fetch(
+        return Tier2Read(max_tokens=max_tokens, rows=asyncio.create_task(self._db.read(
             "context_tier2", req.agent_id, ids, query_digest(req.query), max_tokens,
             HOT_SOURCE_CHARS)))
 

@@ -20,6 +20,13 @@ by itself (a turn with nothing of its own, "Happy to help!", is never ranked at 
    after what replaced it (its slot's current value, or the fact that superseded it),
    which is read when the ranking did not find it (``current_first``).
 5. Near-zero closeness in meaning comes last (``unrelated_last``).
+6. What the assistant said is not evidence of what is true about the user, and a
+   question is not evidence of its answer (``said_not_asked``): when an assistant turn's
+   words beyond the query's are all in a user's statement ranked below it, the statement
+   takes the turn's place and the turn follows it; a question (or an assistant turn)
+   with no word beyond the query's goes after the related items (a turn is embedded with
+   the question before it, so it is close to any query like that question, whatever it
+   holds).
 """
 
 from __future__ import annotations
@@ -29,14 +36,15 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..words import courtesy_only
+from ..words import COURTESY_WORDS, courtesy_only
+from .truncation import query_terms, sentences
 
 Row = Mapping[str, Any]
 SPEAKER, TIME = 1 << 62, 1 << 61  # evidence bits beside the query's lexemes
 
 
-def final_order(rows: Sequence[Row], k: int, *, current: Sequence[Row] = (),
-                current_only: bool = False) -> list[Row]:
+def final_order(rows: Sequence[Row], k: int, *, query: str = "",
+                current: Sequence[Row] = (), current_only: bool = False) -> list[Row]:
     """The statement's rows (in its order) reordered by the rules above, cut to ``k``.
     The rows are read, not copied (a context call orders a hundred of them): only a turn
     that a fact merges into is copied, to change.  ``current``: the current facts of the
@@ -46,6 +54,7 @@ def final_order(rows: Sequence[Row], k: int, *, current: Sequence[Row] = (),
     out = merge_fact_turns(out)
     out = by_evidence(out)
     out = unrelated_last(out)
+    out = said_not_asked(out, query)
     out = superseding_first(out)
     out = current_first(out, current)
     if current_only:
@@ -63,11 +72,54 @@ def unrelated_last(rows: list[Row]) -> list[Row]:
     """5. Near-zero closeness in meaning comes last: an item under ``UNRELATED_COSINE``
     that only shares words with the query (no speaker or time it names) goes after the
     others, in its order."""
-    def unrelated(row: Row) -> bool:
-        cos = row.get("cosine")
-        return (cos is not None and cos < UNRELATED_COSINE and not row.get("p_speaker")
-                and not row.get("p_time"))
-    return [r for r in rows if not unrelated(r)] + [r for r in rows if unrelated(r)]
+    return [r for r in rows if not _unrelated(r)] + [r for r in rows if _unrelated(r)]
+
+
+def _unrelated(row: Row) -> bool:
+    cos = row.get("cosine")
+    return (cos is not None and cos < UNRELATED_COSINE and not row.get("p_speaker")
+            and not row.get("p_time"))
+
+
+def _speaker_and_body(row: Row) -> tuple[str, str]:
+    text = str(row.get("text") or "")
+    found = _SPEAKER.match(text) if row.get("source") == "chunk" else None
+    return (found.group(0).rstrip(": \t").lower(), text[found.end():]) if found else ("", text)
+
+
+# words an echo adds to what it repeats without saying anything new ("now you live in...")
+_FILLER = frozenset("now still currently then also just really right actually".split())
+
+
+def said_not_asked(rows: list[Row], query: str) -> list[Row]:
+    """6. Echoes after what they echo, bare questions after the related items."""
+    if not query:
+        return rows
+    asked = query_terms(query)
+    facts: list[tuple[bool, bool, frozenset[str]]] = []  # assistant, bare, own words
+    for row in rows:
+        speaker, body = _speaker_and_body(row)
+        own = query_terms(body) - asked - COURTESY_WORDS - _FILLER
+        question = bool(body.strip()) and all(
+            s.endswith("?") for s in sentences(body))
+        assistant = speaker == "assistant"
+        facts.append((assistant, not own and (question or assistant), own))
+    order = list(range(len(rows)))
+    for i in range(len(rows)):
+        assistant, bare, own = facts[i]
+        if not assistant or bare:
+            continue
+        at = order.index(i)
+        stated = next((j for j in order[at + 1:] if not facts[j][0] and not facts[j][1]
+                       and (rows[j].get("source") == "chunk" or rows[j].get("kind") == "fact")
+                       and own <= (facts[j][2] | asked)), None)
+        if stated is not None:  # the statement takes the echo's place, the echo after it
+            order.remove(stated)
+            order.insert(at, stated)
+    related = [i for i in order if not facts[i][1] or _unrelated(rows[i])]
+    tail = next((n for n, i in enumerate(related) if _unrelated(rows[i])), len(related))
+    last = [i for i in order if facts[i][1] and not _unrelated(rows[i])]
+    return [rows[i] for i in related[:tail] + last + related[tail:]]
 
 
 def stale_slots(rows: Sequence[Row]) -> tuple[list[str], list[Any]]:

@@ -217,7 +217,8 @@ SELECT format('SET LOCAL hnsw.ef_search = %s', $1::integer);
 SELECT GREATEST(
     (SELECT count(*) FROM (SELECT 1 FROM memories
                            WHERE agent_id = $1 AND status <> 'deleted' LIMIT $2) AS m),
-    (SELECT count(*) FROM (SELECT 1 FROM episode_chunks WHERE agent_id = $1 LIMIT $2) AS c));
+    (SELECT count(*) FROM (SELECT 1 FROM episode_chunks WHERE agent_id = $1 LIMIT $2) AS c))
+    AS agent_rows;
 
 -- name: recall_corpus
 -- A large agent's BM25 corpus: its documents (every memory but the deleted ones, every
@@ -691,3 +692,27 @@ FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
 WHERE f.agent_id = $1 AND f.event_at >= $2 AND f.event_at < $3 AND m.status = 'active'
 ORDER BY f.event_at, m.id
 LIMIT $4;
+
+-- ---------------------------------------------------------------- the same, delegated
+
+-- name: recall_delegated
+-- recall as its function (schema.sql, "reads as functions"), for a Citus cluster where
+-- the function is distributed by its agent argument: the coordinator hands the call
+-- whole to the agent's worker.  Outside a transaction (Citus delegates a call only there).
+SELECT * FROM nous_recall($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35, $36);
+
+-- name: recall_agent_rows_delegated
+-- (see recall_delegated)
+SELECT * FROM nous_recall_agent_rows($1, $2);
+
+-- name: recall_current_of_slots_delegated
+-- (see recall_delegated)
+SELECT * FROM nous_recall_current_of_slots($1, $2, $3, $4, $5);
+
+-- name: context_always_on_delegated
+-- (see recall_delegated)
+SELECT * FROM nous_context_always_on($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12);
+
+-- name: context_tier2_delegated
+-- (see recall_delegated)
+SELECT * FROM nous_context_tier2($1, $2, $3, $4, $5);

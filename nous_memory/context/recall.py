@@ -12,11 +12,10 @@ an episode's transcript is archived, so closed and archived episodes stay reacha
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import numpy as np
 from pgvector import Vector as PgVector
@@ -27,6 +26,7 @@ from ..errors import FieldProblem, InvalidInputError, longer_than
 from ..memories.kinds import Kind, Status, is_utf8, parse_agent_id, parse_kind
 from ..memories.params import check_time
 from .ordering import final_order, stale_slots
+from .per_agent import PerAgent
 from .refs import make_ref
 from .results import MAX_K as MAX_K
 from .results import MAX_QUERY_CHARS as MAX_QUERY_CHARS
@@ -36,10 +36,9 @@ from .results import RecallResult as RecallResult
 from .results import RecallScores as RecallScores
 from .results import RecallTimings as RecallTimings
 from .results import TimeWindow as TimeWindow
-from .when import Window, resolve
+from .when import Window, resolve, without_now
 
 AGENT_ROWS_TTL_S = 30.0  # how long a small agent's counted size is trusted
-AGENT_ROWS_CACHED = 10_000  # agents whose size is remembered (least recently used go)
 # A large agent's BM25 corpus (document count and total length) is counted at most this
 # often: counting reads every row of the agent (about 200 ms at 100,000 memories on
 # bench/tenancy.py, where it was most of a large agent's recall),
@@ -47,8 +46,6 @@ AGENT_ROWS_CACHED = 10_000  # agents whose size is remembered (least recently us
 CORPUS_TTL_S = 300.0
 CANDIDATE_COLUMNS = ("part", "source", "memory_id", "chunk_no", "dist", "lexeme", "df", "tsv")
 NO_CANDIDATES: tuple[list[Any], ...] = tuple([] for _ in CANDIDATE_COLUMNS)
-
-T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Fusion:
@@ -199,28 +196,6 @@ def parse_request(agent_id: object, query: object, kinds: object, k: object,
                          current_only=current_only is True)
 
 
-class PerAgent(Generic[T]):
-    """A figure per agent, counted at most once per ``ttl_s`` (or per what ``ttl_of``
-    says for the figure counted), for the ``AGENT_ROWS_CACHED`` agents used last (the
-    others are counted again when asked)."""
-
-    def __init__(self, ttl_s: float, ttl_of: Callable[[T], float] | None = None) -> None:
-        self._ttl_of = ttl_of or (lambda _: ttl_s)
-        self._known: OrderedDict[str, tuple[T, float]] = OrderedDict()  # figure, expiry
-
-    async def get(self, agent: str, count: Callable[[], Awaitable[T]]) -> T:
-        now = time.monotonic()
-        known = self._known.get(agent)
-        if known is None or now > known[1]:
-            value = await count()
-            known = (value, now + self._ttl_of(value))
-            self._known[agent] = known
-            if len(self._known) > AGENT_ROWS_CACHED:
-                self._known.popitem(last=False)
-        self._known.move_to_end(agent)
-        return known[0]
-
-
 class Recaller:
     """Runs recall for any agent; every statement is scoped to the request's agent."""
 
@@ -277,10 +252,11 @@ class Recaller:
         keys, successors = stale_slots(rows)
         current: Sequence[Mapping[str, Any]] = ()
         if keys or successors:  # an old value was ranked and its current one was not
-            current = await self._db.fetch("recall_current_of_slots", req.agent, keys,
+            current = await self._db.read("recall_current_of_slots", req.agent, keys,
                                            PgVector(vector), self._embeddings.model_name,
                                            successors)
-        return final_order(rows, req.k, current=current, current_only=req.current_only)
+        return final_order(rows, req.k, query=req.query, current=current,
+                           current_only=req.current_only)
 
     async def _statement_rows(self, req: RecallQuery, vector: np.ndarray[Any, Any],
                               depth: int) -> Sequence[Mapping[str, Any]]:
@@ -288,7 +264,7 @@ class Recaller:
         if req.include_superseded:
             statuses.append(Status.SUPERSEDED.value)
         p, f = self._priors, self._fusion
-        args = (req.agent, req.query, PgVector(vector), self._embeddings.model_name,
+        args = (req.agent, without_now(req.query), PgVector(vector), self._embeddings.model_name,
                 [kind.value for kind in req.kinds], statuses, Kind.EPISODE in req.kinds,
                 leg_size(req.k), depth, f.rrf_k, p.recency, p.half_life_days,
                 p.importance, p.confidence, p.use, float(p.use_saturation), f.text_weight,
@@ -302,6 +278,8 @@ class Recaller:
             corpus = await self._corpus_of(req.agent)
             given = await self._index_candidates(req, args, corpus[0])
         ranked = (*args[:20], exact, *args[20:], *corpus, *given)
+        if self._db.delegated:  # Citus: one call, handed whole to the agent's worker
+            return await self._db.read("recall", *ranked)
         if self._db.has_scan_pool:
             async with self._db.scanning() as conn:  # one round trip: no transaction
                 return await conn.fetch("recall", *ranked)
@@ -334,10 +312,16 @@ class Recaller:
             return False
 
         async def count() -> int:
-            return int(await self._db.fetchval("recall_agent_rows", agent,
-                                               self._exact_max + 1))
+            rows = await self._db.read("recall_agent_rows", agent, self._exact_max + 1)
+            return int(rows[0]["agent_rows"])
 
         return await self._agent_rows.get(agent, count) <= self._exact_max
+
+    def forget_agent_figures(self) -> None:
+        """Count every agent's size and corpus again when next asked (after a bulk load
+        or an erasure that the time-to-live would otherwise hide)."""
+        self._agent_rows.clear()
+        self._corpus.clear()
 
     async def _corpus_of(self, agent: str) -> tuple[int, int]:
         """A large agent's BM25 corpus: its documents and their total length (counted at

@@ -26,6 +26,18 @@ _MONTH = "(" + "|".join([*MONTH_NAMES, *sorted(
     (short for shorts in MONTH_ABBREVIATIONS.values() for short in shorts),
     key=len, reverse=True)]) + ")"
 
+# "Where do I live these days?": the present, which names no window and whose words are
+# not the question's subject ("day" would match every turn that mentions a day)
+_NOW = re.compile(r"\b(?:these days|nowadays|at the moment|right now|at present|as of now|"
+                  r"currently|any more|anymore)\b", re.IGNORECASE)
+
+
+def without_now(query: str) -> str:
+    """The query's words for the full-text leg: phrases that only say "now" left out."""
+    stripped = _NOW.sub(" ", query)
+    return stripped if stripped.strip() else query
+
+
 _AGO = re.compile(rf"\b{_NUMBER} (day|week|month|year)s? ago\b")
 _PAST = re.compile(rf"\b(?:the )?(?:past|last) {_NUMBER} (day|week|month|year)s?\b")
 _LAST = re.compile(r"\b(last|this|past|previous) (week|weekend|month|year)\b")

@@ -18,6 +18,7 @@ import asyncpg
 from pgvector.asyncpg import register_vector
 
 from ..errors import NousMemoryError
+from .distribution import DELEGATED_READS
 from .errors import is_unavailable, translated
 from .outage import QuietPoolLog
 from .queries import QUERIES, Queries
@@ -118,7 +119,7 @@ class Database:
 
     def __init__(self, pool: asyncpg.Pool, queries: Queries = QUERIES, *,
                  dsn: str | None = None, scan_pool: asyncpg.Pool | None = None,
-                 distributed: bool = False) -> None:
+                 distributed: bool = False, delegated: bool = False) -> None:
         self._pool = pool
         self._queries = queries
         self._dsn = dsn
@@ -126,6 +127,8 @@ class Database:
         # a Citus coordinator (docs/scaling.md): no generic plans (Citus picks an agent's
         # shard from the bound agent_id), so no scan pool either
         self.distributed = distributed
+        # and its read functions distributed by agent: reads go through ``read``
+        self.delegated = distributed and delegated
 
     @classmethod
     async def connect(cls, dsn: str, *, min_size: int = 1, max_size: int = 10,
@@ -142,6 +145,8 @@ class Database:
             scanning: asyncpg.Pool | None = None
             try:
                 distributed = bool(await pool.fetchval(QUERIES["citus_installed"]))
+                delegated = distributed and bool(await pool.fetchval(
+                    QUERIES["citus_reads_delegated"], list(DELEGATED_READS.values())))
                 if scan_pool and not distributed:
                     scanning = await asyncpg.create_pool(
                         dsn, min_size=0, max_size=max_size, init=_init_scan_connection,
@@ -150,7 +155,8 @@ class Database:
             except BaseException:
                 await pool.close()
                 raise
-        return cls(pool, dsn=dsn, scan_pool=scanning, distributed=distributed)
+        return cls(pool, dsn=dsn, scan_pool=scanning, distributed=distributed,
+                   delegated=delegated)
 
     def pool_connections(self) -> dict[str, int]:
         """The main pool's connections in use and idle (for /metrics)."""
@@ -253,3 +259,11 @@ class Database:
     async def execute(self, name: str, *args: Any) -> str:
         async with self.acquire() as conn:
             return await conn.execute(name, *args)
+
+    async def read(self, name: str, *args: Any) -> list[asyncpg.Record]:
+        """One of the read path's statements (``DELEGATED_READS``), outside a transaction:
+        on a Citus cluster with the read functions distributed, its function, which the
+        coordinator hands whole to the agent's worker; elsewhere the statement."""
+        if self.delegated and name in DELEGATED_READS:
+            name = f"{name}_delegated"
+        return await self.fetch(name, *args)

@@ -65,6 +65,12 @@ _SWEEP = ("maintenance sweep in key-ordered batches over every agent: Citus runs
 _AGENTS = ("a maintenance sweep's read-only list of the agents it has work for (a "
            "multi-shard GROUP BY agent_id, a page at a time); the sweep's batches then run "
            "per agent, routed to one shard group")
+_WHOLE_TABLE = ("a maintenance sweep's batch over every agent at once, on a single "
+                "PostgreSQL only (its row locks over a key range are refused by Citus, which "
+                "runs the per-agent form instead, see SINGLE_NODE_ONLY): one pass in "
+                "primary-key order (a batch's keys) or through an index, in bounded "
+                "batches; joins are on agent_id and every row written keeps its own "
+                "agent_id")
 CROSS_TENANT_QUERIES: Final[dict[str, str]] = {
     "work_claim": "the work queue is coordinator-local (see work_items); the claimed item "
                   "is then handled by code scoped to its own agent",
@@ -88,6 +94,16 @@ CROSS_TENANT_QUERIES: Final[dict[str, str]] = {
     "lifecycle_flag_agents": _AGENTS,
     "lifecycle_retire_agents": _AGENTS,
     "expired_cache_agents": _AGENTS,
+    "episode_keys": "the whole-table sweeps' next batch of keys (read-only, single "
+                    "PostgreSQL only; on Citus episode_key_range_agent)",
+    "trim_episodes_all_agents": _WHOLE_TABLE,
+    "trim_transcripts_all_agents": _WHOLE_TABLE,
+    "archive_episodes_all_agents": _WHOLE_TABLE,
+    "retention_all_agents": _WHOLE_TABLE,
+    "lifecycle_promote_facts_all_agents": _WHOLE_TABLE,
+    "lifecycle_flag_procedures_all_agents": _WHOLE_TABLE,
+    "lifecycle_retire_censors_all_agents": _WHOLE_TABLE,
+    "expire_extraction_cache_all_agents": _WHOLE_TABLE,
     "agent_index_candidates": "the indexes job's read-only list of the largest agents (a "
                               "multi-shard GROUP BY agent_id); each agent's own indexes "
                               "are then built with its id in their predicate",
@@ -119,6 +135,36 @@ CROSS_TENANT_QUERIES: Final[dict[str, str]] = {
 # Citus instead (the store knows which it is on: Database.distributed).
 SINGLE_NODE_ONLY: Final[dict[str, str]] = {
     "known_agents": "known_agents_distributed",
+    # the jobs' whole-table sweeps (maintenance/batches.py)
+    "episode_keys": "episode_key_range_agent",
+    "trim_episodes_all_agents": "trim_episodes_batch",
+    "trim_transcripts_all_agents": "trim_transcripts_batch",
+    "archive_episodes_all_agents": "archive_episodes_batch",
+    "retention_all_agents": "retention_batch",
+    "lifecycle_promote_facts_all_agents": "lifecycle_promote_facts",
+    "lifecycle_flag_procedures_all_agents": "lifecycle_flag_procedures",
+    "lifecycle_retire_censors_all_agents": "lifecycle_retire_censors",
+    "expire_extraction_cache_all_agents": "expire_extraction_cache",
+}
+
+
+# The read path's statements as functions of one agent (schema.sql, "reads as
+# functions"): named query -> its function.  The citus script distributes each by its
+# agent argument, co-located with `memories`, so that the coordinator hands a call whole
+# to the agent's worker; the store then runs `<query>_delegated` instead of the query.
+DELEGATED_READS: Final[dict[str, str]] = {
+    "recall_agent_rows": "nous_recall_agent_rows",
+    "recall": "nous_recall",
+    "recall_current_of_slots": "nous_recall_current_of_slots",
+    "context_always_on": "nous_context_always_on",
+    "context_tier2": "nous_context_tier2",
+}
+DELEGATION_ARGUMENT: Final = "agent"
+
+# Named queries that read Citus's own catalog: run only where the citus extension is
+# (plain PostgreSQL has no such tables, so they neither prepare nor plan there).
+CITUS_CATALOG_QUERIES: Final[dict[str, str]] = {
+    "citus_reads_delegated": "whether the read functions are distributed (pg_dist_object)",
 }
 
 
@@ -134,6 +180,11 @@ def citus_script() -> str:
     lines += [f"SELECT create_distributed_table('{table}', '{DISTRIBUTION_COLUMN}', "
               f"colocate_with => '{first}');" for table in DISTRIBUTED[1:]]
     lines += [f"SELECT create_reference_table('{table}');" for table in REFERENCE]
+    lines.append("-- the read path's functions, each handed whole to the worker holding "
+                 "its agent:")
+    lines += [f"SELECT create_distributed_function('{function}'::regproc, "
+              f"distribution_arg_name => '{DELEGATION_ARGUMENT}', "
+              f"colocate_with => '{first}');" for function in DELEGATED_READS.values()]
     lines.append("-- coordinator-local, registered so that a transaction writing it and a "
                  "shard commits with 2PC:")
     lines += [f"SELECT citus_add_local_table_to_metadata('{table}');"

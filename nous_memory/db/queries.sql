@@ -49,6 +49,20 @@ SELECT current_setting('server_version') AS server_version,
 -- generically, since Citus routes a statement to an agent's shard by its bound agent_id.
 SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus');
 
+-- name: citus_reads_delegated
+-- On a Citus coordinator only (it reads Citus's own catalog): whether memories is
+-- distributed and every read function (schema.sql, "reads as functions"; $1 their names)
+-- is distributed by its agent argument, co-located with memories.  Then the store calls
+-- the functions (the *_delegated queries), which the coordinator hands whole to the
+-- agent's worker; otherwise (the citus script not run since the functions came) it runs
+-- the statements.
+SELECT count(*) = cardinality($1::text[])
+FROM pg_dist_object o
+JOIN pg_dist_partition p ON p.logicalrelid = 'memories'::regclass AND p.partmethod = 'h'
+                        AND p.colocationid = o.colocationid
+WHERE o.classid = 'pg_proc'::regclass AND o.distribution_argument_index = 0
+  AND o.objid = ANY(ARRAY(SELECT to_regproc(f)::oid FROM unnest($1::text[]) AS f));
+
 -- name: scan_session_settings
 -- The scan pool's sessions (db/connector.py), set once per connection; they run only a
 -- small agent's recall.  Its statement needs no plan of its own: a generic plan saves

@@ -7,10 +7,13 @@ where the work stopped (finished rows no longer match the query).  A dry run doe
 same batches inside one transaction that is rolled back: what it reports is exactly
 what a real run would have changed, and nothing changes.
 
-Sweeps work one agent at a time: a read-only list of the agents with work, then each
-agent's batches, every one scoped by ``agent_id = $1``.  On Citus each batch is then
-routed to the agent's shard group, where its row locks and modifying CTEs run as on one
-PostgreSQL (docs/scaling.md).
+Two forms of the same sweep.  On a single PostgreSQL a sweep is one
+pass over the whole table in primary-key order, so its cost follows the rows, not how
+many agents hold them.  On Citus (detected: ``Database.distributed``) it works one agent
+at a time: a read-only list of the agents with work, then each agent's batches, every
+one scoped by ``agent_id = $1`` and so routed to the agent's shard group, where its row
+locks and modifying CTEs run as on one PostgreSQL (docs/scaling.md).  Setting
+``job_sweeps`` to "table" or "agent" forces either form.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+from ..config import JobSweeps
 from ..db import Connection, Database
 
 FIRST_KEY: tuple[str, UUID] = ("", UUID(int=0))  # agent_id is never '' (CHECK)
@@ -32,6 +36,22 @@ BatchHook = Callable[[str, int], Awaitable[None]]
 # run after a ranged batch in its transaction with (connection, agent, the batch's row):
 # more counts by name (the trim queues the work its batch found)
 AfterBatch = Callable[[Connection, str, Mapping[str, Any]], Awaitable[Mapping[str, int]]]
+
+
+def sweeps_per_agent(form: JobSweeps, *, distributed: bool) -> bool:
+    """Whether a job's sweeps run agent by agent (see the module docstring)."""
+    return form == "agent" or (form == "auto" and distributed)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Batch:
+    """One batch statement in its two forms: ``per_agent`` takes the agent as $1 before
+    the rest, ``whole_table`` (for a single PostgreSQL) takes the rest alone, then
+    ``table_args``."""
+
+    per_agent: str
+    whole_table: str
+    table_args: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,19 +68,20 @@ class JobResult:
 class Sweeps:
     """Runs the batches of one job; see the module docstring for the two modes."""
 
-    def __init__(self, db: Database, *, dry_run: bool, on_batch: BatchHook | None = None
-                 ) -> None:
+    def __init__(self, db: Database, *, dry_run: bool, on_batch: BatchHook | None = None,
+                 form: JobSweeps = "auto") -> None:
         self._db = db
         self.dry_run = dry_run
+        self.per_agent = sweeps_per_agent(form, distributed=db.distributed)
         self._on_batch = on_batch
         self._rehearsal: Connection | None = None
         self.counts: dict[str, int] = {}
 
     @classmethod
     @contextlib.asynccontextmanager
-    async def open(cls, db: Database, *, dry_run: bool, on_batch: BatchHook | None = None
-                   ) -> AsyncIterator[Sweeps]:
-        sweeps = cls(db, dry_run=dry_run, on_batch=on_batch)
+    async def open(cls, db: Database, *, dry_run: bool, on_batch: BatchHook | None = None,
+                   form: JobSweeps = "auto") -> AsyncIterator[Sweeps]:
+        sweeps = cls(db, dry_run=dry_run, on_batch=on_batch, form=form)
         if not dry_run:
             yield sweeps
             return
@@ -93,19 +114,59 @@ class Sweeps:
                 return
             after = rows[-1]["agent_id"]
 
-    async def ranged(self, step: str, query: str, *args: Any, batch: int,
+    async def ranged(self, step: str, query: Batch, *args: Any, batch: int,
                      agent: str | None = None, after: AfterBatch | None = None) -> int:
-        """Episodes in key-range batches of ``batch`` rows, agent by agent (one ``agent``,
-        or every agent with episodes): ``query`` takes the agent and the memory_id range
-        as $1-$3 (lower exclusive, upper inclusive), then ``args``, and returns ``n``
-        (counted as ``step``) and other counts by name; ``after`` runs in the batch's
-        transaction."""
-        total = 0
+        """Episodes in key-range batches of ``batch`` rows: of one ``agent``, or of every
+        agent (in the sweep's form).  The per-agent statement takes the agent and the
+        memory_id range as $1-$3 (lower exclusive, upper inclusive), the whole-table one
+        the batch's keys as two arrays and the first and last agent among them; then
+        ``args``.  Each returns ``n`` (counted as ``step``) and other counts by name;
+        ``after`` runs in a per-agent statement's transaction (the whole-table one does
+        its work itself)."""
         if agent is not None:
-            return await self._ranged_agent(step, query, args, batch, agent, after)
+            return await self._ranged_agent(step, query.per_agent, args, batch, agent, after)
+        if not self.per_agent:
+            return await self._ranged_table(step, query, args, batch, after)
+        total = 0
         async for each in self.agents("episode_agents"):
-            total += await self._ranged_agent(step, query, args, batch, each, after)
+            total += await self._ranged_agent(step, query.per_agent, args, batch, each,
+                                              after)
         return total
+
+    async def _ranged_table(self, step: str, query: Batch, args: tuple[Any, ...],
+                            batch: int, after: AfterBatch | None) -> int:
+        """One pass in key order; a batch inside one agent runs the per-agent statement
+        (the planner estimates its memory_id range exactly), one that spans agents the
+        whole-table statement over its keys."""
+        lower = FIRST_KEY
+        total = 0
+        while True:
+            async with self.transaction() as conn:
+                await conn.execute("batch_async_commit")
+                await conn.execute("batch_work_mem")
+                keys = await conn.fetchrow("episode_keys", *lower, batch)
+                assert keys is not None
+                if keys["n"] == 0:
+                    return total
+                agents, ids = keys["agents"], keys["ids"]
+                more: Mapping[str, int] = {}
+                if agents[0] == agents[-1]:
+                    start = lower[1] if lower[0] == agents[0] else FIRST_KEY[1]
+                    row = await conn.fetchrow(query.per_agent, agents[0], start, ids[-1],
+                                              *args)
+                    assert row is not None
+                    more = await after(conn, agents[0], row) if after is not None else {}
+                else:
+                    await conn.execute("batch_custom_plans")
+                    await conn.execute("batch_index_scans")
+                    row = await conn.fetchrow(query.whole_table, agents, ids, agents[0],
+                                              agents[-1], *args, *query.table_args)
+                    assert row is not None
+            total += self._count(step, row, more)
+            await self.batch_done(step, int(row["n"]))
+            if keys["n"] < batch:
+                return total
+            lower = (agents[-1], ids[-1])
 
     async def _ranged_agent(self, step: str, query: str, args: tuple[Any, ...], batch: int,
                             agent: str, after: AfterBatch | None) -> int:
@@ -122,24 +183,32 @@ class Sweeps:
                 row = await conn.fetchrow(query, agent, lower, bound["last_id"], *args)
                 assert row is not None
                 more = await after(conn, agent, row) if after is not None else {}
-            total += int(row["n"])
-            self.add(step, row["n"])
-            for column, value in [*row.items(), *more.items()]:
-                if column != "n" and isinstance(value, int):
-                    self.add(column, value)
+            total += self._count(step, row, more)
             await self.batch_done(step, int(row["n"]))
             if bound["n"] < batch:
                 return total
             lower = bound["last_id"]
 
+    def _count(self, step: str, row: Mapping[str, Any], more: Mapping[str, int]) -> int:
+        """Adds a ranged batch's counts; its ``n``."""
+        self.add(step, row["n"])
+        for column, value in [*row.items(), *more.items()]:
+            if column != "n" and isinstance(value, int):
+                self.add(column, value)
+        return int(row["n"])
+
     async def drain_agents(self, step: str, agents: tuple[str, *tuple[Any, ...]],
-                           query: str, *args: Any, batch: int) -> int:
-        """``drain`` for every agent listed by ``agents`` (a query and its arguments), the
-        agent as ``query``'s $1 before ``args``: each batch stays in one agent."""
-        total = 0
+                           query: Batch, *args: Any, batch: int) -> int:
+        """``drain`` of every agent's rows.  Per agent: for each agent listed by ``agents``
+        (a query and its arguments), the agent as $1 before ``args``, so each batch stays
+        in one agent; over the whole table: ``query.whole_table`` with ``args``."""
         self.add(step, 0)
+        if not self.per_agent:
+            return await self.drain(step, query.whole_table, *args, *query.table_args,
+                                    batch=batch)
+        total = 0
         async for agent in self.agents(*agents):
-            total += await self.drain(step, query, agent, *args, batch=batch)
+            total += await self.drain(step, query.per_agent, agent, *args, batch=batch)
         return total
 
     async def drain(self, step: str, query: str, *args: Any, batch: int) -> int:

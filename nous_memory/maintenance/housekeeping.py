@@ -13,8 +13,11 @@ from pgvector import Vector as PgVector
 from ..db import Database
 from ..embeddings.cache import EmbeddingCache
 from ..work.worker import MAX_ATTEMPTS
-from .batches import FIRST_KEY, BatchHook, JobResult, Sweeps
+from .batches import FIRST_KEY, Batch, BatchHook, JobResult, Sweeps
 from .policy import MaintenancePolicy
+
+EXPIRE = Batch(per_agent="expire_extraction_cache",
+               whole_table="expire_extraction_cache_all_agents")
 
 
 class Housekeeping:
@@ -27,9 +30,10 @@ class Housekeeping:
     async def run(self, *, now: datetime, dry_run: bool = False,
                   on_batch: BatchHook | None = None) -> JobResult:
         size = self._policy.batch_size
-        async with Sweeps.open(self._db, dry_run=dry_run, on_batch=on_batch) as sweeps:
+        async with Sweeps.open(self._db, dry_run=dry_run, on_batch=on_batch,
+                               form=self._policy.sweeps) as sweeps:
             await sweeps.drain_agents("cache_expired", ("expired_cache_agents", now),
-                                      "expire_extraction_cache", now, size, batch=size)
+                                      EXPIRE, now, size, batch=size)
             await sweeps.drain("work_requeued", "requeue_stuck_work", now, MAX_ATTEMPTS, size,
                                batch=size)
         counts = dict(sweeps.counts)

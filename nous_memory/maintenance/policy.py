@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config import Settings
+from ..config import JobSweeps, Settings
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -24,6 +24,7 @@ class MaintenancePolicy:
     retire_min_activations: int
     retire_false_positive_share: float
     batch_size: int
+    sweeps: JobSweeps
     backfill_per_run: int
     backfill_spacing_s: float
     agent_indexes_min_rows: int
@@ -41,7 +42,8 @@ class MaintenancePolicy:
             flag_effectiveness_below=s.flag_effectiveness_below,
             retire_min_activations=s.retire_min_activations,
             retire_false_positive_share=s.retire_false_positive_share,
-            batch_size=s.job_batch_size, backfill_per_run=s.backfill_per_run,
+            batch_size=s.job_batch_size, sweeps=s.job_sweeps,
+            backfill_per_run=s.backfill_per_run,
             backfill_spacing_s=s.backfill_spacing_s,
             agent_indexes_min_rows=s.agent_indexes_min_rows,
             agent_indexes_max=s.agent_indexes_max,

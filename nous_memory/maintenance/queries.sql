@@ -788,3 +788,351 @@ FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::boolean[],
             $7::timestamptz[], $8::timestamptz[])
      AS u(id, subject, attribute, value, ended, said_at, event_at)
 WHERE f.agent_id = $1 AND f.memory_id = u.id AND f.valid_from IS NULL;
+
+-- ---------------------------------------------------------------- whole-table sweeps
+-- The same batches on a single PostgreSQL, over every agent at once: one pass per job in
+-- primary-key order, so the work is bounded by batches, not by agents (a store of many
+-- small agents would otherwise pay a transaction per agent per step).  Each is the
+-- per-agent statement it names, over the batch's keys instead of one agent's key range;
+-- every row written keeps its own agent_id.  A batch is its keys ($1 agent ids, $2
+-- memory ids, from episode_keys) and the range of agents they belong to ($3 to $4, which
+-- bounds every read of a table): the planner knows how many keys there are, where a row
+-- comparison such as (agent_id, memory_id) > ($1, $2) would be estimated from its first
+-- column alone (a range inside one large agent then looks like a row or like the whole
+-- agent, and the plan goes quadratic).  A batch within one agent runs the per-agent
+-- statement instead (its estimates are exact there; maintenance/batches.py).  Citus
+-- refuses row locks across shards, so on Citus the per-agent forms run instead
+-- (maintenance/batches.py picks; db/distribution.py, SINGLE_NODE_ONLY).
+
+-- name: batch_custom_plans
+-- Each whole-table batch is planned for its own keys and the tables as they are now (the
+-- archive grows during a run): a cached generic plan would keep the estimates of the
+-- first batches.  Planning costs about a millisecond and a half a batch.
+SET LOCAL plan_cache_mode = force_custom_plan;
+
+-- name: batch_index_scans
+-- ... and reads every table through its primary key, within the batch's agents: the
+-- planner would otherwise hash a scan of the whole episodes table once per batch
+-- (quadratic in the table's size over a run).
+SET LOCAL enable_seqscan = off;
+
+-- name: episode_keys
+-- cross-agent, read-only: the next $3 episode keys after ($1, $2) in primary-key order,
+-- as two arrays (episode_key_range_agent over every agent).
+SELECT count(*)::int AS n,
+       coalesce(array_agg(agent_id ORDER BY agent_id, memory_id), '{}') AS agents,
+       coalesce(array_agg(memory_id ORDER BY agent_id, memory_id), '{}') AS ids
+FROM (SELECT agent_id, memory_id FROM episodes
+      WHERE (agent_id, memory_id) > ($1::text, $2::uuid)
+      ORDER BY agent_id, memory_id LIMIT $3) AS k;
+
+-- name: trim_episodes_all_agents
+-- cross-agent: trim_episodes_batch over the keys $1, $2 of agents $3 to $4 ($5-$9 there
+-- $4-$8), with trim_queue_work in the same statement ($10 the summary task, $11 the
+-- upgrade task): one statement a batch.
+WITH keys AS MATERIALIZED (
+    SELECT * FROM unnest($1::text[], $2::uuid[]) AS k(agent_id, memory_id)
+), batch AS (
+    SELECT agent_id, memory_id, left(d, $6) AS head, right(d, -$6) AS tail,
+           chars, hashtextextended(d, 0) AS checksum
+    FROM (SELECT agent_id, memory_id, d, length(d) AS chars
+          FROM (SELECT e.agent_id, e.memory_id, e.detail || '' AS d
+                FROM keys k
+                JOIN episodes e ON e.agent_id = k.agent_id AND e.memory_id = k.memory_id
+                WHERE e.agent_id BETWEEN $3 AND $4
+                  AND e.state = 'closed' AND e.storage = 'hot' AND e.ended_at < $5
+                  AND octet_length(e.detail) > $6
+                OFFSET 0
+                FOR UPDATE OF e) AS locked
+          OFFSET 0) AS measured
+    WHERE chars > $6
+), cold AS (
+    INSERT INTO memory_archive (agent_id, memory_id, part, start_offset, content, reason,
+                                archived_at, checksum)
+    SELECT agent_id, memory_id, 'detail', $6, tail, 'trim', $7, checksum
+    FROM batch
+), hot AS (
+    UPDATE episodes e SET detail = b.head, storage = 'trimmed'
+    FROM batch b
+    WHERE e.agent_id BETWEEN $3 AND $4 AND e.agent_id = b.agent_id AND e.memory_id = b.memory_id
+), audit AS (
+    INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
+                               created_at)
+    SELECT agent_id, memory_id, 'trimmed',
+           jsonb_build_object('storage', 'hot', 'detail_chars', chars),
+           jsonb_build_object('storage', 'trimmed', 'hot_chars', $6,
+                              'cold_chars', chars - $6),
+           'job:trim', $7
+    FROM batch
+), candidates AS (
+    SELECT e.agent_id, e.memory_id, e.facts_state, e.storage, length(m.summary) AS chars
+    FROM keys k
+    JOIN episodes e ON e.agent_id = k.agent_id AND e.memory_id = k.memory_id
+    JOIN memories m ON m.agent_id = k.agent_id AND m.id = k.memory_id
+    WHERE e.agent_id BETWEEN $3 AND $4 AND m.agent_id BETWEEN $3 AND $4
+      AND e.state = 'closed' AND e.ended_at < $5 AND m.status = 'active'
+), short AS (
+    SELECT c.agent_id, c.memory_id FROM candidates c
+    WHERE c.chars < $8
+      AND NOT EXISTS (SELECT 1 FROM work_items w
+                      WHERE w.agent_id = c.agent_id AND w.memory_id = c.memory_id
+                        AND w.task = $10 AND w.state <> 'failed')
+), unextracted AS (
+    SELECT c.agent_id, c.memory_id FROM candidates c
+    WHERE $9::boolean AND c.facts_state = 'not_extracted'
+      AND c.storage IN ('hot', 'trimmed', 'restored')
+      AND NOT EXISTS (SELECT 1 FROM work_items w
+                      WHERE w.agent_id = c.agent_id AND w.memory_id = c.memory_id
+                        AND w.task = $11 AND w.state <> 'failed')
+), queued AS (
+    INSERT INTO work_items (agent_id, task, memory_id, run_after, payload)
+    SELECT agent_id, $10, memory_id, now(), '{"reason": "short summary"}'::jsonb
+    FROM short
+    UNION ALL
+    SELECT agent_id, $11, memory_id, now(), '{}'::jsonb FROM unextracted
+    ON CONFLICT (agent_id, task, memory_id, dedup_key) WHERE state IN ('pending', 'running')
+    DO NOTHING
+)
+SELECT (SELECT count(*) FROM batch)::int AS n,
+       (SELECT coalesce(sum(chars - $6), 0) FROM batch)::bigint AS trimmed_chars,
+       (SELECT count(*) FROM short)::int AS summaries_queued,
+       (SELECT count(*) FROM unextracted)::int AS extractions_queued;
+
+-- name: trim_transcripts_all_agents
+-- cross-agent: trim_transcripts_batch over the keys $1, $2 of agents $3 to $4 ($5-$7
+-- there $4-$6).
+WITH eps AS (
+    SELECT e.agent_id, e.memory_id, e.storage
+    FROM unnest($1::text[], $2::uuid[]) AS k(agent_id, memory_id)
+    JOIN episodes e ON e.agent_id = k.agent_id AND e.memory_id = k.memory_id
+    WHERE e.agent_id BETWEEN $3 AND $4
+      AND e.state = 'closed' AND e.storage IN ('hot', 'trimmed') AND e.ended_at < $5
+      AND NOT EXISTS (SELECT 1 FROM memory_archive a
+                      WHERE a.agent_id = e.agent_id AND a.memory_id = e.memory_id
+                        AND a.part = 'transcript')
+    FOR UPDATE OF e
+), measured AS (
+    SELECT m.agent_id, m.episode_id, m.seq, to_jsonb(m) AS row,
+           sum(length(m.content)) OVER (PARTITION BY m.agent_id, m.episode_id ORDER BY m.seq)
+               - length(m.content) AS offset_chars
+    FROM episode_messages m
+    JOIN eps ON m.agent_id = eps.agent_id AND m.episode_id = eps.memory_id
+    WHERE m.agent_id BETWEEN $3 AND $4
+), batch AS (
+    SELECT agent_id, episode_id,
+           jsonb_agg(row ORDER BY seq) FILTER (WHERE offset_chars >= $6) AS tail,
+           count(*) FILTER (WHERE offset_chars < $6)::int AS head,
+           count(*) FILTER (WHERE offset_chars >= $6)::int AS cold,
+           min(seq) FILTER (WHERE offset_chars >= $6) AS first_cold,
+           hashtextextended(jsonb_agg(row ORDER BY seq)::text, 0) AS checksum
+    FROM measured GROUP BY agent_id, episode_id
+    HAVING count(*) FILTER (WHERE offset_chars >= $6) > 0
+), cold AS (
+    INSERT INTO memory_archive (agent_id, memory_id, part, start_offset, messages, reason,
+                                archived_at, checksum)
+    SELECT agent_id, episode_id, 'transcript', head, tail, 'trim', $7, checksum FROM batch
+), gone AS (
+    DELETE FROM episode_messages m USING batch b
+    WHERE m.agent_id BETWEEN $3 AND $4
+      AND m.agent_id = b.agent_id AND m.episode_id = b.episode_id AND m.seq >= b.first_cold
+), hot AS (
+    UPDATE episodes e SET storage = 'trimmed'
+    FROM batch b
+    WHERE e.agent_id BETWEEN $3 AND $4 AND e.agent_id = b.agent_id AND e.memory_id = b.episode_id
+), audit AS (
+    INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
+                               created_at)
+    SELECT b.agent_id, b.episode_id, 'trimmed',
+           jsonb_build_object('storage', eps.storage, 'messages', b.head + b.cold),
+           jsonb_build_object('storage', 'trimmed', 'hot_messages', b.head,
+                              'cold_messages', b.cold),
+           'job:trim', $7
+    FROM batch b JOIN eps ON eps.agent_id = b.agent_id AND eps.memory_id = b.episode_id
+)
+SELECT (SELECT count(*) FROM batch)::int AS n,
+       (SELECT coalesce(sum(cold), 0) FROM batch)::bigint AS trimmed_messages;
+
+-- name: archive_episodes_all_agents
+-- cross-agent: archive_episodes_batch over the keys $1, $2 of agents $3 to $4 ($5, $6
+-- there $4, $5).
+WITH batch AS (
+    SELECT e.agent_id, e.memory_id, e.detail, e.storage
+    FROM unnest($1::text[], $2::uuid[]) AS k(agent_id, memory_id)
+    JOIN episodes e ON e.agent_id = k.agent_id AND e.memory_id = k.memory_id
+    WHERE e.agent_id BETWEEN $3 AND $4
+      AND e.state = 'closed' AND e.storage IN ('hot', 'trimmed') AND e.ended_at < $5
+    FOR UPDATE OF e
+), whole AS (
+    SELECT agent_id, memory_id, detail, length(d) AS chars, hashtextextended(d, 0) AS checksum
+    FROM (SELECT agent_id, memory_id, detail, detail || '' AS d
+          FROM (SELECT b.agent_id, b.memory_id,
+                       CASE WHEN a.memory_id IS NULL THEN b.detail
+                            ELSE left(b.detail, a.start_offset) || a.content END AS detail
+                FROM batch b
+                LEFT JOIN memory_archive a
+                       ON a.agent_id = b.agent_id AND a.memory_id = b.memory_id
+                      AND a.part = 'detail' AND a.agent_id BETWEEN $3 AND $4
+                WHERE b.detail IS NOT NULL
+                OFFSET 0) AS joined
+          OFFSET 0) AS detoasted
+), cold_detail AS (
+    INSERT INTO memory_archive (agent_id, memory_id, part, start_offset, content, reason,
+                                archived_at, checksum)
+    SELECT agent_id, memory_id, 'detail', 0, detail, 'archive', $6, checksum
+    FROM whole
+    ON CONFLICT (agent_id, memory_id, part) DO UPDATE SET
+        start_offset = 0, content = EXCLUDED.content, reason = 'archive',
+        archived_at = EXCLUDED.archived_at, checksum = EXCLUDED.checksum
+), transcript AS (
+    SELECT r.agent_id, r.episode_id, jsonb_agg(r.row ORDER BY r.seq) AS messages
+    FROM (SELECT m.agent_id, m.episode_id, m.seq, to_jsonb(m) AS row
+          FROM episode_messages m
+          JOIN batch b ON m.agent_id = b.agent_id AND m.episode_id = b.memory_id
+          WHERE m.agent_id BETWEEN $3 AND $4
+          UNION ALL
+          SELECT a.agent_id, a.memory_id, (x.row ->> 'seq')::int, x.row
+          FROM memory_archive a
+          JOIN batch b ON a.agent_id = b.agent_id AND a.memory_id = b.memory_id
+          CROSS JOIN LATERAL jsonb_array_elements(a.messages) AS x(row)
+          WHERE a.agent_id BETWEEN $3 AND $4 AND a.part = 'transcript') AS r
+    GROUP BY r.agent_id, r.episode_id
+), cold_transcript AS (
+    INSERT INTO memory_archive (agent_id, memory_id, part, messages, reason, archived_at,
+                                checksum)
+    SELECT agent_id, episode_id, 'transcript', messages, 'archive', $6,
+           hashtextextended(messages::text, 0)
+    FROM transcript
+    ON CONFLICT (agent_id, memory_id, part) DO UPDATE SET
+        start_offset = 0, messages = EXCLUDED.messages, reason = 'archive',
+        archived_at = EXCLUDED.archived_at, checksum = EXCLUDED.checksum
+), gone AS (
+    DELETE FROM episode_messages m USING batch b
+    WHERE m.agent_id BETWEEN $3 AND $4 AND m.agent_id = b.agent_id AND m.episode_id = b.memory_id
+), hot AS (
+    UPDATE episodes e SET storage = 'archived', detail = NULL
+    FROM batch b
+    WHERE e.agent_id BETWEEN $3 AND $4 AND e.agent_id = b.agent_id AND e.memory_id = b.memory_id
+), audit AS (
+    INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
+                               created_at)
+    SELECT b.agent_id, b.memory_id, 'archived',
+           jsonb_build_object('storage', b.storage),
+           jsonb_build_object('storage', 'archived',
+                              'detail_chars', coalesce(w.chars, 0),
+                              'messages', coalesce(jsonb_array_length(t.messages), 0)),
+           'job:archive', $6
+    FROM batch b
+    LEFT JOIN whole w ON w.agent_id = b.agent_id AND w.memory_id = b.memory_id
+    LEFT JOIN transcript t ON t.agent_id = b.agent_id AND t.episode_id = b.memory_id
+)
+SELECT (SELECT count(*) FROM batch)::int AS n,
+       (SELECT count(*) FROM transcript)::int AS archived_transcripts,
+       (SELECT coalesce(sum(jsonb_array_length(messages)), 0) FROM transcript)::bigint
+           AS archived_messages;
+
+-- name: retention_all_agents
+-- cross-agent: retention_batch over every agent ($1-$3 there $2-$4), the oldest first.
+WITH batch AS (
+    SELECT agent_id, memory_id, part FROM memory_archive
+    WHERE archived_at < $1 ORDER BY archived_at LIMIT $2 FOR UPDATE
+), gone AS (
+    DELETE FROM memory_archive a USING batch b
+    WHERE a.agent_id = b.agent_id AND a.memory_id = b.memory_id AND a.part = b.part
+    RETURNING a.agent_id, a.memory_id, a.part, a.reason, a.archived_at,
+              length(a.content) AS chars, jsonb_array_length(a.messages) AS messages
+), hot AS (
+    UPDATE episodes e SET storage = 'expired'
+    FROM (SELECT DISTINCT agent_id, memory_id FROM batch) b
+    WHERE e.agent_id = b.agent_id AND e.memory_id = b.memory_id
+), audit AS (
+    INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
+                               created_at)
+    SELECT agent_id, memory_id, 'expired',
+           jsonb_build_object('part', part, 'reason', reason, 'archived_at', archived_at,
+                              'chars', chars, 'messages', messages),
+           jsonb_build_object('storage', 'expired'), 'job:retention', $3
+    FROM gone
+)
+SELECT count(*)::int AS n FROM batch;
+
+-- name: lifecycle_promote_facts_all_agents
+-- cross-agent: lifecycle_promote_facts over every agent ($1-$3 there $2-$4).
+WITH hit AS (
+    SELECT m.agent_id, m.id, m.tags, f.confirmation_count
+    FROM memories m JOIN facts f ON f.agent_id = m.agent_id AND f.memory_id = m.id
+    WHERE m.kind = 'fact' AND m.status = 'active' AND f.confirmation_count >= $1
+      AND NOT ('core' = ANY(m.tags))
+    LIMIT $2 FOR UPDATE OF m SKIP LOCKED
+), up AS (
+    UPDATE memories m SET tags = array_append(m.tags, 'core'), version = m.version + 1,
+                          updated_at = $3
+    FROM hit h WHERE m.agent_id = h.agent_id AND m.id = h.id
+), audit AS (
+    INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
+                               created_at)
+    SELECT agent_id, id, 'promoted', jsonb_build_object('tags', tags),
+           jsonb_build_object('tags', array_append(tags, 'core'),
+                              'confirmations', confirmation_count),
+           'job:lifecycle', $3
+    FROM hit
+)
+SELECT count(*)::int AS n FROM hit;
+
+-- name: lifecycle_flag_procedures_all_agents
+-- cross-agent: lifecycle_flag_procedures over every agent ($1-$4 there $2-$5).
+WITH hit AS (
+    SELECT m.agent_id, m.id, m.tags, p.activation_count, p.effectiveness
+    FROM memories m JOIN procedures p ON p.agent_id = m.agent_id AND p.memory_id = m.id
+    WHERE m.kind = 'procedure' AND m.status = 'active' AND p.activation_count >= $1
+      AND p.effectiveness < $2 AND NOT ('needs_review' = ANY(m.tags))
+    LIMIT $3 FOR UPDATE OF m SKIP LOCKED
+), up AS (
+    UPDATE memories m SET tags = array_append(m.tags, 'needs_review'),
+                          version = m.version + 1, updated_at = $4
+    FROM hit h WHERE m.agent_id = h.agent_id AND m.id = h.id
+), audit AS (
+    INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
+                               created_at)
+    SELECT agent_id, id, 'flagged', jsonb_build_object('tags', tags),
+           jsonb_build_object('tags', array_append(tags, 'needs_review'),
+                              'uses', activation_count, 'effectiveness', effectiveness),
+           'job:lifecycle', $4
+    FROM hit
+)
+SELECT count(*)::int AS n FROM hit;
+
+-- name: lifecycle_retire_censors_all_agents
+-- cross-agent: lifecycle_retire_censors over every agent ($1-$4 there $2-$5).
+WITH hit AS (
+    SELECT m.agent_id, m.id, c.activation_count, c.false_positive_count
+    FROM memories m JOIN censors c ON c.agent_id = m.agent_id AND c.memory_id = m.id
+    WHERE m.kind = 'censor' AND m.status = 'active' AND c.activation_count >= $1
+      AND c.false_positive_count > $2::double precision * c.activation_count
+    LIMIT $3 FOR UPDATE OF m SKIP LOCKED
+), up AS (
+    UPDATE memories m SET status = 'archived', version = m.version + 1, updated_at = $4
+    FROM hit h WHERE m.agent_id = h.agent_id AND m.id = h.id
+), audit AS (
+    INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
+                               created_at)
+    SELECT agent_id, id, 'retired', jsonb_build_object('status', 'active'),
+           jsonb_build_object('status', 'archived', 'activations', activation_count,
+                              'false_positives', false_positive_count),
+           'job:lifecycle', $4
+    FROM hit
+)
+SELECT count(*)::int AS n FROM hit;
+
+-- name: expire_extraction_cache_all_agents
+-- cross-agent: expire_extraction_cache over every agent ($1, $2 there $2, $3), through
+-- the expiry index: the batch's keys first (materialized), then the rows by key.
+WITH batch AS MATERIALIZED (
+    SELECT agent_id, memory_id, query_sha256, max_tokens FROM extraction_cache
+    WHERE expires_at < $1 LIMIT $2
+), gone AS (
+    DELETE FROM extraction_cache c USING batch b
+    WHERE c.agent_id = b.agent_id AND c.memory_id = b.memory_id
+      AND c.query_sha256 = b.query_sha256 AND c.max_tokens = b.max_tokens
+    RETURNING 1
+)
+SELECT count(*)::int AS n FROM gone;

@@ -23,7 +23,7 @@ from ..errors import ConflictError, DatabaseError, NotFoundError
 from ..memories.kinds import parse_agent_id
 from ..memories.params import parse_memory_id
 from ..work.tasks import Task
-from .batches import BatchHook, JobResult, Sweeps
+from .batches import Batch, BatchHook, JobResult, Sweeps
 from .policy import MaintenancePolicy
 
 
@@ -48,6 +48,14 @@ async def _queue_trim_work(conn: Connection, agent: str, row: Mapping[str, Any]
     return dict(queued)
 
 
+TRIM = Batch(per_agent="trim_episodes_batch", whole_table="trim_episodes_all_agents",
+             table_args=(Task.SUMMARY_REGENERATE, Task.EPISODE_UPGRADE))
+TRIM_TRANSCRIPTS = Batch(per_agent="trim_transcripts_batch",
+                         whole_table="trim_transcripts_all_agents")
+ARCHIVE = Batch(per_agent="archive_episodes_batch", whole_table="archive_episodes_all_agents")
+RETENTION = Batch(per_agent="retention_batch", whole_table="retention_all_agents")
+
+
 class Tiering:
     """The storage-tier jobs; every method takes the job's ``now`` (an injectable clock)."""
 
@@ -68,14 +76,15 @@ class Tiering:
         agent = parse_agent_id(agent_id) if agent_id is not None else None
         cutoff = now - timedelta(days=p.trim_after_days)
         notes: list[str] = []
-        async with Sweeps.open(self._db, dry_run=dry_run, on_batch=on_batch) as sweeps:
+        async with Sweeps.open(self._db, dry_run=dry_run, on_batch=on_batch,
+                               form=p.sweeps) as sweeps:
             for name in ("trimmed", "trimmed_chars", "summaries_queued",
                          "extractions_queued", "trimmed_transcripts", "trimmed_messages"):
                 sweeps.add(name, 0)
-            await sweeps.ranged("trimmed", "trim_episodes_batch", cutoff, p.trim_keep_chars,
+            await sweeps.ranged("trimmed", TRIM, cutoff, p.trim_keep_chars,
                                 now, p.short_summary_chars, self._llm_configured,
                                 batch=p.batch_size, agent=agent, after=_queue_trim_work)
-            await sweeps.ranged("trimmed_transcripts", "trim_transcripts_batch", cutoff,
+            await sweeps.ranged("trimmed_transcripts", TRIM_TRANSCRIPTS, cutoff,
                                 p.trim_keep_chars, now, batch=p.batch_size, agent=agent)
             if not self._llm_configured:
                 notes.append("no LLM configured: episodes without extracted facts were "
@@ -91,10 +100,11 @@ class Tiering:
         agent = parse_agent_id(agent_id) if agent_id is not None else None
         cutoff = ended_before or now - timedelta(days=self._policy.archive_after_days)
         size = self._policy.batch_size
-        async with Sweeps.open(self._db, dry_run=dry_run, on_batch=on_batch) as sweeps:
+        async with Sweeps.open(self._db, dry_run=dry_run, on_batch=on_batch,
+                               form=self._policy.sweeps) as sweeps:
             for name in ("archived", "archived_transcripts", "archived_messages"):
                 sweeps.add(name, 0)
-            await sweeps.ranged("archived", "archive_episodes_batch", cutoff, now,
+            await sweeps.ranged("archived", ARCHIVE, cutoff, now,
                                 batch=size, agent=agent)
         return JobResult(counts=sweeps.counts, dry_run=dry_run)
 
@@ -106,10 +116,11 @@ class Tiering:
             return JobResult(skipped=True, dry_run=dry_run,
                              note="retention is off (set NOUS_MEMORY_RETENTION_DAYS)")
         size = self._policy.batch_size
-        async with Sweeps.open(self._db, dry_run=dry_run, on_batch=on_batch) as sweeps:
+        async with Sweeps.open(self._db, dry_run=dry_run, on_batch=on_batch,
+                               form=self._policy.sweeps) as sweeps:
             cutoff = now - timedelta(days=days)
             await sweeps.drain_agents("cold_parts_deleted", ("retention_agents", cutoff),
-                                      "retention_batch", cutoff, size, now, batch=size)
+                                      RETENTION, cutoff, size, now, batch=size)
         return JobResult(counts=sweeps.counts, dry_run=dry_run)
 
     async def restore(self, agent_id: str, memory_id: UUID | str, *,

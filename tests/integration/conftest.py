@@ -24,6 +24,16 @@ async def client(store: MemoryStore) -> AsyncIterator[httpx.AsyncClient]:
         yield http
 
 
+@pytest.fixture(params=["table", "agent"])
+def sweeps(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The jobs' two forms (maintenance/batches.py): every store the test opens after this
+    fixture walks the tables in it, the per-agent (Citus) form included on this server.
+    Put it before ``store`` in a test's arguments."""
+    form = str(request.param)
+    monkeypatch.setenv("NOUS_MEMORY_JOB_SWEEPS", form)
+    return form
+
+
 @pytest.fixture(scope="module")
 def own_server() -> Iterator[tuple[EmbeddedServer, ServerControl, Path]]:
     """An embedded server of the module's own, to stop and start (outage tests)."""

@@ -34,7 +34,7 @@ from tests.conftest import create_database, drop_database
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
 # modules the scripts import, not benchmarks
-HELPERS = {"backends.py", "shared_data.py", "staleness_cases.py"}
+HELPERS = {"backends.py", "schema_replies.py", "shared_data.py", "staleness_cases.py"}
 TIMEOUT_S = 300.0  # a stalled script fails its test instead of stalling the suite
 
 
@@ -79,8 +79,11 @@ SMOKES: dict[str, Smoke] = {
     "integrations.py": Smoke(argv=("--memories", "30", "--turns", "6", "--calls", "2",
                                     "--warmup", "1"),
                              headline="integrations_overhead_ms_p50"),
-    "jobs_scale.py": Smoke(argv=("--episodes", "300", "--agents", "3", "--batch", "40"),
-                           headline="rows_per_s"),
+    "jobs_scale.py": Smoke(argv=("--episodes", "300", "--agents", "3", "--batch", "40",
+                                 "--one-agent"), headline="rows_per_s"),
+    "large_agent_graph.py": Smoke(argv=("--rows", "2000", "--queries", "5",
+                                         "--build-memory", "64MB"),
+                                   headline="halfvec_ms_p50"),
     "longmemeval.py": Smoke(argv=("--questions", "2", "--sessions", "3"),
                             data="longmemeval/longmemeval-s-dev.json.gz",
                             headline="lme_turn_recall_any@10"),

@@ -71,15 +71,16 @@ async def test_export_import_forget_on_the_command_line(store: MemoryStore,
 
 
 def readme_commands() -> list[list[str]]:
-    """The ``nous-memory`` lines of README's export block, without their comments."""
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    """The ``nous-memory`` lines of the docs' export block, without their comments."""
+    page = Path(__file__).resolve().parents[2] / "docs" / "operations" / "export-import.md"
+    text = page.read_text()
     block = text.split("runs the nous-memory lines of this block -->", 1)[1]
     body = block.split("```bash\n", 1)[1].split("```", 1)[0]
     return [shlex.split(line.split("#", 1)[0]) for line in body.splitlines()
             if line.startswith("nous-memory ")]
 
 
-async def test_the_readme_commands_run_as_written(store: MemoryStore, database_url: str,
+async def test_the_documented_commands_run_as_written(store: MemoryStore, database_url: str,
                                                   tmp_path: Path) -> None:
     commands = readme_commands()
     assert [c[1] for c in commands] == ["export", "import", "import", "forget-agent", "import"]

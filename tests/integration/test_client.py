@@ -30,7 +30,7 @@ from nous_memory.errors import (
 )
 from nous_memory.history import HistorySession, HistoryTurn, IngestProgress
 from tests.integration.client_helpers import Normaliser, served
-from tests.unit.test_readme import readme_blocks
+from tests.unit.test_readme import doc_blocks
 
 KEY = "client-suite-key-0123456789"
 LIMITED = "client-suite-limited-0123456789"
@@ -292,7 +292,7 @@ async def test_key_is_sent_as_the_service_expects(store: MemoryStore) -> None:
 
 
 async def test_readme_client_example_runs(base_url: str) -> None:
-    (block,) = readme_blocks("python3")  # the one example that needs a served instance
+    (block,) = doc_blocks("surfaces/client.md", "python3")  # needs a served instance
     program = textwrap.dedent(block).replace("http://127.0.0.1:8765", base_url) + (
         "\nimport asyncio\nasyncio.run(remember_and_recall(None))\nassemble(None)\n")
     proc = await asyncio.create_subprocess_exec(

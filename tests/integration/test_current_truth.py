@@ -183,3 +183,27 @@ async def test_facts_from_before_slots_get_theirs_from_the_backfill(store: Memor
     assert read.valid_from == datetime(2024, 1, 10, 10, tzinfo=UTC)
     again = await store.maintenance.backfill(now=datetime.now(UTC))
     assert "facts_read_for_slots" not in again.counts  # nothing left to read
+
+
+async def test_what_the_assistant_said_and_what_was_asked_rank_below_the_statement(
+        store: MemoryStore) -> None:
+    await store.ingest("w", [
+        _session("2024-01-10", "I live in Lisbon and work at a bakery.", "Happy to help."),
+        _session("2024-03-10", "Can you suggest a good day hike?", "Sintra is a lovely day."),
+        _session("2024-05-20", "I moved to Porto.", "Noted!"),
+        _session("2024-06-20", "Where do I live?", "You live in Porto.")])
+    await store.worker().drain()
+    for query in ("Where do I live?", "Which city do I live in these days?"):
+        texts = [i.text for i in (await store.recall("w", query, k=6, as_of=JUL)).items]
+        assert texts[0] == "user: I moved to Porto.", texts
+        assert texts.index("assistant: You live in Porto.") == 1, texts
+        # the question itself, and the hike turns sharing only "day", come after
+        assert all("hike" not in t and "Sintra" not in t for t in texts[:5]), texts
+        assert "user: Where do I live?" not in texts[:4] and "Noted!" not in " ".join(texts)
+        small = await store.assemble_context("w", query, budget_tokens=400, as_of=JUL)
+        assert "I moved to Porto" in small.text
+    box = ToolBox(store, agent_id="w")
+    searched = await box.call("memory_search", json.dumps({
+        "query": "Where do I live?", "as_of": "2024-07-10T00:00:00Z"}))
+    lines = [line for line in searched.text.splitlines() if line.startswith("[")]
+    assert lines[0].endswith("user: I moved to Porto."), searched.text

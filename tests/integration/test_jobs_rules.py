@@ -13,8 +13,10 @@ from .jobs_helpers import NOW, snapshot, sql
 AGENT = "rules-agent"
 
 
-async def test_lifecycle_promotes_flags_and_retires_with_audit(store: MemoryStore,
+async def test_lifecycle_promotes_flags_and_retires_with_audit(sweeps: str,
+                                                               store: MemoryStore,
                                                                database_url: str) -> None:
+    assert store.maintenance.policy.sweeps == sweeps
     solid = await store.remember(AGENT, "fact", content="The user lives in Lyon")
     shaky = await store.remember(AGENT, "fact", content="The user likes jazz")
     await sql(database_url, "UPDATE facts SET confirmation_count = $2 WHERE memory_id = $1",
@@ -101,8 +103,9 @@ async def test_compression_rejects_an_answer_over_the_limit(
     assert (await llm_store.get(AGENT, procedure.id)).procedure.implementation_notes == NOTES
 
 
-async def test_housekeeping_expires_requeues_and_reembeds(store: MemoryStore,
+async def test_housekeeping_expires_requeues_and_reembeds(sweeps: str, store: MemoryStore,
                                                           database_url: str) -> None:
+    assert store.maintenance.policy.sweeps == sweeps
     fact = await store.remember(AGENT, "fact", content="The user's cat is called Miso")
     model = store.embedder.model_name
     original = await sql(database_url, "SELECT embedding::text AS e FROM memories "

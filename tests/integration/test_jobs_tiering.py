@@ -16,8 +16,9 @@ from .jobs_helpers import NOW, long_text, old_episode, snapshot, sql
 AGENT = "jobs-agent"
 
 
-async def test_trim_moves_the_tail_losslessly_once(store: MemoryStore,
+async def test_trim_moves_the_tail_losslessly_once(sweeps: str, store: MemoryStore,
                                                    database_url: str) -> None:
+    assert store.maintenance.policy.sweeps == sweeps
     old = await old_episode(store, AGENT, ended_days_ago=40, detail=long_text(5_000, seed=1))
     text = old.detail.detail  # as stored (unicode normalised to NFC)
     assert text is not None
@@ -61,8 +62,10 @@ async def test_trim_moves_the_tail_losslessly_once(store: MemoryStore,
     assert edited.episode.detail == "rewritten after restore"
 
 
-async def test_archive_then_restore_round_trips_byte_for_byte(store: MemoryStore,
+async def test_archive_then_restore_round_trips_byte_for_byte(sweeps: str,
+                                                             store: MemoryStore,
                                                              database_url: str) -> None:
+    assert store.maintenance.policy.sweeps == sweeps
     remembered = await old_episode(store, AGENT, ended_days_ago=120,
                                    detail=long_text(7_321, seed=5))
     detail = remembered.detail.detail  # as stored (unicode normalised to NFC)
@@ -139,7 +142,8 @@ async def test_archive_one_agent_regardless_of_age(store: MemoryStore) -> None:
 
 
 async def test_dry_runs_change_nothing_and_report_what_a_run_does(
-        store: MemoryStore, database_url: str) -> None:
+        sweeps: str, store: MemoryStore, database_url: str) -> None:
+    assert store.maintenance.policy.sweeps == sweeps
     for i in range(5):
         await old_episode(store, AGENT, ended_days_ago=35 + 30 * i, detail=long_text(
             2_500 + 100 * i, seed=20 + i))
@@ -161,11 +165,12 @@ class Killed(Exception):
     """Stands in for a kill between two batches (see also the SIGKILL test)."""
 
 
-async def test_a_trim_killed_after_a_batch_resumes(database_url: str,
+async def test_a_trim_killed_after_a_batch_resumes(sweeps: str, database_url: str,
                                                    embedder: SentenceTransformerEmbedder
                                                    ) -> None:
     async with MemoryStore.open(database_url=database_url, embedder=embedder,
                                 job_batch_size=2) as small:
+        assert small.maintenance.policy.sweeps == sweeps
         texts = {}
         for i in range(5):
             episode = await old_episode(small, AGENT, ended_days_ago=45,
@@ -189,7 +194,8 @@ async def test_a_trim_killed_after_a_batch_resumes(database_url: str,
 
 
 async def test_retention_is_off_by_default_and_deletes_old_cold_parts(
-        store: MemoryStore, database_url: str, embedder: SentenceTransformerEmbedder) -> None:
+        sweeps: str, store: MemoryStore, database_url: str,
+        embedder: SentenceTransformerEmbedder) -> None:
     kept = await old_episode(store, AGENT, ended_days_ago=400, detail=long_text(3_000, 50))
     # archived 300 days before NOW, and one archived at NOW
     assert (await store.maintenance.archive(now=NOW - timedelta(days=300))).counts[
@@ -201,6 +207,7 @@ async def test_retention_is_off_by_default_and_deletes_old_cold_parts(
     assert off.skipped and "off" in (off.note or "")
     async with MemoryStore.open(database_url=database_url, embedder=embedder,
                                 retention_days=200) as retaining:
+        assert retaining.maintenance.policy.sweeps == sweeps
         dry = await retaining.maintenance.retention(now=NOW, dry_run=True)
         assert dry.counts == {"cold_parts_deleted": 1}
         done = await retaining.maintenance.retention(now=NOW)

@@ -23,7 +23,8 @@ RELEASED = {1: FIXTURES / "schema_v1.sql", 2: FIXTURES / "schema_v2.sql",
             3: FIXTURES / "schema_v3.sql", 4: FIXTURES / "schema_v4.sql",
             5: FIXTURES / "schema_v5.sql", 6: FIXTURES / "schema_v6.sql",
             7: FIXTURES / "schema_v7.sql", 8: FIXTURES / "schema_v8.sql",
-            9: FIXTURES / "schema_v9.sql", 10: FIXTURES / "schema_v10.sql"}
+            9: FIXTURES / "schema_v9.sql", 10: FIXTURES / "schema_v10.sql",
+            11: FIXTURES / "schema_v11.sql"}
 
 CATALOG = {
     "columns": """
@@ -42,6 +43,13 @@ CATALOG = {
     "indexes": "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'",
     "views": "SELECT viewname, definition FROM pg_views WHERE schemaname = 'public'",
     "extensions": "SELECT extname FROM pg_extension",
+    # the store's own functions (the extensions' are in public too)
+    "functions": """
+        SELECT p.proname, pg_get_function_identity_arguments(p.oid),
+               pg_get_function_result(p.oid), p.provolatile,
+               array_to_string(p.proconfig, ','), p.prosrc
+        FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+        WHERE n.nspname = 'public' AND p.proname LIKE 'nous\\_%'""",
 }
 
 

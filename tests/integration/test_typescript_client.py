@@ -149,8 +149,9 @@ def check_package(tarball: Path, where: Path) -> None:
     assert loaded.stdout.split() == ["function", "function"], loaded.stderr
 
 
-def test_the_readmes_typescript_example_is_the_typechecked_one() -> None:
-    """README.md and the package's README show examples/chat.ts, which tsc checks."""
+def test_the_docs_typescript_example_is_the_typechecked_one() -> None:
+    """The docs page and the package's README show examples/chat.ts, which tsc checks."""
     example = (TYPESCRIPT / "examples" / "chat.ts").read_text()
-    for readme in (TYPESCRIPT.parents[1] / "README.md", TYPESCRIPT / "README.md"):
+    page = TYPESCRIPT.parents[1] / "docs" / "surfaces" / "typescript.md"
+    for readme in (page, TYPESCRIPT / "README.md"):
         assert example in re.findall(r"```ts\n(.*?)```", readme.read_text(), re.S), readme

@@ -27,6 +27,8 @@ def test_bad_settings() -> None:
         Settings(pool_min_size=5, pool_max_size=2)
     with pytest.raises(ConfigurationError, match="database_name"):
         Settings(database_name='x"; DROP')
+    with pytest.raises(ConfigurationError, match="job_sweeps must be"):
+        Settings.from_env({"NOUS_MEMORY_JOB_SWEEPS": "shard"})
 
 
 def test_exact_and_estimated_tokens() -> None:

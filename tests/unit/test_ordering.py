@@ -11,6 +11,7 @@ from nous_memory.context.ordering import (
     by_evidence,
     final_order,
     merge_fact_turns,
+    said_not_asked,
     superseding_first,
 )
 
@@ -74,3 +75,38 @@ def test_a_superseding_turn_goes_before_the_turn_it_superseded() -> None:
     assert names(superseding_first(rows)) == ["new-turn", "old-turn", "between"]
     unranked = [rows[0], rows[1]]  # the newer turn is not among the rows: nothing moves
     assert names(superseding_first(unranked)) == ["old-turn", "between"]
+
+
+def turn(name: str, text: str, **extra: Any) -> dict[str, Any]:
+    return row(name, source="chunk", text=text, **extra)
+
+
+def test_an_assistant_echo_goes_after_the_statement_it_repeats() -> None:
+    rows = [turn("echo", "assistant: You live in Porto now."),
+            turn("lisbon", "user: I live in Lisbon and work at a bakery."),
+            turn("move", "user: I moved to Porto."),
+            row("fact", text="The user moved to Porto.", kind="fact")]
+    assert names(said_not_asked(rows, "Where do I live?")) == [
+        "move", "echo", "lisbon", "fact"]
+    # an assistant turn with words of its own (a suggestion) stays where it was ranked
+    own = [turn("advice", "assistant: Porto has good trams and cheap rents."),
+           turn("move", "user: I moved to Porto.")]
+    assert names(said_not_asked(own, "Where do I live?")) == ["advice", "move"]
+    # a named speaker is a person, not the assistant: LoCoMo's conversations keep order
+    people = [turn("mel", "Melanie: You live in Porto."), turn("move", "Caroline: I moved "
+                                                                        "to Porto.")]
+    assert names(said_not_asked(people, "Where does Caroline live?")) == ["mel", "move"]
+
+
+def test_a_bare_question_goes_after_the_related_items_and_before_the_unrelated() -> None:
+    rows = [turn("asked", "user: Where do I live?", cosine=0.56),
+            turn("move", "user: I moved to Porto.", cosine=0.33),
+            turn("noted", "assistant: Yes, you do.", cosine=0.3),
+            turn("hike", "user: Can you suggest a hike?", cosine=0.05)]
+    assert names(said_not_asked(rows, "Where do I live?")) == ["move", "asked", "noted",
+                                                                "hike"]
+    # a question that says something ("...for my move to Porto?") is evidence
+    told = [turn("asked", "user: Where should I eat after my move to Porto?", cosine=0.5),
+            turn("move", "user: I moved to Porto.", cosine=0.33)]
+    assert names(said_not_asked(told, "Where do I live?")) == ["asked", "move"]
+    assert names(said_not_asked(rows, "")) == names(rows)  # no query, no rule

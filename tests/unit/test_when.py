@@ -50,3 +50,15 @@ def test_several_phrases_take_the_span_of_all() -> None:
     window = resolve("Which airline did I fly with most in March and in April?", ASKED)
     assert window is not None
     assert window.start == day("2023-03-01") and window.end == day("2023-05-01")
+
+
+def test_phrases_that_only_say_now_are_not_searched_for() -> None:
+    from nous_memory.context.when import without_now
+
+    assert without_now("Which city do I live in these days?").split() == [
+        "Which", "city", "do", "I", "live", "in", "?"]
+    assert without_now("Right now, where do I work?").split() == [",", "where", "do", "I",
+                                                                   "work?"]
+    assert without_now("What did I do on my birthday?") == "What did I do on my birthday?"
+    assert without_now("these days") == "these days"  # nothing else to search for
+    assert resolve("Where do I live these days?", datetime(2024, 7, 1, tzinfo=UTC)) is None
