@@ -140,12 +140,16 @@ async def llm_facts(sessions: Sequence[Session]) -> list[list[tuple[str, int | N
     model = os.environ.get("NOUS_MEMORY_LLM_MODEL")
     if not base_url or not model:
         return None
+    from nous_memory.config import Settings
     from nous_memory.episodes.close import CloseSettings, EpisodeCloser
     from nous_memory.llm import LLMClient
 
+    settings = Settings()
     client = LLMClient(base_url=base_url, model=model,
-                       api_key=os.environ.get("NOUS_MEMORY_LLM_API_KEY"))
-    closer = EpisodeCloser(client, CloseSettings())
+                       api_key=os.environ.get("NOUS_MEMORY_LLM_API_KEY"),
+                       max_attempts=settings.llm_max_attempts,
+                       timeout_s=settings.llm_timeout_s)
+    closer = EpisodeCloser(client, CloseSettings.from_settings(settings))
     out: list[list[tuple[str, int | None]]] = []
     for session in sessions:
         extraction = await closer.extract("fact-extraction-bench", session.turns)

@@ -92,17 +92,24 @@ def _newest(text: str, chars: int) -> str:
     return text if len(text) <= chars else text[len(text) - chars:].split(" ", 1)[-1]
 
 
+def _number(pattern: str, text: str) -> int:
+    found = re.search(pattern, text)
+    if found is None:
+        raise ValueError(f"the prompt does not say {pattern!r}")
+    return int(found.group(1))
+
+
 def scripted_model(request: dict[str, Any]) -> JSONReply:
     system = request["messages"][0]["content"]
     user = request["messages"][-1]["content"]
     if system.startswith("Shorten"):
-        chars = int(re.search(r"at most (\d+) characters", system).group(1))  # type: ignore[union-attr]
+        chars = _number(r"at most (\d+) characters", system)
         text = _newest(_tag(user, "summary"), chars * 4 // 5)
     elif system.startswith("Merge"):
-        chars = int(re.search(r"under (\d+) characters", system).group(1))  # type: ignore[union-attr]
+        chars = _number(r"under (\d+) characters", system)
         text = _newest(_tag(user, "summary") + " " + _tag(user, "chapter"), chars * 4 // 5)
     else:
-        target = int(re.search(r"Stay under (\d+)", system).group(1))  # type: ignore[union-attr]
+        target = _number(r"Stay under (\d+)", system)
         lines = []
         for name, body in re.findall(r'<message [^>]*?(?:name="([^"]*)")?>(.*?)</message>',
                                      _tag(user, "messages"), re.S):

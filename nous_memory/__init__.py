@@ -24,6 +24,7 @@ from .errors import (
     PgvectorMissingError,
     SchemaError,
     ServerError,
+    WrongKindError,
 )
 from .lazy import lazy_attributes
 from .memories.kinds import (
@@ -87,6 +88,7 @@ __all__ = [
     "Settings",
     "Status",
     "SummarySource",
+    "WrongKindError",
     "__version__",
 ]
 

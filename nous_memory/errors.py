@@ -134,6 +134,15 @@ class PermissionDeniedError(ClientError):
     """The API key may not do this: another agent, or a role without the right (HTTP 403)."""
 
 
+class WrongKindError(NousMemoryError, TypeError):
+    """A memory's detail was read as another kind's (``memory.fact`` on an episode)."""
+
+    def __init__(self, memory_id: object, kind: str, wanted: str) -> None:
+        self.memory_id, self.kind, self.wanted = memory_id, kind, wanted
+        super().__init__(f"memory {memory_id} is {a_or_an(kind)}, not "
+                         f"{a_or_an(wanted)}")
+
+
 # --- server side -----------------------------------------------------------
 
 

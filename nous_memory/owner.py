@@ -1,7 +1,7 @@
 """The owner's operations on the facade: export, import and erasure of an agent, the
-undo of a delete, and what the inspector page reads and resolves.  A mixin of
-``MemoryStore`` (same public methods, one module per concern), over the attributes the
-store sets up."""
+undo of a delete, and what the inspector page reads and resolves.  A base of
+``MemoryStore`` (same public methods, one module per concern), over the services
+``wiring.Services`` builds."""
 
 from __future__ import annotations
 
@@ -10,22 +10,18 @@ from collections.abc import AsyncIterable
 from typing import TYPE_CHECKING, BinaryIO
 from uuid import UUID
 
-from .access import ApiKeyInfo, Keys
-from .config import Settings
-from .db import Database, SchemaStatus
+from .access import ApiKeyInfo
+from .db import SchemaStatus
 from .db.meta import shared_secret
-from .embeddings import Embedder
-from .embeddings.cache import EmbeddingCache
 from .episodes.provenance import learned_from
-from .facts.conflicts import ConflictPair, ConflictResolver, Resolution
-from .facts.undelete import Undeleted, Undeleter
+from .facts.conflicts import ConflictPair, Resolution
+from .facts.undelete import Undeleted
 from .llm.usage import DailyUsage, usage_by_day
-from .maintenance import Maintenance
-from .maintenance.runs import JobRun, JobRuns
+from .maintenance.runs import JobRun
 from .memories.agents import AgentOverview, agent_overview, known_agents
 from .memories.kinds import parse_agent_id
-from .memories.manager import MemoryManager
 from .memories.records import Memory
+from .wiring import Services
 from .work.listing import AgentQueue, QueueDepth, agent_queue, queue_depths
 
 if TYPE_CHECKING:
@@ -39,20 +35,10 @@ if TYPE_CHECKING:
     )
 
 
-class OwnerView:
-    """Export, import, erasure and the inspector's reads (set up by ``MemoryStore``)."""
+class OwnerView(Services):
+    """Export, import, erasure and the inspector's reads, over the store's services."""
 
-    _db: Database
-    settings: Settings
-    schema: SchemaStatus
-    embedder: Embedder
-    memories: MemoryManager
-    embeddings: EmbeddingCache
-    conflicts: ConflictResolver
-    undeleter: Undeleter
-    job_runs: JobRuns
-    keys: Keys
-    maintenance: Maintenance
+    schema: SchemaStatus  # set by MemoryStore when it opens
 
     # ------------------------------------------------------------------ export, import, erasure
     # (portability is imported when used: its typed-row machinery costs 0.4 s of imports)

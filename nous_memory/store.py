@@ -1,109 +1,47 @@
 """MemoryStore: the facade.  Opens the database (embedded by default), migrates, and
-hands every operation to the domain modules, always scoped to one agent."""
+hands every operation to the services ``wiring.Services`` builds, always scoped to one
+agent."""
 
 from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 import numpy as np
 
-from .access import Keys
 from .config import Settings
-from .context.access import AccessLog
-from .context.assembly import ContextAssembler
-from .context.expand import Expanded, Expander
-from .context.extraction import Extractor
+from .context.expand import Expanded
 from .context.model import DEFAULT_BUDGET_TOKENS, Context, Extraction
-from .context.recall import Fusion, Recaller, RecallResult
+from .context.recall import RecallResult
 from .context.upcoming import Upcoming, upcoming
-from .conversation import (
-    ConversationSummary,
-    MessageChange,
-    Policy,
-    Prompt,
-    SummarizeResult,
-    SummaryRecord,
-    WorkingMemory,
-)
+from .conversing import ConversationView
 from .db import Database, EmbeddedServer, SchemaStatus
 from .db.setup import ensure_database, prepare_schema, redact_dsn, waiting_for_database
 from .embeddings import Embedder, embedder_from_settings
-from .embeddings.cache import EmbeddingCache
-from .episodes.close import CloseSettings, EpisodeCloser
-from .episodes.learn import EpisodeLearner
-from .episodes.lifecycle import DEFAULT_LATEST, AppendResult, EpisodeManager, MessageIn
-from .episodes.tasks import EpisodeTasks
 from .errors import DatabaseError
-from .facts.conflicts import ConflictResolver
-from .facts.consolidation import Thresholds
-from .facts.learning import FactHistory, FactLearner, LearnResult
-from .facts.undelete import Undeleter
-from .history import (
-    HistoryImporter,
-    HistorySession,
-    IngestProgress,
-    IngestResult,
-    IngestStatus,
-)
-from .llm import LLMClient, PostgresCallRecorder, UsageRow, usage_by_agent
-from .maintenance import JobResult, Maintenance, MaintenancePolicy, RestoreResult
-from .maintenance.runs import JobRuns
+from .facts.learning import FactHistory, LearnResult
+from .llm import UsageRow, usage_by_agent
 from .memories.kinds import Kind, Status, parse_agent_id
-from .memories.manager import MemoryManager
-from .memories.messages import TranscriptMessage
 from .memories.records import Memory, MemoryEvent, Page
 from .owner import OwnerView
-from .pipeline import task_handlers
-from .work.worker import Worker
 
 
-class MemoryStore(OwnerView):
+class MemoryStore(OwnerView, ConversationView):
     """Long-term memory for agents.  Use ``async with MemoryStore.open() as store:``."""
 
     def __init__(self, *, settings: Settings, db: Database, embedder: Embedder,
                  schema: SchemaStatus, dsn: str, server: EmbeddedServer | None = None,
                  owns_embedder: bool = False) -> None:
-        self.settings = settings
-        self.embedder = embedder
+        super().__init__(settings, db, embedder)  # every service (wiring.py)
         self._owns_embedder = owns_embedder  # made from the settings: closed with the store
         self.schema = schema
-        self._db = db
         self._dsn = dsn
         self._server = server
-        self.embeddings = EmbeddingCache(db, embedder)
-        self.memories = MemoryManager(db, self.embeddings)
-        self.llm = llm_from_settings(settings, db)
-        thresholds = Thresholds(
-            confirm=settings.fact_confirm_threshold, rule=settings.fact_rule_threshold,
-            candidate=settings.fact_candidate_threshold)
-        self.facts = FactLearner(db, self.memories, self.embeddings, thresholds, self.llm)
-        self.undeleter = Undeleter(db, self.memories, self.embeddings, self.facts, thresholds)
-        self.conflicts = ConflictResolver(db, self.memories)
-        self.episodes = EpisodeManager(db, self.memories)
-        self.learner = EpisodeLearner(db, self.memories, self.embeddings, self.facts)
-        self.importer = HistoryImporter(db, self.memories)
-        self.closer = EpisodeCloser(self.llm, CloseSettings(
-            input_cap_tokens=settings.close_input_cap_tokens,
-            chunk_tokens=settings.episode_chunk_tokens))
-        # working memory; its context provider is assemble_context (see _init_context)
-        self.conversation = WorkingMemory(db, self.llm,
-                                          defaults_json=settings.conversation_policy_json)
-        # maintenance jobs: the store-level bodies of the scheduled jobs
-        self.maintenance = Maintenance(db, self.memories, self.embeddings, self.llm,
-                                       MaintenancePolicy.from_settings(settings))
-        self.job_runs = JobRuns(db)
-        self.keys = Keys(db)
-        self.recaller = Recaller(db, self.embeddings,
-                                 exact_scan_max_rows=settings.recall_exact_scan_max_rows,
-                                 ef_search=settings.recall_ef_search,
-                                 fusion=Fusion(text_weight=settings.recall_text_weight))
-        self._init_context()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -251,122 +189,6 @@ class MemoryStore(OwnerView):
     async def counts(self, agent_id: str) -> dict[str, dict[str, int]]:
         return await self.memories.counts(agent_id)
 
-    # ------------------------------------------------------------------ episodes
-
-    async def start_episode(self, agent_id: str, /, *, title: str | None = None,
-                            participants: Sequence[str] | None = None,
-                            user_id: str | None = None,
-                            started_at: datetime | None = None) -> Memory:
-        """Start a conversation episode (state ``open``)."""
-        return await self.episodes.start(agent_id, title=title, participants=participants,
-                                         user_id=user_id, started_at=started_at)
-
-    async def append(self, agent_id: str, episode_id: UUID | str, /,
-                     messages: Sequence[Mapping[str, Any] | MessageIn]) -> AppendResult:
-        """Append messages (role, content, name, tool_call_id, created_at, metadata)."""
-        return await self.episodes.append(agent_id, episode_id, messages)
-
-    async def close_episode(self, agent_id: str, episode_id: UUID | str, /) -> Memory:
-        """Mark the episode ``closing`` and queue its close processing (idempotent)."""
-        return await self.episodes.close(agent_id, episode_id)
-
-    async def ingest(self, agent_id: str,
-                     sessions: Sequence[HistorySession | Mapping[str, Any]], /, *,
-                     progress: Callable[[IngestProgress], None] | None = None) -> IngestResult:
-        """Import past conversations, each session a closed episode (idempotent by session
-        key); the worker then processes them like any close."""
-        return await self.importer.ingest(agent_id, sessions, progress=progress)
-
-    async def ingest_status(self, agent_id: str, /) -> IngestStatus:
-        """How far the agent's imports are: sessions imported, episodes still closing."""
-        return await self.importer.status(agent_id)
-
-    async def get_episode(self, agent_id: str, episode_id: UUID | str, /) -> Memory:
-        return await self.episodes.get(agent_id, episode_id)
-
-    async def transcript(self, agent_id: str, episode_id: UUID | str, /, *, from_seq: int = 0,
-                         limit: int = 10_000) -> builtins.list[TranscriptMessage]:
-        return await self.episodes.transcript(agent_id, episode_id, from_seq=from_seq,
-                                              limit=limit)
-
-    async def latest_messages(self, agent_id: str, episode_id: UUID | str, /, *,
-                              limit: int = DEFAULT_LATEST) -> builtins.list[TranscriptMessage]:
-        """The newest ``limit`` messages of the transcript, oldest first (a session's
-        "last N items")."""
-        return await self.episodes.latest(agent_id, episode_id, limit=limit)
-
-    def worker(self, *, worker_id: str | None = None, poll_s: float = 1.0) -> Worker:
-        """A work-queue worker on this store (``await worker.run(stop_event)``)."""
-        tasks = EpisodeTasks(self._db, self.episodes, self.closer,
-                             idle_close_after_s=self.settings.episode_idle_close_s)
-        handlers = task_handlers(episodes=tasks, learner=self.learner,
-                                 conversation=self.conversation, extractor=self.extractor,
-                                 maintenance=self.maintenance)
-        return Worker(self._db, handlers, idle_sweep=tasks.close_idle, worker_id=worker_id,
-                      lease_s=self.settings.worker_lease_s, poll_s=poll_s)
-
-    # ------------------------------------------------------------------ working memory
-
-    async def build_prompt(self, agent_id: str, episode_id: UUID | str, /, system: str,
-                           budget_tokens: int, *, query: str | None = None,
-                           context_tokens: int | None = None, summarize: bool = True,
-                           policy: Mapping[str, Any] | None = None) -> Prompt:
-        """Chat messages for an open episode's next model call, never over budget: the
-        system prompt, the rolling summary, optional context and the newest messages."""
-        return await self.conversation.build_prompt(
-            agent_id, episode_id, system, budget_tokens, query=query,
-            context_tokens=context_tokens, summarize=summarize, overrides=policy)
-
-    async def summarize_conversation(self, agent_id: str, episode_id: UUID | str, /, *,
-                                     force: bool = False,
-                                     policy: Mapping[str, Any] | None = None
-                                     ) -> SummarizeResult:
-        """Fold the messages the policy says are due into the rolling summary."""
-        return await self.conversation.summarize(agent_id, episode_id, force=force,
-                                                 overrides=policy)
-
-    async def conversation_summary(self, agent_id: str, episode_id: UUID | str, /
-                                   ) -> ConversationSummary:
-        return await self.conversation.summary(agent_id, episode_id)
-
-    async def summary_history(self, agent_id: str, episode_id: UUID | str, /, *,
-                              limit: int = 100, offset: int = 0
-                              ) -> builtins.list[SummaryRecord]:
-        return await self.conversation.history(agent_id, episode_id, limit=limit,
-                                               offset=offset)
-
-    async def conversation_policy(self, agent_id: str, /) -> Policy:
-        return await self.conversation.policy(agent_id)
-
-    async def set_conversation_policy(self, agent_id: str, /, **knobs: Any) -> Policy:
-        return await self.conversation.set_policy(agent_id, knobs)
-
-    async def edit_message(self, agent_id: str, episode_id: UUID | str, seq: int, /,
-                           content: str) -> MessageChange:
-        """Change a message of an open episode (earlier versions are kept)."""
-        return await self.conversation.edit_message(agent_id, episode_id, seq, content)
-
-    async def delete_message(self, agent_id: str, episode_id: UUID | str, seq: int, /
-                             ) -> MessageChange:
-        """Soft-delete a message of an open episode (its text is kept)."""
-        return await self.conversation.delete_message(agent_id, episode_id, seq)
-
-    # ------------------------------------------------------------------ cold storage
-
-    async def restore(self, agent_id: str, memory_id: UUID | str, /, *,
-                      actor: str | None = None) -> RestoreResult:
-        """Bring a trimmed or archived episode's detail and transcript back from cold
-        storage, verified byte for byte; the maintenance jobs then leave it hot."""
-        return await self.maintenance.restore(agent_id, memory_id, actor=actor)
-
-    async def archive_episodes(self, agent_id: str, /, *,
-                               ended_before: datetime | None = None,
-                               now: datetime | None = None) -> JobResult:
-        """Archive one agent's closed episodes that ended before ``ended_before``
-        (default: all of them, whatever their age), exactly as the archive job does."""
-        moment = now or datetime.now(UTC)
-        return await self.maintenance.archive(now=moment, agent_id=agent_id,
-                                              ended_before=ended_before or moment)
     # ------------------------------------------------------------------ recall
 
     async def recall(self, agent_id: str, query: str, /, *,
@@ -387,15 +209,6 @@ class MemoryStore(OwnerView):
                                           current_only=current_only)
 
     # ------------------------------------------------------------------ context
-
-    def _init_context(self) -> None:
-        self.access = AccessLog(self._db)
-        self.extractor = Extractor(self._db, self.llm, ttl_s=self.settings.extraction_ttl_s,
-                                   sync_timeout_s=self.settings.extraction_sync_timeout_s)
-        self.contexts = ContextAssembler(self._db, self.embeddings, self.recaller,
-                                         self.extractor, self.access)
-        self.expander = Expander(self._db, self.memories, self.facts, self.access)
-        self.conversation.context_provider = self.contexts.for_prompt
 
     async def assemble_context(self, agent_id: str, query: str, /, *,
                                budget_tokens: int = DEFAULT_BUDGET_TOKENS,
@@ -475,11 +288,3 @@ class MemoryStore(OwnerView):
                                         created_before=created_before, limit=limit,
                                         cursor=cursor, tag=tag)
 
-
-def llm_from_settings(settings: Settings, db: Database) -> LLMClient | None:
-    """The configured LLM (every call recorded in llm_calls), or None: rule-based fallbacks."""
-    if not settings.llm_base_url or not settings.llm_model:
-        return None
-    return LLMClient(base_url=settings.llm_base_url, model=settings.llm_model,
-                     api_key=settings.llm_api_key, max_attempts=settings.llm_max_attempts,
-                     timeout_s=settings.llm_timeout_s, recorder=PostgresCallRecorder(db))

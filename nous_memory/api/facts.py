@@ -17,6 +17,7 @@ from pydantic.json_schema import models_json_schema
 
 from ..errors import FieldProblem, InvalidInputError
 from ..facts.learning import FactHistory, LearnResult
+from ..facts.results import LEARN_FIELDS
 from ..memories.kinds import FactDetail
 from ..memories.records import Memory
 from .body import json_object, unknown_fields
@@ -26,9 +27,6 @@ from .schemas import REF, request_body
 
 LEARN = "FactLearn"
 
-# The body fields, all keyword arguments of MemoryStore.learn_fact and fields of a fact.
-LEARN_FIELDS = ("content", "subject", "category", "confidence", "source", "source_kind",
-                "source_episode_id", "valid_from")
 
 FactId = Annotated[str, Path(
     description="Any version of the fact (a UUID); another agent's id is reported as not "

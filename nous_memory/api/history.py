@@ -16,9 +16,11 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
 
+from ..episodes.results import MessageText, Role
 from ..errors import FieldProblem, InvalidInputError
 from ..history import IngestResult, IngestStatus
 from ..history.sessions import MAX_KEY_CHARS, MAX_SESSION_TURNS, MAX_SESSIONS_PER_CALL
+from ..memories.kinds import Label
 from .body import json_object, unknown_fields
 from .errors import problem_responses
 from .routes import AgentId, Store
@@ -32,11 +34,13 @@ router = APIRouter(prefix="/agents/{agent_id}/imports", tags=["history import"])
 class HistoryTurnIn(BaseModel):
     """One message of a past conversation."""
 
+    # the fields of ``history.HistoryTurn``, typed as ``MessageIn`` types them (a turn is
+    # appended as one); tests/unit/test_message_shapes.py holds them together
     model_config = ConfigDict(extra="forbid")
 
-    role: str = Field(description="user, assistant, system or tool")
-    content: str
-    name: str | None = Field(default=None, description="The speaker's name")
+    role: Role = Field(description="user, assistant, system or tool")
+    content: MessageText
+    name: Label | None = Field(default=None, description="The speaker's name")
     at: datetime | None = Field(default=None, description="When it was said (default: "
                                 "the session's start)")
     metadata: dict[str, Any] = Field(default_factory=dict)

@@ -24,8 +24,6 @@ from .routes import AgentId, Store
 from .schemas import REF, request_body
 
 RECALL = "RecallRequest"
-RECALL_FIELDS = ("query", "kinds", "k", "include_superseded", "query_embedding", "as_of",
-                 "current_only")
 
 router = APIRouter(prefix="/agents/{agent_id}", tags=["recall"])
 
@@ -51,6 +49,9 @@ class RecallRequest(BaseModel):
         default=False, description="Leave out what no longer holds (items with "
                                    "stale_since); by default they come after the current "
                                    "value")
+
+
+RECALL_FIELDS = tuple(RecallRequest.model_fields)  # the body's names, from the model
 
 
 def recall_request_schemas() -> dict[str, dict[str, Any]]:

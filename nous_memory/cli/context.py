@@ -22,7 +22,8 @@ from ..context.model import (
 )
 from ..context.results import Expanded
 from ..errors import InvalidInputError
-from .output import Output, event_text, parse_time, shorten
+from ..memories.params import parse_time
+from .output import Output, event_text, shorten
 
 if TYPE_CHECKING:
     from ..store import MemoryStore

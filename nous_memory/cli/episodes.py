@@ -20,9 +20,10 @@ from ..episodes.results import TRANSCRIPT_PAGE, AppendResult, Role
 from ..errors import InvalidInputError, NousMemoryError
 from ..memories.kinds import EpisodeDetail, EpisodeState
 from ..memories.messages import TranscriptMessage
+from ..memories.params import parse_time
 from ..memories.records import Memory
 from .conversation import add_conversation_commands
-from .output import Output, json_argument, memory_text, parse_time, shorten, stamp, stop_on_signals
+from .output import Output, json_argument, memory_text, shorten, stamp, stop_on_signals
 
 if TYPE_CHECKING:
     from ..llm import UsageRow

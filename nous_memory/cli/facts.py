@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ..facts.results import FactHistory, LearnResult
+from ..facts.results import LEARN_FIELDS, FactHistory, LearnResult
 from ..memories.kinds import FactDetail
 from ..memories.records import Memory
 from .fields import ALL_KINDS, FieldOption, field_option
@@ -23,9 +23,6 @@ from .output import Output, event_text, shorten
 if TYPE_CHECKING:
     from ..store import MemoryStore
 
-# the learn_fact keyword arguments a caller may set (all of them fields of a fact)
-LEARN_FIELDS = ("content", "subject", "category", "confidence", "source", "source_kind",
-                "source_episode_id")
 CHAIN_CONTENT_CHARS = 100
 
 LEARN_DESCRIPTION = """\

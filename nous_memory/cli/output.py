@@ -13,7 +13,7 @@ import json
 import signal
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from ..errors import InvalidInputError
@@ -96,18 +96,6 @@ def json_value(value: Any) -> str:
 
 
 # ---------------------------------------------------------------------- arguments
-
-
-def parse_time(value: str | None, field: str) -> datetime | None:
-    """An ISO 8601 time; one without an offset is taken as UTC."""
-    if value is None:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise InvalidInputError.single(
-            field, f"not an ISO 8601 time: {value!r} (e.g. 2024-05-01T12:00:00Z)") from None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 def json_argument(text: str, field: str) -> Any:

@@ -11,7 +11,8 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ..context.results import MAX_K, MIN_K, RecallItem, RecallResult
-from .output import Output, parse_time, shorten
+from ..memories.params import parse_time
+from .output import Output, shorten
 
 if TYPE_CHECKING:
     from ..store import MemoryStore

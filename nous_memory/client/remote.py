@@ -133,7 +133,7 @@ class AsyncMemoryClient(ConversationCalls):
                          source: str | None = None, source_episode_id: UUID | str | None = None,
                          source_kind: str = "user_stated",
                          instructions: str | None = None,
-                         valid_from: datetime | None = None) -> LearnResult:
+                         valid_from: datetime | str | None = None) -> LearnResult:
         """``instructions`` is not served (the service refuses it as an unknown field):
         instruction echoes are checked where facts are extracted, in the service."""
         body = {"content": content, "subject": subject, "category": category,
@@ -230,7 +230,7 @@ class AsyncMemoryClient(ConversationCalls):
                      kinds: Sequence[Kind | str] | None = None, k: int = 10,
                      include_superseded: bool = False,
                      query_embedding: Sequence[float] | None = None,
-                     as_of: datetime | None = None,
+                     as_of: datetime | str | None = None,
                      current_only: bool = False) -> RecallResult:
         body = {"query": query, "kinds": kinds, "k": k,
                 "include_superseded": include_superseded,
@@ -246,7 +246,7 @@ class AsyncMemoryClient(ConversationCalls):
                                sections: Mapping[str, int] | Sequence[str] | None = None,
                                extraction: Extraction | str = Extraction.CACHED,
                                query_embedding: Sequence[float] | None = None,
-                               as_of: datetime | None = None,
+                               as_of: datetime | str | None = None,
                                current_only: bool = False) -> Context:
         body = {"query": query, "budget_tokens": budget_tokens,
                 "sections": None if sections is None else
@@ -264,7 +264,7 @@ class AsyncMemoryClient(ConversationCalls):
             "GET", self._agent(agent_id, "memories", memory_id, "expand"), idempotent=True))
 
     async def upcoming(self, agent_id: str, /, *, days: int = 7,
-                       as_of: datetime | None = None, limit: int = 50) -> Upcoming:
+                       as_of: datetime | str | None = None, limit: int = 50) -> Upcoming:
         params: dict[str, Any] = {"days": days, "limit": limit}
         if as_of is not None:
             params["as_of"] = as_of

@@ -11,7 +11,6 @@ an episode's transcript is archived, so closed and archived episodes stay reacha
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from ..db import Database
 from ..embeddings.cache import EmbeddingCache
 from ..errors import FieldProblem, InvalidInputError, longer_than
 from ..memories.kinds import Kind, Status, is_utf8, parse_agent_id, parse_kind
+from ..memories.params import check_time
 from .ordering import final_order, stale_slots
 from .per_agent import PerAgent
 from .refs import make_ref
@@ -38,23 +38,12 @@ from .results import RecallTimings as RecallTimings
 from .results import TimeWindow as TimeWindow
 from .when import Window, resolve, without_now
 
-# An agent with at most this many memories (deleted ones aside) and at most this many
-# chunks is read whole and ranked in memory: on bench/context_latency.py an exact scan of
-# 1,000 rows costs about 1.5 ms, less than a filtered HNSW scan over every agent's rows,
-# and the answer is exact.  Past it, the HNSW and GIN indexes keep the cost flat.
-EXACT_SCAN_MAX_ROWS = 20_000
 AGENT_ROWS_TTL_S = 30.0  # how long a small agent's counted size is trusted
 # A large agent's BM25 corpus (document count and total length) is counted at most this
 # often: counting reads every row of the agent (about 200 ms at 100,000 memories on
 # bench/tenancy.py, where it was most of a large agent's recall),
 # and the two figures move by a fraction of a percent in that time.
 CORPUS_TTL_S = 300.0
-# Candidates kept while searching an HNSW graph for a large agent (pgvector's default is
-# 40): a vector leg takes 60 rows (leg_size), so a first pass of 64 fills it without a
-# second round of the iterative scan.  On bench/tenancy.py (100,000 memories in the
-# agent's own index, maintenance/indexes.py) 40, 64 and 100 all agreed with an exact
-# top 10 every time.
-EF_SEARCH = 64
 CANDIDATE_COLUMNS = ("part", "source", "memory_id", "chunk_no", "dist", "lexeme", "df", "tsv")
 NO_CANDIDATES: tuple[list[Any], ...] = tuple([] for _ in CANDIDATE_COLUMNS)
 
@@ -131,7 +120,9 @@ def leg_size(k: int) -> int:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RecallRequest:
+class RecallQuery:
+    """A validated recall (``parse_request``); the REST body is ``api.recall.RecallRequest``."""
+
     agent: str
     query: str
     kinds: tuple[Kind, ...]
@@ -145,20 +136,12 @@ class RecallRequest:
 def parse_moment(value: object, problems: list[FieldProblem]) -> datetime | None:
     """``as_of`` as a datetime or ISO 8601 text (REST, tools and the CLI send text); a
     time without an offset is taken as UTC."""
-    moment = value
-    if isinstance(value, str) and len(value) <= 64:
-        with contextlib.suppress(ValueError):
-            moment = datetime.fromisoformat(value)
-    if not isinstance(moment, datetime):
-        problems.append(FieldProblem("as_of", "must be an ISO 8601 date and time, e.g. "
-                                              "2024-05-01T12:00:00Z"))
-        return None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return check_time(value, "as_of", problems)
 
 
 def parse_request(agent_id: object, query: object, kinds: object, k: object,
                   include_superseded: object, as_of: object = None,
-                  current_only: object = False) -> RecallRequest:
+                  current_only: object = False) -> RecallQuery:
     """Validate everything first, naming each bad field."""
     agent = parse_agent_id(agent_id)
     problems: list[FieldProblem] = []
@@ -207,7 +190,7 @@ def parse_request(agent_id: object, query: object, kinds: object, k: object,
     if problems:
         raise InvalidInputError(problems)
     assert isinstance(k, int) and isinstance(include_superseded, bool)
-    return RecallRequest(agent=agent, query=text, kinds=tuple(parsed), k=k,
+    return RecallQuery(agent=agent, query=text, kinds=tuple(parsed), k=k,
                          include_superseded=include_superseded, as_of=moment,
                          window=resolve(text, moment or datetime.now(UTC)),
                          current_only=current_only is True)
@@ -218,8 +201,7 @@ class Recaller:
 
     def __init__(self, db: Database, embeddings: EmbeddingCache, *,
                  priors: Priors | None = None, fusion: Fusion | None = None,
-                 exact_scan_max_rows: int = EXACT_SCAN_MAX_ROWS,
-                 ef_search: int = EF_SEARCH) -> None:
+                 exact_scan_max_rows: int, ef_search: int) -> None:
         if exact_scan_max_rows < 0:
             raise ValueError("exact_scan_max_rows must be >= 0")
         if not 1 <= ef_search <= 1000:
@@ -260,7 +242,7 @@ class Recaller:
                                 sql_ms=(done - embedded) * 1000,
                                 total_ms=(done - started) * 1000))
 
-    async def ranked_rows(self, req: RecallRequest, vector: np.ndarray[Any, Any]
+    async def ranked_rows(self, req: RecallQuery, vector: np.ndarray[Any, Any]
                           ) -> Sequence[Mapping[str, Any]]:
         """The ranked rows for a validated request (``parse_request``) and a checked
         vector (``check_vector``), in their final order (``ordering``): for callers that
@@ -276,7 +258,7 @@ class Recaller:
         return final_order(rows, req.k, query=req.query, current=current,
                            current_only=req.current_only)
 
-    async def _statement_rows(self, req: RecallRequest, vector: np.ndarray[Any, Any],
+    async def _statement_rows(self, req: RecallQuery, vector: np.ndarray[Any, Any],
                               depth: int) -> Sequence[Mapping[str, Any]]:
         statuses = [Status.ACTIVE.value, Status.ARCHIVED.value]
         if req.include_superseded:
@@ -308,7 +290,7 @@ class Recaller:
                 await conn.execute("recall_scan_small")
             return await conn.fetch("recall", *ranked)
 
-    async def _index_candidates(self, req: RecallRequest, args: tuple[Any, ...],
+    async def _index_candidates(self, req: RecallQuery, args: tuple[Any, ...],
                                 documents: int) -> tuple[list[Any], ...]:
         """A large agent's candidates read through the indexes (``recall_index_legs``),
         as the columns recall takes them in."""

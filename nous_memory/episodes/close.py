@@ -21,6 +21,7 @@ from uuid import UUID
 from pydantic import BaseModel, Field
 
 from .. import blocks
+from ..config import Settings
 from ..conversation.prompt import fit
 from ..db import Connection
 from ..db.audit import record_events
@@ -110,10 +111,17 @@ class EpisodeExtraction(BaseModel):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CloseSettings:
-    input_cap_tokens: int = 8_000
-    chunk_tokens: int = 160
+    """The close task's sizes (from ``Settings``) and timings."""
+
+    input_cap_tokens: int
+    chunk_tokens: int
     upgrade_delay_s: float = 600.0
     max_output_tokens: int = 2_000
+
+    @classmethod
+    def from_settings(cls, s: Settings) -> CloseSettings:
+        return cls(input_cap_tokens=s.close_input_cap_tokens,
+                   chunk_tokens=s.episode_chunk_tokens)
 
 
 def _clean(text: str | None, limit: int) -> str | None:

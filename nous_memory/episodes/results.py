@@ -24,14 +24,18 @@ class Role(StrEnum):
     TOOL = "tool"
 
 
+# A message's text, as every message input takes it (appends and history turns).
+MessageText = Annotated[str, StringConstraints(max_length=MAX_MESSAGE_CHARS),
+                        AfterValidator(no_nul)]
+
+
 class MessageIn(BaseModel):
     """One message to append; ``metadata`` is stored and returned as given."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     role: Role
-    content: Annotated[str, StringConstraints(max_length=MAX_MESSAGE_CHARS),
-                       AfterValidator(no_nul)]
+    content: MessageText
     name: Label | None = None
     tool_call_id: Label | None = None
     created_at: Timestamp | None = None

@@ -22,7 +22,7 @@ class EpisodeTasks:
     transaction, the result written in one transaction under the item's lease."""
 
     def __init__(self, db: Database, episodes: EpisodeManager, closer: EpisodeCloser, *,
-                 idle_close_after_s: float = 1800.0) -> None:
+                 idle_close_after_s: float) -> None:
         self._db = db
         self._episodes = episodes
         self._closer = closer
@@ -49,11 +49,11 @@ class EpisodeTasks:
         except NotFoundError:
             await ctx.skip()  # deleted meanwhile: nothing left to do
             return
-        detail = episode.detail
+        detail = episode.episode
         upgrade = item.task == Task.EPISODE_UPGRADE
         wanted = EpisodeState.CLOSED if upgrade else EpisodeState.CLOSING
-        if detail.state != wanted or (  # type: ignore[union-attr]
-                upgrade and detail.facts_state != FactsState.NOT_EXTRACTED):  # type: ignore[union-attr]
+        if detail.state != wanted or (
+                upgrade and detail.facts_state != FactsState.NOT_EXTRACTED):
             await ctx.skip()  # already done (a retried or duplicate item)
             return
         messages = await read_transcript(self._db, agent, ident)
@@ -62,7 +62,7 @@ class EpisodeTasks:
         assert last is not None
         # the last attempt of a close skips the LLM: a rule summary beats a stuck episode
         prepared = await self._closer.prepare(
-            agent, ident, detail.title, messages,  # type: ignore[union-attr]
+            agent, ident, detail.title, messages,
             chunked_upto=last["last_seq"], next_chunk=last["chunk_no"] + 1,
             use_llm=not (item.last_try and not upgrade), rolling_summary=rolling)
         if upgrade and prepared.extraction is None:

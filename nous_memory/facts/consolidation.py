@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import Literal
 from uuid import UUID
 
+from ..config import Settings
 from ..memories.fact_key import normalize_fact
 from ..memories.triggers import trigger_matches
 from ..words import CLAUSE_NEGATIONS, MONTH_NAMES, TENS_WORDS, UNIT_WORDS, WEEKDAY_NAMES
@@ -252,9 +253,14 @@ class Verdict(StrEnum):
 class Thresholds:
     """Raw cosine thresholds, candidate <= rule <= confirm (checked at start)."""
 
-    confirm: float = 0.90
-    rule: float = 0.70
-    candidate: float = 0.60
+    confirm: float
+    rule: float
+    candidate: float
+
+    @classmethod
+    def from_settings(cls, s: Settings) -> Thresholds:
+        return cls(confirm=s.fact_confirm_threshold, rule=s.fact_rule_threshold,
+                   candidate=s.fact_candidate_threshold)
 
     def __post_init__(self) -> None:
         if not 0.0 < self.candidate <= self.rule <= self.confirm <= 1.0:

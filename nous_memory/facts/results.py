@@ -10,6 +10,10 @@ from pydantic import BaseModel, ConfigDict
 
 from ..memories.records import Memory, MemoryEvent
 
+# The fields a caller gives ``learn_fact`` (all of them fields of a fact): the REST
+# body's and the CLI's options are made from this list and ``FactDetail``'s fields.
+LEARN_FIELDS = ("content", "subject", "category", "confidence", "source", "source_kind",
+                "source_episode_id", "valid_from")
 
 class LearnAction(StrEnum):
     CREATED = "created"

@@ -5,12 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
 from ..episodes.lifecycle import MAX_MESSAGES_PER_APPEND, MessageIn, parse_messages
 from ..errors import FieldProblem, InvalidInputError, more_than
+from ..memories.params import check_time
 
 MAX_SESSION_TURNS = MAX_MESSAGES_PER_APPEND  # a session is written in one transaction
 MAX_KEY_CHARS = 200
@@ -19,7 +20,8 @@ MAX_SESSIONS_PER_CALL = 1_000
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HistoryTurn:
-    """One message of a past conversation, as it was said."""
+    """One message of a past conversation, as it was said: appended as a ``MessageIn``
+    (``message()``), its time given as ``at``."""
 
     role: str
     content: str
@@ -35,6 +37,9 @@ class HistoryTurn:
         if self.at is not None:
             out["created_at"] = self.at
         return out
+
+
+TURN_FIELDS = tuple(f.name for f in fields(HistoryTurn))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -157,7 +162,7 @@ def session_from(raw: Mapping[str, Any]) -> HistorySession:
             if not isinstance(turn, Mapping):
                 problems.append(FieldProblem(f"turns[{i}]", "must be an object"))
                 continue
-            extra = set(turn) - {"role", "content", "name", "at", "metadata"}
+            extra = set(turn) - set(TURN_FIELDS)
             problems.extend(FieldProblem(f"turns[{i}].{n}", "unknown field") for n in sorted(extra))
             metadata = turn.get("metadata", {})
             if not isinstance(metadata, Mapping):
@@ -179,12 +184,4 @@ def _time(value: object, name: str, problems: list[FieldProblem], *,
         if required:
             problems.append(FieldProblem(name, "missing"))
         return None
-    if isinstance(value, datetime):
-        return _aware(value)
-    if isinstance(value, str):
-        try:
-            return _aware(datetime.fromisoformat(value))
-        except ValueError:
-            pass
-    problems.append(FieldProblem(name, "must be an ISO 8601 date and time"))
-    return None
+    return check_time(value, name, problems)

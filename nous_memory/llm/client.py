@@ -69,9 +69,9 @@ class _SchemaRejected(Exception):
 class LLMClient:
     """A small, retrying, recording wrapper around ``openai.AsyncOpenAI``."""
 
-    def __init__(self, *, base_url: str, model: str, api_key: str | None = None,
-                 max_attempts: int = 4, backoff_base_s: float = 0.5,
-                 backoff_max_s: float = 8.0, timeout_s: float = 60.0,
+    def __init__(self, *, base_url: str, model: str, max_attempts: int, timeout_s: float,
+                 api_key: str | None = None, backoff_base_s: float = 0.5,
+                 backoff_max_s: float = 8.0,
                  recorder: CallRecorder | None = None,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
                  rng: random.Random | None = None) -> None:

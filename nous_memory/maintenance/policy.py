@@ -24,12 +24,12 @@ class MaintenancePolicy:
     retire_min_activations: int
     retire_false_positive_share: float
     batch_size: int
-    sweeps: JobSweeps = "auto"
-    backfill_per_run: int = 50
-    backfill_spacing_s: float = 10.0
-    agent_indexes_min_rows: int = 20_000
-    agent_indexes_max: int = 200
-    agent_indexes_build_memory: str = "1GB"
+    sweeps: JobSweeps
+    backfill_per_run: int
+    backfill_spacing_s: float
+    agent_indexes_min_rows: int
+    agent_indexes_max: int
+    agent_indexes_build_memory: str
 
     @classmethod
     def from_settings(cls, s: Settings) -> MaintenancePolicy:

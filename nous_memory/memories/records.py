@@ -6,17 +6,34 @@ import base64
 import binascii
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import InvalidInputError
-from .kinds import Detail, Kind, Status, SummarySource, aware_timestamp
+from ..errors import InvalidInputError, WrongKindError
+from .kinds import (
+    CensorDetail,
+    DecisionDetail,
+    Detail,
+    EpisodeDetail,
+    FactDetail,
+    Kind,
+    ProcedureDetail,
+    Status,
+    SummarySource,
+    aware_timestamp,
+)
+
+_D = TypeVar("_D", FactDetail, EpisodeDetail, DecisionDetail, ProcedureDetail, CensorDetail)
 
 
 class Memory(BaseModel):
     """One stored memory: the shared columns plus its kind's ``detail``."""
+
+    # (not in the docstring, which the OpenAPI document shows) ``detail`` is the union of
+    # the five kinds; ``memory.fact``, ``memory.episode`` and the other kinds' names give
+    # it typed, and raise ``WrongKindError`` naming both kinds on a memory of another kind
 
     model_config = ConfigDict(frozen=True)
 
@@ -41,6 +58,31 @@ class Memory(BaseModel):
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Memory:
         return cls.model_validate(dict(row))
+
+    @property
+    def fact(self) -> FactDetail:
+        return self._detail_as(FactDetail)
+
+    @property
+    def episode(self) -> EpisodeDetail:
+        return self._detail_as(EpisodeDetail)
+
+    @property
+    def decision(self) -> DecisionDetail:
+        return self._detail_as(DecisionDetail)
+
+    @property
+    def procedure(self) -> ProcedureDetail:
+        return self._detail_as(ProcedureDetail)
+
+    @property
+    def censor(self) -> CensorDetail:
+        return self._detail_as(CensorDetail)
+
+    def _detail_as(self, wanted: type[_D]) -> _D:
+        if not isinstance(self.detail, wanted):
+            raise WrongKindError(self.id, self.kind.value, wanted.model_fields["kind"].default)
+        return self.detail
 
 
 class MemoryEvent(BaseModel):

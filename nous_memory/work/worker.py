@@ -49,7 +49,7 @@ class Worker:
 
     def __init__(self, db: Database, handlers: Mapping[Task, TaskHandler], *,
                  idle_sweep: IdleSweep | None = None, worker_id: str | None = None,
-                 lease_s: float = 300.0, poll_s: float = 1.0,
+                 lease_s: float, poll_s: float = 1.0,
                  retry_base_s: float = 5.0, backoff_cap_s: float = 2.0) -> None:
         self._db = db
         self._handlers: dict[str, TaskHandler] = {task.value: h for task, h in handlers.items()}

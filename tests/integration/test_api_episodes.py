@@ -292,7 +292,7 @@ async def test_app_with_a_given_store_runs_a_worker_only_on_request(
         other = await _start_and_close(http)
         assert (await wait_closed(http, other))["detail"]["state"] == "closed"
     # the worker stopped with the app; the caller's store is still open and usable
-    assert (await store.get_episode(A, other)).detail.state == "closed"  # type: ignore[union-attr]
+    assert (await store.get_episode(A, other)).episode.state == "closed"
 
 
 @pytest.mark.parametrize("turned_off_by", ["setting", "argument"])
@@ -330,7 +330,7 @@ async def test_episode_routes_need_a_key_for_the_agent(store: MemoryStore) -> No
         for path in (url(A, ident), url(A, ident, "messages")):
             assert (await http.get(path)).status_code == 401
         assert (await http.post(url(A, ident, "close"))).status_code == 401
-    assert (await store.get_episode(A, ident)).detail.state == "open"  # type: ignore[union-attr]
+    assert (await store.get_episode(A, ident)).episode.state == "open"
 
 
 async def test_openapi_documents_episode_routes(client: httpx.AsyncClient) -> None:

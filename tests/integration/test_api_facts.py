@@ -71,7 +71,7 @@ async def test_learn_creates_then_exact_duplicate_confirms(client: httpx.AsyncCl
     assert again["fact"]["detail"]["confidence"] == 0.64  # 10% of the way to 1
     assert await store.counts(A) == {"fact": {"active": 1}}
     stored = await store.get(A, fact["id"])
-    assert stored.detail.confirmation_count == 1  # type: ignore[union-attr]
+    assert stored.fact.confirmation_count == 1
 
 
 async def test_value_change_supersedes_and_history_shows_the_chain(

@@ -89,10 +89,10 @@ async def test_episode_commands_and_usage(database_url: str, tmp_path: Path,
                          "--started-at", "2025-06-01T09:00:00", "--json")).json()
     ident = started["id"]
     episode = await store.get_episode(AGENT, ident)
-    assert episode.detail.state == "open"  # type: ignore[union-attr]
-    assert episode.detail.title == "Boiler repair"  # type: ignore[union-attr]
-    assert episode.detail.participants == ["Ana", "assistant"]  # type: ignore[union-attr]
-    assert episode.detail.started_at == datetime(2025, 6, 1, 9, tzinfo=UTC)  # type: ignore[union-attr]
+    assert episode.episode.state == "open"
+    assert episode.episode.title == "Boiler repair"
+    assert episode.episode.participants == ["Ana", "assistant"]
+    assert episode.episode.started_at == datetime(2025, 6, 1, 9, tzinfo=UTC)
 
     appended = (await cli("episodes", "append", ident, "--agent", AGENT, "--messages-json",
                           json.dumps(MESSAGES), "--json")).json()
@@ -142,8 +142,8 @@ async def test_worker_once_show_and_errors(database_url: str, store: MemoryStore
     # two closes, each followed by its embedding follow-up
     assert json.loads(out) == {"idle_closed": 1, "processed": 4}
     for episode in (queued, idle):
-        assert (await store.get_episode(AGENT, episode.id)).detail.state == "closed"  # type: ignore[union-attr]
-    assert (await store.get_episode(AGENT, fresh.id)).detail.state == "open"  # type: ignore[union-attr]
+        assert (await store.get_episode(AGENT, episode.id)).episode.state == "closed"
+    assert (await store.get_episode(AGENT, fresh.id)).episode.state == "open"
     code, out, err = await in_process(capsys, *base, "worker", "--once")
     assert (code, out) == (0, "processed 0 work item(s); closed 0 idle episode(s)\n"), err
 
@@ -186,7 +186,8 @@ async def test_worker_once_show_and_errors(database_url: str, store: MemoryStore
         (("episodes", "show", str(queued.id), "--agent", "other"), 3, r"not found"),
         (("episodes", "append", str(queued.id), "--agent", AGENT, "--content", "late"),
          4, r"is closed"),
-        (("llm", "usage", "--agent", AGENT, "--since", "last week"), 2, r"since: not an ISO"),
+        (("llm", "usage", "--agent", AGENT, "--since", "last week"), 2,
+         r"since: must be an ISO 8601"),
     ]
     for argv, expected, message in cases:
         code, out, err = await in_process(capsys, *base, *argv)

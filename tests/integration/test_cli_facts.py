@@ -32,9 +32,9 @@ async def test_learn_confirm_and_history(database_url: str, tmp_path: Path,
     fact_id = created["fact"]["id"]
     stored = await store.get(AGENT, fact_id)
     assert stored.summary == WIFI
-    assert stored.detail.subject == "office"  # type: ignore[union-attr]
-    assert stored.detail.confidence == 0.6  # type: ignore[union-attr]
-    assert stored.detail.source_kind == "extracted"  # type: ignore[union-attr]
+    assert stored.fact.subject == "office"
+    assert stored.fact.confidence == 0.6
+    assert stored.fact.source_kind == "extracted"
 
     again = await cli("facts", "learn", "--agent", AGENT, "--content", "the office WiFi is "
                       "called Nebula!")

@@ -99,7 +99,7 @@ async def test_trim_moves_the_transcript_tail_cold_and_back(store: MemoryStore) 
     assert [(r["start_offset"], r["reason"], r["n"]) for r in cold] == [
         (head, "trim", 30 - head)]
     memory = await store.get(AGENT, episode.id)
-    assert memory.detail.storage == "trimmed"  # type: ignore[union-attr]
+    assert memory.episode.storage == "trimmed"
     assert (await sql(store, "SELECT count(*) AS n FROM episode_chunks")) == chunks_before
     assert (await store.maintenance.trim(now=NOW, agent_id=AGENT)).counts[
         "trimmed_transcripts"] == 0
@@ -173,7 +173,7 @@ async def test_an_upgrade_after_the_trim_reads_the_cold_tail(
     for _ in range(2):  # both attempts of the close's one call
         llm_server.fail(500)
     await llm_store.worker().drain()  # the rule fallback; an upgrade is queued for later
-    assert (await llm_store.get(AGENT, episode.id)).detail.facts_state == "not_extracted"  # type: ignore[union-attr]
+    assert (await llm_store.get(AGENT, episode.id)).episode.facts_state == "not_extracted"
     assert (await llm_store.maintenance.trim(now=NOW, agent_id=AGENT)).counts[
         "trimmed_transcripts"] == 1
     await sql(llm_store, "UPDATE work_items SET run_after = now() WHERE agent_id = $1 "

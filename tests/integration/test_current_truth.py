@@ -38,17 +38,19 @@ MOVE = [_session("2024-01-10", "I live in Lisbon and work at a bakery.",
 async def test_a_value_said_later_supersedes_whatever_the_order_learned(
         store: MemoryStore) -> None:
     porto = await store.learn_fact("a", "The user lives in Porto.", valid_from=MAY)
+    assert porto.fact is not None
     lisbon = await store.learn_fact("a", "The user lives in Lisbon.", valid_from=JAN)
     # said before the current value: history, never current
-    assert lisbon.action is LearnAction.PAST and lisbon.related == [porto.fact.id]  # type: ignore[union-attr]
+    assert lisbon.action is LearnAction.PAST and lisbon.related == [porto.fact.id]
     assert lisbon.fact is not None and lisbon.fact.status is Status.SUPERSEDED
-    assert lisbon.fact.detail.valid_until == MAY  # type: ignore[union-attr]
-    current = await store.get("a", porto.fact.id)  # type: ignore[union-attr]
+    assert lisbon.fact.fact.valid_until == MAY
+    current = await store.get("a", porto.fact.id)
     assert current.status is Status.ACTIVE
     braga = await store.learn_fact("a", "The user moved to Braga.", valid_from=JUL)
     assert braga.action is LearnAction.SUPERSEDED and braga.decided_by == "slot"
-    history = await store.fact_history("a", braga.fact.id)  # type: ignore[union-attr]
-    assert [m.detail.slot_value for m in history.chain] == [  # type: ignore[union-attr]
+    assert braga.fact is not None
+    history = await store.fact_history("a", braga.fact.id)
+    assert [m.fact.slot_value for m in history.chain] == [
         "lisbon", "porto", "braga"]
     assert [m.status for m in history.chain] == [Status.SUPERSEDED, Status.SUPERSEDED,
                                                  Status.ACTIVE]
@@ -68,7 +70,7 @@ async def test_another_subject_in_the_same_frame_is_another_fact(
     b = await store.learn_fact("k", second)
     assert a.action is LearnAction.CREATED
     assert b.action is LearnAction.CREATED, (b.decided_by, b.similarity)
-    assert b.fact is not None and b.fact.id != a.fact.id  # type: ignore[union-attr]
+    assert a.fact is not None and b.fact is not None and b.fact.id != a.fact.id
 
 
 async def test_importing_the_newer_sessions_first_keeps_the_newest_current(
@@ -77,8 +79,8 @@ async def test_importing_the_newer_sessions_first_keeps_the_newest_current(
     await store.worker().drain()
     homes = [m for m in (await store.list("rev", kind="fact",
                                           status=["active", "superseded"])).items
-             if m.detail.slot_attribute == "home"]  # type: ignore[union-attr]
-    state = {m.detail.slot_value: m.status for m in homes}  # type: ignore[union-attr]
+             if m.fact.slot_attribute == "home"]
+    state = {m.fact.slot_value: m.status for m in homes}
     assert state == {"porto": Status.ACTIVE, "lisbon": Status.SUPERSEDED}
 
 
@@ -173,12 +175,12 @@ async def test_facts_from_before_slots_get_theirs_from_the_backfill(store: Memor
                      "slot_value = NULL, valid_from = NULL WHERE memory_id = $1", fact.id)
     dry = await store.maintenance.backfill(now=datetime.now(UTC), dry_run=True)
     assert dry.counts["facts_read_for_slots"] == 1
-    assert (await store.get("old", fact.id)).detail.valid_from is None  # type: ignore[union-attr]
+    assert (await store.get("old", fact.id)).fact.valid_from is None
     run = await store.maintenance.backfill(now=datetime.now(UTC))
     assert (run.counts["facts_read_for_slots"], run.counts["facts_given_slots"]) == (1, 1)
-    read = (await store.get("old", fact.id)).detail
-    assert (read.slot_attribute, read.slot_value) == ("home", "lisbon")  # type: ignore[union-attr]
-    assert read.valid_from == datetime(2024, 1, 10, 10, tzinfo=UTC)  # type: ignore[union-attr]
+    read = (await store.get("old", fact.id)).fact
+    assert (read.slot_attribute, read.slot_value) == ("home", "lisbon")
+    assert read.valid_from == datetime(2024, 1, 10, 10, tzinfo=UTC)
     again = await store.maintenance.backfill(now=datetime.now(UTC))
     assert "facts_read_for_slots" not in again.counts  # nothing left to read
 

@@ -41,11 +41,11 @@ async def test_a_later_outcome_updates_the_same_decision(llm_store: MemoryStore,
         "subject": "  Memory store   DATABASE", "outcome": "success", "confidence": 0.9,
         "reasons": ["one system to run", "recall got faster"]})
     [decision] = await _decisions(llm_store)
-    detail = decision.detail
-    assert detail.description == CHOSEN["description"]  # type: ignore[union-attr]
-    assert detail.outcome == "success" and detail.confidence == 0.9  # type: ignore[union-attr]
-    assert detail.reasons == ["one system to run", "recall got faster"]  # type: ignore[union-attr]
-    assert detail.source_episode_id == first.id  # type: ignore[union-attr]
+    detail = decision.decision
+    assert detail.description == CHOSEN["description"]
+    assert detail.outcome == "success" and detail.confidence == 0.9
+    assert detail.reasons == ["one system to run", "recall got faster"]
+    assert detail.source_episode_id == first.id
     assert "[success]" in decision.summary  # the summary (and its embedding) follow
     events = await llm_store.history(AGENT, decision.id)
     assert [(e.event, e.actor) for e in events] == [("created", None),
@@ -54,7 +54,7 @@ async def test_a_later_outcome_updates_the_same_decision(llm_store: MemoryStore,
     # a restatement that adds nothing (still pending) changes nothing
     await _close(llm_store, llm_server, {**CHOSEN, "confidence": None, "reasons": []})
     [same] = await _decisions(llm_store)
-    assert same.version == decision.version and same.detail.outcome == "success"  # type: ignore[union-attr]
+    assert same.version == decision.version and same.decision.outcome == "success"
 
 
 async def test_other_subject_far_meaning_or_no_subject_is_a_new_decision(
@@ -73,6 +73,6 @@ async def test_other_subject_far_meaning_or_no_subject_is_a_new_decision(
          "outcome": "abandoned"})
     decisions = await _decisions(llm_store)
     assert len(decisions) == 4
-    assert decisions[0].detail.outcome == "pending"  # type: ignore[union-attr]
-    assert sorted(d.detail.outcome for d in decisions[1:]) == [  # type: ignore[union-attr]
+    assert decisions[0].decision.outcome == "pending"
+    assert sorted(d.decision.outcome for d in decisions[1:]) == [
         "abandoned", "failure", "success"]

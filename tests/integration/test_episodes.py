@@ -69,19 +69,19 @@ async def _count(store: MemoryStore, sql: str, *args: Any) -> int:
 async def test_close_with_llm_extracts_everything_once(llm_store: MemoryStore,
                                                        llm: ScriptedLLMServer) -> None:
     episode = await llm_store.start_episode("ana", participants=["Ana", "assistant"])
-    assert episode.detail.state is EpisodeState.OPEN  # type: ignore[union-attr]
+    assert episode.episode.state is EpisodeState.OPEN
     appended = await llm_store.append("ana", episode.id, MESSAGES)
     assert (appended.first_seq, appended.last_seq, appended.message_count) == (0, 3, 4)
     closing = await llm_store.close_episode("ana", episode.id)
-    assert closing.detail.state is EpisodeState.CLOSING  # type: ignore[union-attr]
+    assert closing.episode.state is EpisodeState.CLOSING
     assert (await llm_store.close_episode("ana", episode.id)).version == closing.version
     llm.reply_json(EXTRACTION)
     worker = llm_store.worker()
     # the close: one LLM call and one transaction; no embedding, no fact learning yet
     assert await worker.run_once()
     first = await llm_store.get_episode("ana", episode.id)
-    assert first.detail.state is EpisodeState.CLOSED  # type: ignore[union-attr]
-    assert first.detail.facts_state is FactsState.PENDING  # type: ignore[union-attr]
+    assert first.episode.state is EpisodeState.CLOSED
+    assert first.episode.facts_state is FactsState.PENDING
     assert first.summary == EXTRACTION["summary"].strip()
     assert await llm_store.facts_from_episode("ana", episode.id) == []
     assert await _count(llm_store, "SELECT count(*) FROM episode_chunks WHERE agent_id = 'ana' "
@@ -93,22 +93,22 @@ async def test_close_with_llm_extracts_everything_once(llm_store: MemoryStore,
     assert await _count(llm_store, "SELECT count(*) FROM memories WHERE agent_id = 'ana' "
                                    "AND embedding IS NULL") == 0
     closed = await llm_store.get_episode("ana", episode.id)
-    detail = closed.detail
-    assert detail.state is EpisodeState.CLOSED  # type: ignore[union-attr]
+    detail = closed.episode
+    assert detail.state is EpisodeState.CLOSED
     assert closed.summary_source is SummarySource.LLM
     assert closed.summary == EXTRACTION["summary"].strip()
-    assert detail.title == EXTRACTION["title"]  # type: ignore[union-attr]
-    assert detail.lessons == EXTRACTION["lessons"]  # type: ignore[union-attr]
-    assert detail.facts_state is FactsState.EXTRACTED  # type: ignore[union-attr]
+    assert detail.title == EXTRACTION["title"]
+    assert detail.lessons == EXTRACTION["lessons"]
+    assert detail.facts_state is FactsState.EXTRACTED
     assert len(llm.requests) == 1
     sent = llm.requests[0]["messages"][-1]["content"]
     assert "<transcript>" in sent and "sushi" not in sent and 'role="user" name="Ana"' in sent
     facts = await llm_store.facts_from_episode("ana", episode.id)
     assert sorted(f.summary for f in facts) == ["Ana is vegetarian",
                                                 "Ana's team offsite is in Lisbon on May 14"]
-    assert all(f.detail.source_kind == "extracted" for f in facts)  # type: ignore[union-attr]
+    assert all(f.fact.source_kind == "extracted" for f in facts)
     decisions = (await llm_store.list("ana", kind="decision")).items
-    assert [d.detail.source_episode_id for d in decisions] == [episode.id]  # type: ignore[union-attr]
+    assert [d.decision.source_episode_id for d in decisions] == [episode.id]
     chunks = await _count(llm_store, "SELECT count(*) FROM episode_chunks WHERE agent_id = 'ana'")
     assert chunks >= 2
     assert await worker.drain() == 0  # nothing left: processed exactly once
@@ -122,7 +122,7 @@ async def test_no_llm_gives_rule_summary_at_once(store: MemoryStore) -> None:
     closed = await store.get_episode("a", episode.id)
     assert closed.summary_source is SummarySource.RULE
     assert closed.summary.startswith("Quick chat. Conversation between Ana, assistant")
-    assert closed.detail.facts_state is FactsState.NOT_EXTRACTED  # type: ignore[union-attr]
+    assert closed.episode.facts_state is FactsState.NOT_EXTRACTED
     assert "sushi" not in closed.summary
     assert await _count(store, "SELECT count(*) FROM work_items WHERE state <> 'done'") == 0
 
@@ -142,24 +142,24 @@ async def test_no_llm_learns_stated_facts_by_rule_with_provenance(store: MemoryS
     await store.close_episode("a", episode.id)
     assert await store.worker().drain() == 2  # the close, then its follow-up
     closed = await store.get_episode("a", episode.id)
-    assert closed.detail.facts_state is FactsState.NOT_EXTRACTED  # type: ignore[union-attr]
-    assert closed.detail.facts_extractor is FactsExtractor.RULES  # type: ignore[union-attr]
+    assert closed.episode.facts_state is FactsState.NOT_EXTRACTED
+    assert closed.episode.facts_extractor is FactsExtractor.RULES
     facts = await store.facts_from_episode("a", episode.id)
-    assert sorted(f.detail.content for f in facts) == [  # type: ignore[union-attr]
+    assert sorted(f.fact.content for f in facts) == [
         "Ana is vegetarian.", "Ana lives in Porto now.", "Ana's sister Maria is a nurse."]
     for fact in facts:
-        detail = fact.detail
-        assert detail.source_kind == "extracted"  # type: ignore[union-attr]
-        assert detail.confidence == RULE_CONFIDENCE  # type: ignore[union-attr]
-        assert detail.source_episode_id == episode.id  # type: ignore[union-attr]
-    porto = next(f for f in facts if "Porto" in f.detail.content)  # type: ignore[union-attr]
+        detail = fact.fact
+        assert detail.source_kind == "extracted"
+        assert detail.confidence == RULE_CONFIDENCE
+        assert detail.source_episode_id == episode.id
+    porto = next(f for f in facts if "Porto" in f.fact.content)
     # Ana's home, said after the stored one: the new value supersedes it by slot (dedup ran
     # on the rule facts), the old one kept in the history with when it stopped holding
-    assert porto.detail.supersedes_id == lisbon.id  # type: ignore[union-attr]
-    assert porto.detail.slot_attribute == "home"  # type: ignore[union-attr]
+    assert porto.fact.supersedes_id == lisbon.id
+    assert porto.fact.slot_attribute == "home"
     old = await store.get("a", lisbon.id)
     assert old.status is Status.SUPERSEDED
-    assert old.detail.valid_until == porto.detail.valid_from  # type: ignore[union-attr]
+    assert old.fact.valid_until == porto.fact.valid_from
     events = await _count(store, "SELECT count(*) FROM memory_events WHERE memory_id = $1 "
                           "AND new_values->>'facts_extractor' = 'rules'", episode.id)
     assert events == 1
@@ -177,7 +177,7 @@ async def test_llm_failure_falls_back_and_queues_an_upgrade(llm_store: MemorySto
     await llm_store.worker().drain()
     closed = await llm_store.get_episode("a", episode.id)
     assert closed.summary_source is SummarySource.RULE
-    assert closed.detail.facts_state is FactsState.NOT_EXTRACTED  # type: ignore[union-attr]
+    assert closed.episode.facts_state is FactsState.NOT_EXTRACTED
     conn = await asyncpg.connect(llm_store.dsn)
     try:
         await conn.execute("UPDATE work_items SET run_after = now() WHERE task = 'episode_upgrade'")
@@ -187,16 +187,16 @@ async def test_llm_failure_falls_back_and_queues_an_upgrade(llm_store: MemorySto
     assert await llm_store.worker().drain() == 2  # the upgrade, then its learning follow-up
     upgraded = await llm_store.get_episode("a", episode.id)
     assert upgraded.summary_source is SummarySource.LLM
-    assert upgraded.detail.facts_state is FactsState.EXTRACTED  # type: ignore[union-attr]
-    assert upgraded.detail.facts_extractor is FactsExtractor.LLM  # type: ignore[union-attr]
+    assert upgraded.episode.facts_state is FactsState.EXTRACTED
+    assert upgraded.episode.facts_extractor is FactsExtractor.LLM
     # the rules had learned "Ana is vegetarian." at the failed close; the LLM restates it:
     # confirmed through dedup, not a second fact
     facts = await llm_store.facts_from_episode("a", episode.id)
-    assert sorted(f.detail.content for f in facts) == [  # type: ignore[union-attr]
+    assert sorted(f.fact.content for f in facts) == [
         "Ana is vegetarian.", "Ana's team offsite is in Lisbon on May 14"]
     vegetarian = next(f for f in facts if "vegetarian" in f.summary)
-    assert vegetarian.detail.confirmation_count == 1  # type: ignore[union-attr]
-    assert vegetarian.detail.confidence > 0.8  # type: ignore[union-attr]  # the LLM's, +10%
+    assert vegetarian.fact.confirmation_count == 1
+    assert vegetarian.fact.confidence > 0.8  # the LLM's, +10%
 
 
 async def test_append_rules(store: MemoryStore) -> None:

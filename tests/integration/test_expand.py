@@ -39,7 +39,7 @@ async def test_fact_with_chain_source_episode_and_excerpt(store: MemoryStore) ->
     assert old.fact is not None and new.fact is not None
     expanded = await store.expand("a", new.fact.id)
     assert expanded.ref == f"fact:{new.fact.id.hex[:8]}"
-    assert expanded.memory.detail.content == (  # type: ignore[union-attr]
+    assert expanded.memory.fact.content == (
         "The project deadline is March 10")
     assert [m.id for m in expanded.chain] == [old.fact.id, new.fact.id]
     assert [e.event for e in expanded.events] == ["created"]

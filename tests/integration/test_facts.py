@@ -16,7 +16,7 @@ from nous_memory.testing import JSONReply, ScriptedLLMServer
 
 async def _active_facts(store: MemoryStore, agent: str) -> list[str]:
     page = await store.list(agent, kind="fact", status="active", limit=500)
-    return sorted(m.detail.content for m in page.items)  # type: ignore[union-attr]
+    return sorted(m.fact.content for m in page.items)
 
 
 def _all_same(request: dict[str, Any]) -> JSONReply:
@@ -38,7 +38,7 @@ async def test_celsius_scenario_with_llm_is_one_confirmed_fact(
     assert third.action is LearnAction.CONFIRMED and third.decided_by == "llm"
     assert second.fact is not None and third.fact is not None and first.fact is not None
     assert second.fact.id == third.fact.id == first.fact.id
-    assert third.fact.detail.confirmation_count == 2  # type: ignore[union-attr]
+    assert third.fact.fact.confirmation_count == 2
     assert await _active_facts(llm_store, "tim") == ["Tim likes Celsius"]
     assert len(llm_server.requests) == 2
     sent = llm_server.requests[0]["messages"][-1]["content"]
@@ -59,7 +59,7 @@ async def test_celsius_scenario_without_llm_uses_the_value_rule(store: MemorySto
     assert second.decided_by == third.decided_by == "rule"
     assert await _active_facts(store, "tim") == ["Tim prefers Celsius over Fahrenheit"]
     assert third.fact is not None
-    assert third.fact.detail.confirmation_count == 2  # type: ignore[union-attr]
+    assert third.fact.fact.confirmation_count == 2
     history = await store.fact_history("tim", third.fact.id)
     confirmed = [e for e in history.events if e.event == "confirmed"]
     assert confirmed[0].old_values == {"confidence": None, "content": "Tim likes Celsius"}
@@ -72,9 +72,9 @@ async def test_rule_cannot_tell_keeps_both_and_flags(store: MemoryStore) -> None
     assert second.action is LearnAction.CREATED and second.decided_by == "rule"
     assert first.fact is not None and second.fact is not None
     assert second.related == [first.fact.id]
-    assert second.fact.detail.conflicts_with == [first.fact.id]  # type: ignore[union-attr]
+    assert second.fact.fact.conflicts_with == [first.fact.id]
     old = await store.get("tim", first.fact.id)
-    assert old.detail.conflicts_with == [second.fact.id]  # type: ignore[union-attr]
+    assert old.fact.conflicts_with == [second.fact.id]
     assert await _active_facts(store, "tim") == ["Tim's manager is Daniel",
                                                  "Tim's manager is Priya"]
 
@@ -93,9 +93,9 @@ async def test_value_change_supersedes_with_history(store: MemoryStore, old: str
     assert after.related == [before.fact.id]
     replaced = await store.get("a", before.fact.id)
     assert replaced.status is Status.SUPERSEDED
-    assert replaced.detail.superseded_by_id == after.fact.id  # type: ignore[union-attr]
-    assert replaced.detail.confidence == 0.4  # type: ignore[union-attr]  # halved
-    assert after.fact.detail.supersedes_id == before.fact.id  # type: ignore[union-attr]
+    assert replaced.fact.superseded_by_id == after.fact.id
+    assert replaced.fact.confidence == 0.4  # halved
+    assert after.fact.fact.supersedes_id == before.fact.id
     assert await _active_facts(store, "a") == [new]
     history = await store.fact_history("a", after.fact.id)
     assert [m.id for m in history.chain] == [before.fact.id, after.fact.id]
@@ -124,7 +124,7 @@ async def test_a_b_a_reactivates(store: MemoryStore) -> None:
     assert await _active_facts(store, "a") == ["The team standup is at 9:00"]
     b_now = await store.get("a", b.fact.id)
     assert b_now.status is Status.SUPERSEDED
-    assert b_now.detail.superseded_by_id == a.fact.id  # type: ignore[union-attr]
+    assert b_now.fact.superseded_by_id == a.fact.id
     assert (await store.counts("a"))["fact"] == {"active": 1, "superseded": 1}
     history = await store.fact_history("a", a.fact.id)
     assert {m.id for m in history.chain} == {a.fact.id, b.fact.id}
@@ -137,8 +137,8 @@ async def test_exact_and_near_duplicates_confirm(store: MemoryStore) -> None:
     exact = await store.learn_fact("a", "  maria WORKS at the lisbon office!! ")
     assert exact.action is LearnAction.CONFIRMED and exact.decided_by == "exact"
     assert exact.fact is not None
-    assert exact.fact.detail.confidence == 0.64  # type: ignore[union-attr]  # 10% toward 1
-    assert exact.fact.detail.confirmation_count == 1  # type: ignore[union-attr]
+    assert exact.fact.fact.confidence == 0.64  # 10% toward 1
+    assert exact.fact.fact.confirmation_count == 1
     richer = await store.learn_fact("a", "Maria works at the Lisbon office as a data engineer")
     assert richer.action is LearnAction.MERGED
     assert richer.fact is not None and first.fact is not None
@@ -238,8 +238,8 @@ async def test_provenance(store: MemoryStore) -> None:
     learned = await store.learn_fact("a", "Tim lives in Porto", source_kind="extracted",
                                      source_episode_id=episode.id, source="onboarding")
     assert learned.fact is not None
-    assert learned.fact.detail.source_episode_id == episode.id  # type: ignore[union-attr]
-    assert learned.fact.detail.source_kind == "extracted"  # type: ignore[union-attr]
+    assert learned.fact.fact.source_episode_id == episode.id
+    assert learned.fact.fact.source_kind == "extracted"
     assert [m.id for m in await store.facts_from_episode("a", episode.id)] == [learned.fact.id]
     assert await store.facts_from_episode("b", episode.id) == []
 
@@ -251,7 +251,7 @@ async def test_fifty_concurrent_identical_learns_make_one_fact(store: MemoryStor
     assert actions.count(LearnAction.CREATED) == 1
     assert actions.count(LearnAction.CONFIRMED) == 49
     (fact,) = (await store.list("a", kind="fact")).items
-    assert fact.detail.confirmation_count == 49  # type: ignore[union-attr]
+    assert fact.fact.confirmation_count == 49
 
 
 async def test_concurrent_paraphrases_never_double_insert(store: MemoryStore) -> None:

@@ -86,7 +86,7 @@ async def test_every_hook_reaches_the_store(store: MemoryStore, hermes_env: Path
     assert [[m.content for m in await store.transcript(AGENT, e.id)] for e in episodes] == [
         ["My sister Beatrice lives in Lisbon.", "Noted, Lisbon.", "I fly there on 9 May.",
          "Have a good flight."], ["Start over: plan a trip to Faro.", "Faro it is."]]
-    assert all(e.detail.state in ("closing", "closed")  # type: ignore[union-attr]
+    assert all(e.episode.state in ("closing", "closed")
                for e in episodes)
 
 

@@ -126,7 +126,7 @@ async def test_cli_ingest_imports_closes_and_resumes(
     assert (report["close_work_open"], report["close_work_failed"]) == (0, 0)
     assert "import g" in err and "close" in err  # progress on stderr
     episodes = (await store.list("g", kind="episode")).items
-    assert len(episodes) == 4 and {e.detail.state for e in episodes} == {  # type: ignore[union-attr]
+    assert len(episodes) == 4 and {e.episode.state for e in episodes} == {
         "closed"}
     found = await store.recall("g", QUESTION, k=1, as_of=ASKED)
     assert found.items and "(2)" in found.items[0].text

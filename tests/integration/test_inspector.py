@@ -393,7 +393,7 @@ async def test_cold_storage_shown_restored_and_guarded(open_ui: httpx.AsyncClien
     assert restored.status_code == 303
     page = await open_ui.get(restored.headers["location"])
     assert "Restored from cold storage" in page.text
-    assert (await store.get(A, episode.id)).detail.storage.value == "restored"  # type: ignore[union-attr]
+    assert (await store.get(A, episode.id)).episode.storage.value == "restored"
 
 
 async def test_agents_are_paged(open_ui: httpx.AsyncClient, store: MemoryStore,

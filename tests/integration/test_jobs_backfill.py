@@ -53,8 +53,8 @@ async def test_rule_only_episodes_are_upgraded_resumably_with_job_runs(
         database_url: str) -> None:
     episodes = await _rule_only_episodes(store)
     for episode in episodes:
-        detail = (await store.get_episode(AGENT, episode.id)).detail
-        assert detail.facts_extractor is FactsExtractor.RULES  # type: ignore[union-attr]
+        detail = (await store.get_episode(AGENT, episode.id)).episode
+        assert detail.facts_extractor is FactsExtractor.RULES
         assert len(await store.facts_from_episode(AGENT, episode.id)) == 1
     skipped = await JobRunner(store).run("backfill")
     assert skipped.status == "skipped" and "no LLM" in (skipped.note or "")
@@ -84,15 +84,15 @@ async def test_rule_only_episodes_are_upgraded_resumably_with_job_runs(
 
         for episode, restated in zip(episodes, RESTATED, strict=True):
             upgraded = await llm_store.get_episode(AGENT, episode.id)
-            detail = upgraded.detail
+            detail = upgraded.episode
             assert upgraded.summary_source is SummarySource.LLM
-            assert detail.facts_state is FactsState.EXTRACTED  # type: ignore[union-attr]
-            assert detail.facts_extractor is FactsExtractor.LLM  # type: ignore[union-attr]
+            assert detail.facts_state is FactsState.EXTRACTED
+            assert detail.facts_extractor is FactsExtractor.LLM
             facts = await llm_store.facts_from_episode(AGENT, episode.id)
             # the rule fact the LLM restated is confirmed (one fact), plus the LLM's own
             assert len(facts) == 2
-            restating = [f for f in facts if f.detail.confirmation_count]  # type: ignore[union-attr]
-            assert [f.detail.content for f in restating] == [  # type: ignore[union-attr]
+            restating = [f for f in facts if f.fact.confirmation_count]
+            assert [f.fact.content for f in restating] == [
                 restated + "."]
         active = (await llm_store.list(AGENT, kind="fact", status="active")).items
         assert len(active) == 6
@@ -136,9 +136,9 @@ async def test_without_an_llm_episodes_no_extractor_read_get_the_rules_pass(
     assert run.status == "ok" and dict(run.counts) == {"queued_for_rules": 1}
     assert "no LLM" in (run.note or "")
     assert await worker.drain() == 1
-    detail = (await store.get_episode(AGENT, episode.id)).detail
-    assert detail.facts_extractor is FactsExtractor.RULES  # type: ignore[union-attr]
-    assert [f.detail.content for f in await store.facts_from_episode(  # type: ignore[union-attr]
+    detail = (await store.get_episode(AGENT, episode.id)).episode
+    assert detail.facts_extractor is FactsExtractor.RULES
+    assert [f.fact.content for f in await store.facts_from_episode(
         AGENT, episode.id)] == ["Ana moved to Lisbon in March."]
     again = await runner.run("backfill")
     assert again.status == "skipped" and dict(again.counts) == {"queued_for_rules": 0}

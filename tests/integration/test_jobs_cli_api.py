@@ -59,7 +59,7 @@ async def test_jobs_list_run_history_and_restore(database_url: str, store: Memor
     assert code == 0, err
     assert out.strip() == (f"restored {episode.id} (was trimmed): {len(text)} characters "
                            "of detail")
-    assert (await store.get(AGENT, episode.id)).detail.detail == text  # type: ignore[union-attr]
+    assert (await store.get(AGENT, episode.id)).episode.detail == text
 
     code, _, err = await run_main(capsys, *base, "memories", "restore", str(episode.id),
                                   "--agent", AGENT)

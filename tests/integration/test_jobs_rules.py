@@ -67,7 +67,7 @@ async def test_compression_without_llm_is_skipped_and_says_so(store: MemoryStore
     result = await store.maintenance.compress(now=NOW)
     assert result.skipped and "no LLM" in (result.note or "")
     assert result.counts == {"procedures_waiting": 1}
-    assert (await store.get(AGENT, procedure.id)).detail.implementation_notes == NOTES  # type: ignore[union-attr]
+    assert (await store.get(AGENT, procedure.id)).procedure.implementation_notes == NOTES
 
 
 async def test_compression_consolidates_notes_and_keeps_the_old_ones(
@@ -84,8 +84,8 @@ async def test_compression_consolidates_notes_and_keeps_the_old_ones(
     result = await llm_store.maintenance.compress(now=NOW)
     assert result.counts == {"procedures_compressed": 1, "procedures_failed": 0,
                              "notes_before": 12, "notes_after": 3}
-    assert (await llm_store.get(AGENT, long.id)).detail.implementation_notes == merged  # type: ignore[union-attr]
-    assert (await llm_store.get(AGENT, short.id)).detail.implementation_notes == NOTES[:10]  # type: ignore[union-attr]
+    assert (await llm_store.get(AGENT, long.id)).procedure.implementation_notes == merged
+    assert (await llm_store.get(AGENT, short.id)).procedure.implementation_notes == NOTES[:10]
     event = (await llm_store.history(AGENT, long.id))[-1]
     assert event.event == "compressed"
     assert event.old_values == {"implementation_notes": NOTES}
@@ -100,7 +100,7 @@ async def test_compression_rejects_an_answer_over_the_limit(
     llm_server.reply_json({"notes": [f"n{i}" for i in range(6)]})
     result = await llm_store.maintenance.compress(now=NOW)
     assert result.counts["procedures_failed"] == 1 and result.note
-    assert (await llm_store.get(AGENT, procedure.id)).detail.implementation_notes == NOTES  # type: ignore[union-attr]
+    assert (await llm_store.get(AGENT, procedure.id)).procedure.implementation_notes == NOTES
 
 
 async def test_housekeeping_expires_requeues_and_reembeds(sweeps: str, store: MemoryStore,

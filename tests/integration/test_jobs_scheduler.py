@@ -194,7 +194,7 @@ async def test_a_sigkilled_run_resumes_and_frees_the_lock(store: MemoryStore,
     for i in range(5):
         episode = await old_episode(store, AGENT, ended_days_ago=100 + i,
                                     detail=long_text(2_500 + i, 60 + i))
-        details[episode.id] = episode.detail.detail  # type: ignore[union-attr]
+        details[episode.id] = episode.episode.detail
     script = tmp_path / "killed_run.py"
     script.write_text(KILLED_RUN)
     env = {**os.environ, "PYTHONPATH": str(ROOT),

@@ -34,8 +34,8 @@ async def test_trim_moves_the_tail_losslessly_once(sweeps: str, store: MemorySto
     assert other_text is not None
     assert result.counts["trimmed_chars"] == len(text) - 2_000 + len(other_text) - 2_000
     hot = await store.get(AGENT, old.id)
-    assert hot.detail.detail == text[:2_000]  # type: ignore[union-attr]
-    assert hot.detail.storage == "trimmed"  # type: ignore[union-attr]
+    assert hot.episode.detail == text[:2_000]
+    assert hot.episode.storage == "trimmed"
     rows = await sql(database_url, "SELECT e.agent_id, left(e.detail, a.start_offset) "
                      "|| a.content AS whole, a.reason, a.start_offset FROM episodes e JOIN "
                      "memory_archive a ON a.agent_id = e.agent_id AND a.memory_id = "
@@ -44,10 +44,10 @@ async def test_trim_moves_the_tail_losslessly_once(sweeps: str, store: MemorySto
         (AGENT, "trim", 2_000), ("other-agent", "trim", 2_000)]
     assert rows[0]["whole"] == text
     for untouched in (short, recent):
-        assert (await store.get(AGENT, untouched.id)).detail.storage == "hot"  # type: ignore[union-attr]
+        assert (await store.get(AGENT, untouched.id)).episode.storage == "hot"
     events = [e.event for e in await store.history(AGENT, old.id)]
     assert events == ["created", "trimmed"]
-    assert (await store.get("other-agent", other.id)).detail.storage == "trimmed"  # type: ignore[union-attr]
+    assert (await store.get("other-agent", other.id)).episode.storage == "trimmed"
 
     again = await store.maintenance.trim(now=NOW)
     assert again.counts["trimmed"] == 0
@@ -56,10 +56,10 @@ async def test_trim_moves_the_tail_losslessly_once(sweeps: str, store: MemorySto
     with pytest.raises(ConflictError, match="restore it"):
         await store.update(AGENT, old.id, detail="rewritten")
     retitled = await store.update(AGENT, old.id, title="Still editable")
-    assert retitled.detail.detail == text[:2_000]  # type: ignore[union-attr]
+    assert retitled.episode.detail == text[:2_000]
     await store.restore(AGENT, old.id)
     edited = await store.update(AGENT, old.id, detail="rewritten after restore")
-    assert edited.detail.detail == "rewritten after restore"  # type: ignore[union-attr]
+    assert edited.episode.detail == "rewritten after restore"
 
 
 async def test_archive_then_restore_round_trips_byte_for_byte(sweeps: str,
@@ -92,7 +92,7 @@ async def test_archive_then_restore_round_trips_byte_for_byte(sweeps: str,
     assert archived.counts["archived_messages"] == 7
 
     cold = await store.get(AGENT, remembered.id)
-    assert cold.detail.detail is None and cold.detail.storage == "archived"  # type: ignore[union-attr]
+    assert cold.episode.detail is None and cold.episode.storage == "archived"
     assert cold.summary == before[remembered.id].summary
     assert await store.transcript(AGENT, live.id) == []
     chunks_after = await sql(database_url, "SELECT count(*) AS n FROM episode_chunks "
@@ -108,8 +108,8 @@ async def test_archive_then_restore_round_trips_byte_for_byte(sweeps: str,
     done = await store.restore(AGENT, remembered.id, actor="tester")
     assert done.detail_chars == len(detail) and done.previous_storage == "archived"
     back = await store.get(AGENT, remembered.id)
-    assert back.detail.detail == detail  # type: ignore[union-attr]
-    assert back.detail.storage == "restored"  # type: ignore[union-attr]
+    assert back.episode.detail == detail
+    assert back.episode.storage == "restored"
     raw = await sql(database_url, "SELECT convert_to(detail, 'UTF8') AS b FROM episodes "
                     "WHERE memory_id = $1", remembered.id)
     assert raw[0]["b"] == detail.encode("utf-8")
@@ -137,8 +137,8 @@ async def test_archive_one_agent_regardless_of_age(store: MemoryStore) -> None:
     theirs = await old_episode(store, "other-agent", ended_days_ago=500, detail="old")
     result = await store.archive_episodes(AGENT, now=NOW)
     assert result.counts["archived"] == 1
-    assert (await store.get(AGENT, mine.id)).detail.storage == "archived"  # type: ignore[union-attr]
-    assert (await store.get("other-agent", theirs.id)).detail.storage == "hot"  # type: ignore[union-attr]
+    assert (await store.get(AGENT, mine.id)).episode.storage == "archived"
+    assert (await store.get("other-agent", theirs.id)).episode.storage == "hot"
 
 
 async def test_dry_runs_change_nothing_and_report_what_a_run_does(
@@ -175,14 +175,14 @@ async def test_a_trim_killed_after_a_batch_resumes(sweeps: str, database_url: st
         for i in range(5):
             episode = await old_episode(small, AGENT, ended_days_ago=45,
                                         detail=long_text(2_600 + i, seed=40 + i))
-            texts[episode.id] = episode.detail.detail  # type: ignore[union-attr]
+            texts[episode.id] = episode.episode.detail
 
         async def kill_after_first(step: str, n: int) -> None:
             raise Killed(f"{step}: {n}")
 
         with pytest.raises(Killed):
             await small.maintenance.trim(now=NOW, on_batch=kill_after_first)
-        storages = [(await small.get(AGENT, i)).detail.storage for i in texts]  # type: ignore[union-attr]
+        storages = [(await small.get(AGENT, i)).episode.storage for i in texts]
         assert sorted(storages) == ["hot"] * 3 + ["trimmed"] * 2  # batch 1 committed
 
         resumed = await small.maintenance.trim(now=NOW)
@@ -213,9 +213,9 @@ async def test_retention_is_off_by_default_and_deletes_old_cold_parts(
         done = await retaining.maintenance.retention(now=NOW)
         assert done.counts == {"cold_parts_deleted": 1}
         gone = await retaining.get(AGENT, kept.id)
-        assert gone.detail.storage == "expired"  # type: ignore[union-attr]
+        assert gone.episode.storage == "expired"
         assert [e.event for e in await retaining.history(AGENT, kept.id)][-1] == "expired"
-        assert (await retaining.get(AGENT, fresh.id)).detail.storage == "archived"  # type: ignore[union-attr]
+        assert (await retaining.get(AGENT, fresh.id)).episode.storage == "archived"
 
 
 async def test_a_corrupted_cold_copy_is_not_restored(store: MemoryStore,
@@ -227,6 +227,6 @@ async def test_a_corrupted_cold_copy_is_not_restored(store: MemoryStore,
     with pytest.raises(DatabaseError, match="checksum"):
         await store.restore(AGENT, episode.id)
     still = await store.get(AGENT, episode.id)
-    assert still.detail.storage == "archived" and still.detail.detail is None  # type: ignore[union-attr]
+    assert still.episode.storage == "archived" and still.episode.detail is None
     assert len(await sql(database_url, "SELECT 1 FROM memory_archive WHERE memory_id = $1",
                          episode.id)) == 1

@@ -112,7 +112,7 @@ async def test_turns_tool_calls_and_a_restart(store: MemoryStore) -> None:
     tool = await Runner.run(agent, "Weather in Porto?", session=session, run_config=NO_TRACING)
     assert tool.final_output == "The tool said: 21 C and sunny in Porto"
     items = await session.get_items()
-    assert [i.get("type", "message") for i in items] == [  # type: ignore[union-attr]
+    assert [dict(i).get("type", "message") for i in items] == [
         "message", "message", "message", "function_call", "function_call_output", "message"]
     assert items == session.added  # the SDK's items, exactly as it shaped them
     # the second run's model call saw the first turn, from the store
@@ -151,10 +151,10 @@ async def test_close_learns_like_an_episode(store: MemoryStore) -> None:
                      run_config=NO_TRACING)
     await session.close()
     episode = await store.get_episode(AGENT, session.session_id)
-    assert episode.detail.state == "closing"  # type: ignore[union-attr]
+    assert episode.episode.state == "closing"
     await store.worker().drain()
     closed = await store.get_episode(AGENT, session.session_id)
-    assert closed.detail.state == "closed"  # type: ignore[union-attr]
+    assert closed.episode.state == "closed"
     learned = await store.facts_from_episode(AGENT, session.session_id)
     assert [f.summary for f in learned] == ["The user's sister Beatrice lives in Lisbon."]
 

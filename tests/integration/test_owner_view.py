@@ -36,7 +36,7 @@ async def test_keep_both_clears_the_flags_both_ways(store: MemoryStore) -> None:
     priya, daniel = await flagged_pair(store)
     kept = await store.resolve_conflict(A, priya.id, daniel.id, "keep_both")
     assert [m.status.value for m in kept] == ["active", "active"]
-    assert all(m.detail.conflicts_with == [] for m in kept)  # type: ignore[union-attr]
+    assert all(m.fact.conflicts_with == [] for m in kept)
     assert await store.fact_conflicts(A) == []
     events = await store.history(A, daniel.id)
     assert events[-1].new_values == {"conflicts_with": [], "resolution": "keep_both",
@@ -50,7 +50,7 @@ async def test_keep_one_supersedes_the_other(store: MemoryStore) -> None:
     priya, daniel = await flagged_pair(store)
     kept, dropped = await store.resolve_conflict(A, daniel.id, priya.id, "keep_one")
     assert kept.status.value == "active" and dropped.status.value == "superseded"
-    assert dropped.detail.superseded_by_id == daniel.id  # type: ignore[union-attr]
+    assert dropped.fact.superseded_by_id == daniel.id
     chain = (await store.fact_history(A, daniel.id)).chain
     assert [m.id for m in chain] == [priya.id, daniel.id]
     recalled = await store.recall(A, "Who is Tim's manager?")

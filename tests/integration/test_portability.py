@@ -125,10 +125,10 @@ async def test_round_trip_into_another_agent_and_database(
     assert await recall_view(other_store, "moved") == await recall_view(store, "source")
     superseding = made["superseding"].fact.id
     chain = await other_store.fact_history("moved", superseding)
-    assert [m.detail.content for m in chain.chain] == [  # type: ignore[union-attr]
+    assert [m.fact.content for m in chain.chain] == [
         "The project deadline is March 3", "The project deadline is March 10"]
     conflict = await other_store.get("moved", made["conflict"].fact.id)
-    assert conflict.detail.conflicts_with  # type: ignore[union-attr]
+    assert conflict.fact.conflicts_with
     history = await other_store.history("moved", made["edited"].id)
     assert [e.event for e in history] == ["created", "updated"]
     archived = await other_store.expand("moved", made["archived"].id)
@@ -148,7 +148,7 @@ async def test_round_trip_into_another_agent_and_database(
     # the pending close came along as pending work: the worker finishes it there
     await other_store.worker().drain()
     assert (await other_store.get_episode("moved", made["closing"].id)
-            ).detail.state == "closed"  # type: ignore[union-attr]
+            ).episode.state == "closed"
 
 
 async def test_import_into_another_agent_of_the_same_database(store: MemoryStore) -> None:

@@ -12,7 +12,8 @@ import asyncpg
 import pytest
 
 from nous_memory import MemoryStore
-from nous_memory.context.recall import EXACT_SCAN_MAX_ROWS, MAX_K, Priors, RecallItem
+from nous_memory.config import Settings
+from nous_memory.context.recall import MAX_K, Priors, RecallItem
 from nous_memory.embeddings import SentenceTransformerEmbedder
 from nous_memory.errors import InvalidInputError
 from nous_memory.memories.kinds import Kind, Status
@@ -24,7 +25,7 @@ async def store(request: pytest.FixtureRequest, database_url: str,
     """Every test runs both ways: a small agent read whole and ranked in memory, and the
     index path a large agent takes (HNSW and GIN; on tables this small the planner may
     still scan, but every index-mode branch of the statement runs)."""
-    limit = EXACT_SCAN_MAX_ROWS if request.param == "exact" else 0
+    limit = Settings().recall_exact_scan_max_rows if request.param == "exact" else 0
     async with MemoryStore.open(database_url=database_url, embedder=embedder,
                                 data_dir=Path("/nonexistent-unused"),
                                 recall_exact_scan_max_rows=limit) as opened:
@@ -69,7 +70,7 @@ async def test_exact_words_come_back_as_chunks_after_close(store: MemoryStore) -
     turns = [(("Ana", "Bo")[i % 2], text) for i, text in enumerate(SMALL_TALK)]
     turns.insert(3, ("Ana", "My locker code at the gym is Zanzibar-4471, don't tell anyone."))
     episode = await closed_episode(store, "ana", turns)
-    assert (await store.get_episode("ana", episode.id)).detail.state == "closed"  # type: ignore[union-attr]
+    assert (await store.get_episode("ana", episode.id)).episode.state == "closed"
 
     result = await store.recall("ana", "what is the Zanzibar-4471 locker code", k=5)
     assert result.items and result.k == 5

@@ -76,7 +76,7 @@ async def test_a_rule_fact_and_its_turn_are_one_item(store: MemoryStore) -> None
         ("user", "Big news: I moved to Lisbon last month with my partner."),
         ("assistant", "Congratulations on the move!")])
     facts = (await store.list("mover", kind="fact")).items
-    assert facts and all(f.detail.source_seq == 0 for f in facts)  # type: ignore[union-attr]
+    assert facts and all(f.fact.source_seq == 0 for f in facts)
     result = await store.recall("mover", "Where did I move to?", k=5, as_of=ASKED)
     said = [i for i in result.items if i.source == "chunk" and "Lisbon" in i.text]
     assert said and said[0].memory_id == episode

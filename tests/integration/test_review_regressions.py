@@ -33,7 +33,7 @@ async def test_swapped_value_is_never_confirmed_away(store: MemoryStore, old: st
     await store.learn_fact("a", old)
     result = await store.learn_fact("a", new)
     assert result.action is LearnAction.CREATED  # kept, flagged: the new value survives
-    assert result.fact is not None and len(result.fact.detail.conflicts_with) == 1  # type: ignore[union-attr]
+    assert result.fact is not None and len(result.fact.fact.conflicts_with) == 1
     active = (await store.list("a", kind="fact", status="active")).items
     assert sorted(m.summary for m in active) == sorted([old, new])
 
@@ -47,12 +47,12 @@ async def test_deleted_idle_episode_does_not_stall_the_worker(store: MemoryStore
     stop = asyncio.Event()
     task = asyncio.create_task(store.worker(poll_s=0.05).run(stop))
     for _ in range(1200):  # up to a minute on a slow machine; exits once closed
-        if (await store.get_episode("a", live.id)).detail.state is EpisodeState.CLOSED:  # type: ignore[union-attr]
+        if (await store.get_episode("a", live.id)).episode.state is EpisodeState.CLOSED:
             break
         await asyncio.sleep(0.05)
     stop.set()
     await task
-    assert (await store.get_episode("a", live.id)).detail.state is EpisodeState.CLOSED  # type: ignore[union-attr]
+    assert (await store.get_episode("a", live.id)).episode.state is EpisodeState.CLOSED
 
 
 async def test_exhausted_expired_lease_fails_and_close_requeues(store: MemoryStore) -> None:
@@ -67,7 +67,7 @@ async def test_exhausted_expired_lease_fails_and_close_requeues(store: MemorySto
     await store.close_episode("a", episode.id)  # closing again re-queues it
     assert await store.worker().drain() == 2  # the close, then its follow-up
     closed = await store.get_episode("a", episode.id)
-    assert closed.detail.state is EpisodeState.CLOSED  # type: ignore[union-attr]
+    assert closed.episode.state is EpisodeState.CLOSED
 
 
 async def test_last_attempt_closes_without_the_llm(llm_store: MemoryStore,
@@ -78,7 +78,7 @@ async def test_last_attempt_closes_without_the_llm(llm_store: MemoryStore,
     await _sql(llm_store, "UPDATE work_items SET attempts = $1", MAX_ATTEMPTS - 1)
     assert await llm_store.worker().drain() == 2  # the close, then its follow-up
     closed = await llm_store.get_episode("a", episode.id)
-    assert closed.detail.state is EpisodeState.CLOSED  # type: ignore[union-attr]
+    assert closed.episode.state is EpisodeState.CLOSED
     assert closed.summary_source is SummarySource.RULE
     assert len(llm_server.requests) == 0
 
@@ -93,21 +93,22 @@ async def test_llm_output_with_nul_and_huge_text_is_cleaned(
     assert await llm_store.worker().drain() == 2  # the close, then its follow-up
     closed = await llm_store.get_episode("a", episode.id)
     assert closed.summary == "Summary."
-    assert "\x00" not in (closed.detail.title or "")  # type: ignore[union-attr]
-    assert len(closed.detail.title or "") <= 500  # type: ignore[union-attr]
+    assert "\x00" not in (closed.episode.title or "")
+    assert len(closed.episode.title or "") <= 500
 
 
 async def test_update_persists_every_field_and_rehashes(store: MemoryStore) -> None:
     fact = await store.remember("a", "fact", content="User lives in Berlin Germany")
     await store.update("a", fact.id, source_kind="inferred", content="User lives in Paris France")
     again = await store.get("a", fact.id)
-    assert again.detail.source_kind == "inferred"  # type: ignore[union-attr]
+    assert again.fact.source_kind == "inferred"
     result = await store.learn_fact("a", "User lives in Berlin Germany")
-    assert result.action is not LearnAction.CONFIRMED or result.fact.id != fact.id  # type: ignore[union-attr]
+    assert result.fact is not None
+    assert result.action is not LearnAction.CONFIRMED or result.fact.id != fact.id
     episode = await store.remember("a", "episode", title="Call")
     await store.update("a", episode.id, user_id="u1", topics=["x"], key_points=["y"])
-    stored = (await store.get("a", episode.id)).detail
-    assert (stored.user_id, stored.topics, stored.key_points) == ("u1", ["x"], ["y"])  # type: ignore[union-attr]
+    stored = (await store.get("a", episode.id)).episode
+    assert (stored.user_id, stored.topics, stored.key_points) == ("u1", ["x"], ["y"])
 
 
 async def test_episode_state_is_managed(store: MemoryStore) -> None:

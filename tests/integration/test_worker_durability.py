@@ -447,12 +447,12 @@ async def test_invalid_output_twice_gives_a_rule_summary_and_queues_an_upgrade(
     closed = await llm_store.get_episode(agent, episode_id)
     assert closed.summary_source is SummarySource.RULE
     assert closed.summary.startswith("Moving house. Conversation between Noor, assistant")
-    assert closed.detail.state is EpisodeState.CLOSED  # type: ignore[union-attr]
-    assert closed.detail.facts_state is FactsState.NOT_EXTRACTED  # type: ignore[union-attr]
+    assert closed.episode.state is EpisodeState.CLOSED
+    assert closed.episode.facts_state is FactsState.NOT_EXTRACTED
     effects = await _effects(database_url, agent, episode_id)
     # no LLM extraction: the rules learned what Noor stated, and no decision
     assert (effects["closed_events"], effects["facts"], effects["decisions"]) == (1, 1, 0)
-    assert [f.detail.content for f in await llm_store.facts_from_episode(  # type: ignore[union-attr]
+    assert [f.fact.content for f in await llm_store.facts_from_episode(
         agent, episode_id)] == ["Noor is moving to Rotterdam in September."]
     work = await _work(database_url, agent, episode_id, task=None)
     assert [(w["task"], w["state"], w["later"]) for w in work] == [
@@ -496,16 +496,16 @@ async def test_idle_episode_is_closed_by_the_sweep_and_processed(
         llm.reply_json(EXTRACTION)
         worker = store.worker()
         assert await worker.close_idle() == 1
-        assert (await store.get_episode("a", idle.id)).detail.state is (  # type: ignore[union-attr]
+        assert (await store.get_episode("a", idle.id)).episode.state is (
             EpisodeState.CLOSING)
-        assert (await store.get_episode("a", busy.id)).detail.state is (  # type: ignore[union-attr]
+        assert (await store.get_episode("a", busy.id)).episode.state is (
             EpisodeState.OPEN)
         assert await worker.drain() == 2  # the close, then its follow-up
         assert await worker.close_idle() == 0
         closed = await store.get_episode("a", idle.id)
-        assert closed.detail.state is EpisodeState.CLOSED  # type: ignore[union-attr]
+        assert closed.episode.state is EpisodeState.CLOSED
         assert closed.summary_source is SummarySource.LLM
-        assert closed.detail.ended_at == long_ago  # type: ignore[union-attr]
+        assert closed.episode.ended_at == long_ago
         assert len(llm.requests) == 1
         _assert_closed_once(await _effects(database_url, "a", idle.id))
 

@@ -161,7 +161,9 @@ def check_scheduler_service(compose: Compose) -> None:
     words = command_words(svc)
     assert words[:2] == ["nous-memory", "scheduler"], f"scheduler runs {words}"
     from nous_memory.cli.main import build_parser
-    commands = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    subparsers = build_parser()._subparsers
+    assert subparsers is not None
+    commands = subparsers._group_actions[0].choices
     assert words[1] in commands, f"the CLI has no {words[1]!r} command"
     check_database_url(compose, "scheduler")
     check_depends_on_db_healthy(compose, "scheduler")

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from nous_memory.errors import InvalidInputError, PayloadTooLargeError
-from nous_memory.memories.kinds import MAX_TEXT_CHARS, Kind, parse_agent_id, parse_new
+from nous_memory.memories.kinds import (
+    MAX_TEXT_CHARS,
+    EpisodeDetail,
+    Kind,
+    parse_agent_id,
+    parse_new,
+)
 
 
 def _problem(kind: str, **fields: object) -> tuple[str, str]:
@@ -80,8 +86,8 @@ def test_episode_times_ordered_and_naive_taken_as_utc() -> None:
     assert "before" in _problem("episode", title="t", started_at="2024-01-02T00:00:00Z",
                                 ended_at="2024-01-01T00:00:00Z")[1]
     new = parse_new("episode", {"title": "t", "started_at": "2024-01-01T10:00:00"})
-    assert new.detail.started_at is not None  # type: ignore[union-attr]
-    assert new.detail.started_at.utcoffset() is not None  # type: ignore[union-attr]
+    assert isinstance(new.detail, EpisodeDetail) and new.detail.started_at is not None
+    assert new.detail.started_at.utcoffset() is not None
 
 
 @pytest.mark.parametrize("agent", ["", "  ", "a" * 129, "bad\x00id", "tab\tid", 7])

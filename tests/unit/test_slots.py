@@ -45,8 +45,10 @@ SAID = datetime(2024, 5, 2, 10, tzinfo=UTC)  # a Thursday
 ])
 def test_a_statement_fills_its_slot(text: str, subject: str, attribute: str, value: str,
                                     ended: bool) -> None:
-    assert read_slot(text) == Slot(subject=subject, attribute=attribute, value=value,
-                                   ended=ended, replaces=read_slot(text).replaces)  # type: ignore[union-attr]
+    slot = read_slot(text)
+    assert slot is not None
+    assert slot == Slot(subject=subject, attribute=attribute, value=value, ended=ended,
+                        replaces=slot.replaces)
 
 
 @pytest.mark.parametrize("text", [

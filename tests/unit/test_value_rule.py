@@ -10,6 +10,7 @@ from uuid import uuid4
 
 import pytest
 
+from nous_memory.config import Settings
 from nous_memory.facts.consolidation import (
     VALUE_CHANGES,
     Candidate,
@@ -19,6 +20,8 @@ from nous_memory.facts.consolidation import (
     relation,
 )
 from nous_memory.facts.values import value_slots
+
+THRESHOLDS = Thresholds.from_settings(Settings())
 
 CHANGED: dict[str, list[tuple[str, str]]] = {
     "month": [
@@ -199,7 +202,7 @@ def test_a_changed_value_is_never_merged(old: str, new: str) -> None:
     assert relation(new, old) in VALUE_CHANGES
     for cosine in (0.99, 0.92, 0.75):  # the similarity band makes no difference
         plan = decide(new, [Candidate(id=uuid4(), content=old, cosine=cosine)],
-                      Thresholds(), llm_available=False)
+                      THRESHOLDS, llm_available=False)
         assert plan.action == "supersede", (cosine, plan)
 
 
@@ -207,7 +210,7 @@ def test_a_changed_value_is_never_merged(old: str, new: str) -> None:
 def test_a_paraphrase_keeping_every_value_still_merges(old: str, new: str) -> None:
     assert not changed_values(new, old), (value_slots(old), value_slots(new))
     plan = decide(new, [Candidate(id=uuid4(), content=old, cosine=0.93)],
-                  Thresholds(), llm_available=False)
+                  THRESHOLDS, llm_available=False)
     assert plan.action in ("confirm", "merge"), plan
 
 
@@ -243,6 +246,6 @@ def test_an_llm_verdict_of_same_on_a_changed_value_becomes_an_update() -> None:
     from nous_memory.facts.consolidation import Verdict
 
     cand = Candidate(id=uuid4(), content="Book club meets on the first Thursday.", cosine=0.96)
-    plan = decide("Book club meets on the last Thursday.", [cand], Thresholds(),
+    plan = decide("Book club meets on the last Thursday.", [cand], THRESHOLDS,
                   llm_available=True, verdicts={cand.id: Verdict.SAME})
     assert plan.action == "supersede"

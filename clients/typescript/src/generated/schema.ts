@@ -2940,11 +2940,8 @@ export interface components {
          * @description One message of a past conversation.
          */
         HistoryTurnIn: {
-            /**
-             * Role
-             * @description user, assistant, system or tool
-             */
-            role: string;
+            /** @description user, assistant, system or tool */
+            role: components["schemas"]["Role"];
             /** Content */
             content: string;
             /**
