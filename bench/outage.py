@@ -10,7 +10,8 @@ memories written, episodes started, appended and closed, recall, context) while 
 database is restarted fast ``--restarts`` times (``pg_ctl restart -m fast``) and stopped
 hard ``--hard`` times (SIGKILL of the postmaster and all its processes, down for
 ``--hard-down-s``, started again).  The load runs alone for ``2 * --gap-s`` first: the
-baseline.  Afterwards, with the queue drained, every acknowledged write is looked up.
+baseline.  Afterwards, with the queue drained (every item done but the upgrades a close
+that fell back to the rules defers by design), every acknowledged write is looked up.
 
 Prints the baseline and outage-time successes per second, ``http_500`` (every 500, goal
 0), ``acked_writes_lost`` (acknowledged memories, facts, episodes, messages or closes
@@ -155,14 +156,20 @@ def free_port() -> int:
         return port
 
 
+# A close that fell back to the rules (its LLM result lost to an outage on its last try)
+# queues an upgrade for upgrade_delay_s later, by design: deferred, not left undone.
+OPEN_WORK = ("SELECT count(*) FROM work_items WHERE state = 'running' OR (state = 'pending' "
+             "AND task <> 'episode_upgrade')")
+
+
 async def drained(dsn: str, timeout_s: float = 180.0) -> bool:
+    """Whether every item is done but the deferred upgrades, within ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
             conn = await asyncpg.connect(dsn)
             try:
-                left = await conn.fetchval(
-                    "SELECT count(*) FROM work_items WHERE state IN ('pending', 'running')")
+                left = await conn.fetchval(OPEN_WORK)
             finally:
                 await conn.close()
             if left == 0:
@@ -180,7 +187,8 @@ async def left_in_queue(dsn: str) -> list[dict[str, object]]:
         return [dict(r) for r in await conn.fetch(
             "SELECT id, task, state, attempts, locked_by, run_after - now() AS runs_in, "
             "lease_until - now() AS lease_left, last_error FROM work_items "
-            "WHERE state IN ('pending', 'running') ORDER BY id LIMIT 10")]
+            "WHERE state = 'running' OR (state = 'pending' AND task <> 'episode_upgrade') "
+            "ORDER BY id LIMIT 10")]
     finally:
         await conn.close()
 
@@ -205,6 +213,15 @@ async def lost_writes(dsn: str, load: Load) -> dict[str, int]:
             "messages": sum(max(0, n - messages.get(e, 0)) for e, n in load.episodes.items()),
             "closes": sum(1 for e in load.closed if states.get(e) != "closed"),
         }
+    finally:
+        await conn.close()
+
+
+async def deferred_upgrades(dsn: str) -> int:
+    conn = await asyncpg.connect(dsn)
+    try:
+        return int(await conn.fetchval("SELECT count(*) FROM work_items WHERE state = "
+                                       "'pending' AND task = 'episode_upgrade'"))
     finally:
         await conn.close()
 
@@ -318,6 +335,7 @@ async def measure(args: argparse.Namespace, control: ServerControl, dsn: str, ll
         except subprocess.TimeoutExpired:
             serve.kill()
     lost = await lost_writes(dsn, load)
+    deferred = await deferred_upgrades(dsn)
     twice = sum(1 for n in calls.values() if n > 1) + await written_twice(dsn)
     recoveries = []
     for _, up, _, _ in events:
@@ -341,7 +359,8 @@ async def measure(args: argparse.Namespace, control: ServerControl, dsn: str, ll
           f"{args.clients} clients; {len(load.results)} requests ({dict(sorted(codes.items()))});"
           f" acknowledged: {len(load.memories)} memories, {len(load.episodes)} episodes, "
           f"{sum(load.episodes.values())} messages, {len(load.closed)} closes; lost: {lost}; "
-          f"queue drained: {complete}; the service {'stayed up' if alive else 'DIED'}")
+          f"queue drained: {complete} ({deferred} upgrades deferred by design); the service "
+          f"{'stayed up' if alive else 'DIED'}")
     print(f"ok_per_s_baseline: {baseline:.1f}")
     print(f"ok_per_s_during_outages: {during:.1f}")
     print(f"outage_s_total: {outage_s:.2f}")
