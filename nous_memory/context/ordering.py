@@ -27,6 +27,9 @@ by itself (a turn with nothing of its own, "Happy to help!", is never ranked at 
    with no word beyond the query's goes after the related items (a turn is embedded with
    the question before it, so it is close to any query like that question, whatever it
    holds).
+7. The newest telling first (``restated``): when a person says again what a question
+   about how things stand asks ("I've put in 10-12 hours now"), the later statement
+   goes before the earlier ones it retells, where no rule read a slot from either.
 """
 
 from __future__ import annotations
@@ -34,9 +37,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..words import COURTESY_WORDS, courtesy_only
+from .restated import newest_telling_first
 from .truncation import query_terms, sentences
 
 Row = Mapping[str, Any]
@@ -54,7 +59,13 @@ def final_order(rows: Sequence[Row], k: int, *, query: str = "",
     out = merge_fact_turns(out)
     out = by_evidence(out)
     out = unrelated_last(out)
-    out = said_not_asked(out, query)
+    if query:
+        asked = query_terms(query)
+        kinds = {id(r): _kind(r, asked) for r in out}
+        out = said_not_asked(out, query, kinds)
+        told = [(k.speaker, k.body, not (k.assistant or k.bare))
+                for k in (kinds[id(r)] for r in out)]
+        out = newest_telling_first(out, query, told)
     out = superseding_first(out)
     out = current_first(out, current)
     if current_only:
@@ -91,34 +102,49 @@ def _speaker_and_body(row: Row) -> tuple[str, str]:
 _FILLER = frozenset("now still currently then also just really right actually".split())
 
 
-def said_not_asked(rows: list[Row], query: str) -> list[Row]:
-    """6. Echoes after what they echo, bare questions after the related items."""
+@dataclass(frozen=True, slots=True)
+class _Kind:
+    """What a row is as evidence: who said it, and its words beyond the query's."""
+
+    speaker: str
+    body: str  # the words without the speaker
+    assistant: bool
+    bare: bool  # a question (or an assistant turn) with no word beyond the query's
+    own: frozenset[str]
+
+
+def _kind(row: Row, asked: frozenset[str]) -> _Kind:
+    speaker, body = _speaker_and_body(row)
+    own = query_terms(body) - asked - COURTESY_WORDS - _FILLER
+    question = bool(body.strip()) and all(s.endswith("?") for s in sentences(body))
+    assistant = speaker == "assistant"
+    return _Kind(speaker, body, assistant, not own and (question or assistant), own)
+
+
+def said_not_asked(rows: list[Row], query: str,
+                   kinds: Mapping[int, _Kind] | None = None) -> list[Row]:
+    """6. Echoes after what they echo, bare questions after the related items.
+    ``kinds``: each row's ``_kind`` by ``id(row)``, when already read."""
     if not query:
         return rows
     asked = query_terms(query)
-    facts: list[tuple[bool, bool, frozenset[str]]] = []  # assistant, bare, own words
-    for row in rows:
-        speaker, body = _speaker_and_body(row)
-        own = query_terms(body) - asked - COURTESY_WORDS - _FILLER
-        question = bool(body.strip()) and all(
-            s.endswith("?") for s in sentences(body))
-        assistant = speaker == "assistant"
-        facts.append((assistant, not own and (question or assistant), own))
+    facts = [kinds[id(r)] if kinds else _kind(r, asked) for r in rows]
     order = list(range(len(rows)))
     for i in range(len(rows)):
-        assistant, bare, own = facts[i]
-        if not assistant or bare:
+        if not facts[i].assistant or facts[i].bare:
             continue
         at = order.index(i)
-        stated = next((j for j in order[at + 1:] if not facts[j][0] and not facts[j][1]
+        own = facts[i].own
+        stated = next((j for j in order[at + 1:] if not facts[j].assistant
+                       and not facts[j].bare
                        and (rows[j].get("source") == "chunk" or rows[j].get("kind") == "fact")
-                       and own <= (facts[j][2] | asked)), None)
+                       and own <= (facts[j].own | asked)), None)
         if stated is not None:  # the statement takes the echo's place, the echo after it
             order.remove(stated)
             order.insert(at, stated)
-    related = [i for i in order if not facts[i][1] or _unrelated(rows[i])]
+    related = [i for i in order if not facts[i].bare or _unrelated(rows[i])]
     tail = next((n for n, i in enumerate(related) if _unrelated(rows[i])), len(related))
-    last = [i for i in order if facts[i][1] and not _unrelated(rows[i])]
+    last = [i for i in order if facts[i].bare and not _unrelated(rows[i])]
     return [rows[i] for i in related[:tail] + last + related[tail:]]
 
 

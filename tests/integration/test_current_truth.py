@@ -207,3 +207,27 @@ async def test_what_the_assistant_said_and_what_was_asked_rank_below_the_stateme
         "query": "Where do I live?", "as_of": "2024-07-10T00:00:00Z"}))
     lines = [line for line in searched.text.splitlines() if line.startswith("[")]
     assert lines[0].endswith("user: I moved to Porto."), searched.text
+
+
+async def test_a_later_telling_of_a_count_ranks_first_where_no_rule_read_it(
+        store: MemoryStore) -> None:
+    """No slot is read from either telling ("put in 10-12 hours" is no rule's change),
+    yet the question asks how things stand: the later telling goes first, in recall and
+    in the context's sections."""
+    await store.ingest("h", [
+        _session("2024-06-11", "I've been working on an abstract ocean sculpture at home, "
+                 "and I've spent around 5-6 hours on it so far. Any tips on texture?",
+                 "Try a wire brush on leather-hard clay."),
+        _session("2024-06-14", "Can you suggest a glaze for a small bowl?",
+                 "A celadon would suit it."),
+        _session("2024-06-17", "I'm thinking of a sunset piece next. By the way, I've "
+                 "already put in 10-12 hours on my abstract ocean sculpture.",
+                 "That is dedication!")])
+    await store.worker().drain()
+    query = "How many hours have I spent on my abstract ocean sculpture?"
+    texts = [i.text for i in (await store.recall("h", query, k=4, as_of=JUL)).items]
+    later = next(n for n, t in enumerate(texts) if "10-12 hours" in t and t.startswith("user"))
+    earlier = next(n for n, t in enumerate(texts) if "5-6 hours" in t and t.startswith("user"))
+    assert later < earlier, texts
+    context = await store.assemble_context("h", query, budget_tokens=800, as_of=JUL)
+    assert context.text.index("10-12 hours") < context.text.index("5-6 hours"), context.text
