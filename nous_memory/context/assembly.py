@@ -116,14 +116,14 @@ def candidate_from_row(row: Mapping[str, Any]) -> Candidate:
                          text=row["text"], score=row["final"], chunk_no=chunk_no,
                          tier=Tier.VERBATIM, cosine=row["cosine"], said_at=row["said_at"],
                          matched=bool(row["lexemes"]) or bool(row["p_time"]),
-                         stale_on=row["stale_on"])
+                         stale_on=row["stale_on"], retold_on=row.get("retold_on"))
     kind = Kind(row["kind"])
     return Candidate(ref=make_ref(kind, row["memory_id"]), memory_id=row["memory_id"],
                      kind=kind.value, section=SECTION_OF_KIND[kind], text=row["text"],
                      score=row["final"], cosine=row["cosine"],
                      said_at=row["said_at"] if kind in DATED_KINDS else None,
                      matched=bool(row["lexemes"]) or bool(row["p_time"]),
-                     stale_on=row["stale_on"])
+                     stale_on=row["stale_on"], retold_on=row.get("retold_on"))
 
 
 def in_rank_order(candidates: list[Candidate]) -> list[Candidate]:

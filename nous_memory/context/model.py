@@ -95,6 +95,7 @@ class Candidate:
     said_at: datetime | None = None  # shown beside the text, so order can be reasoned about
     matched: bool = False  # whether it holds a word of the query
     stale_on: datetime | None = None  # it states a value that stopped holding then
+    retold_on: datetime | None = None  # its person told the value again, otherwise, then
     since: datetime | None = None  # a current value of a slot: held since then
     event_at: datetime | None = None  # an upcoming plan: when it happens
 

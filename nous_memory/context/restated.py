@@ -137,12 +137,20 @@ def newest_telling_first(rows: list[Row], query: str,
     if len(told) < 2:
         return rows
     order = list(range(len(rows)))
+    retold: dict[int, datetime] = {}  # an older telling -> when it was last told again
     for i, said, topic, mentions in told:  # in the ranking's order
         at = order.index(i)
-        earliest = min((order.index(j) for j, s, t, m in told
-                        if s < said and order.index(j) < at and _retells(topic, t)
-                        and _restates(mentions, m)),
-                       default=None)
+        older = [j for j, s, t, m in told
+                 if s < said and _retells(topic, t) and _restates(mentions, m)]
+        for j in older:
+            retold[j] = max(said, retold.get(j, said))
+        earliest = min((order.index(j) for j in older if order.index(j) < at), default=None)
         if earliest is not None:
             order.insert(earliest, order.pop(at))
-    return [rows[i] for i in order]
+    return [_marked(rows[i], retold[i]) if i in retold else rows[i] for i in order]
+
+
+def _marked(row: Row, retold_on: datetime) -> Row:
+    """A copy of an older telling that says when it was told again (shown in a context
+    beside its text, so a reader with no sense of dates takes the later one)."""
+    return {**row, "retold_on": retold_on}

@@ -231,3 +231,7 @@ async def test_a_later_telling_of_a_count_ranks_first_where_no_rule_read_it(
     assert later < earlier, texts
     context = await store.assemble_context("h", query, budget_tokens=800, as_of=JUL)
     assert context.text.index("10-12 hours") < context.text.index("5-6 hours"), context.text
+    older = [line for line in context.text.splitlines()
+             if "5-6 hours" in line and "10-12" not in line]
+    assert older and all(line.endswith("(older: told again on 17 Jun 2024)")
+                         for line in older), context.text

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -148,3 +149,11 @@ def test_parse_request_sections_forms() -> None:
     assert req.query == "q" and req.extraction is Extraction.SYNC
     req = parse_request("a", "q", 500, {"episodes": 0}, "cached")
     assert dict(req.budgets) == {Section.EPISODES: 0}
+
+
+def test_a_value_told_again_says_so_and_a_superseded_one_says_that_first() -> None:
+    told = datetime(2024, 6, 17, 9, tzinfo=UTC)
+    line = item_line("episode:1#c0", "user: I've spent 5-6 hours on it.", retold_on=told)
+    assert line.endswith("(older: told again on 17 Jun 2024)")
+    both = item_line("fact:1", "x", stale_on=told, retold_on=told)
+    assert both.endswith("(older: superseded on 17 Jun 2024)") and "told again" not in both

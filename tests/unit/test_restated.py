@@ -64,7 +64,17 @@ HOURS = "How many hours have I spent on my ocean sculpture?"
 
 def test_the_later_telling_goes_before_the_earlier() -> None:
     rows = [OLD, OTHER, NEW]
-    assert names(final_order(rows, 10, query=HOURS)) == ["new", "old", "other"]
+    ordered = final_order(rows, 10, query=HOURS)
+    assert names(ordered) == ["new", "old", "other"]
+    # the older telling says when it was told again; nothing else is marked
+    assert [r.get("retold_on") for r in ordered] == [None, NEW["said_at"], None]
+    assert "retold_on" not in OLD  # a marked copy, the row itself untouched
+
+
+def test_an_older_telling_ranked_below_is_marked_too() -> None:
+    ordered = final_order([NEW, OLD], 10, query=HOURS)
+    assert names(ordered) == ["new", "old"]
+    assert ordered[1]["retold_on"] == NEW["said_at"]
 
 
 def test_a_question_about_one_past_event_keeps_the_ranking() -> None:
