@@ -36,13 +36,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import islice
 from typing import Any
 
 from ..words import COURTESY_WORDS, courtesy_only
 from .restated import newest_telling_first
-from .truncation import query_terms, sentences
+from .truncation import iter_terms, query_terms, sentences
 
 Row = Mapping[str, Any]
 SPEAKER, TIME = 1 << 62, 1 << 61  # evidence bits beside the query's lexemes
@@ -61,7 +61,7 @@ def final_order(rows: Sequence[Row], k: int, *, query: str = "",
     out = unrelated_last(out)
     if query:
         asked = query_terms(query)
-        kinds = {id(r): _kind(r, asked) for r in out}
+        kinds = {id(r): _Kind(r, asked) for r in out}
         out = said_not_asked(out, query, kinds)
         told = [(k.speaker, k.body, not (k.assistant or k.bare))
                 for k in (kinds[id(r)] for r in out)]
@@ -102,23 +102,54 @@ def _speaker_and_body(row: Row) -> tuple[str, str]:
 _FILLER = frozenset("now still currently then also just really right actually".split())
 
 
-@dataclass(frozen=True, slots=True)
 class _Kind:
-    """What a row is as evidence: who said it, and its words beyond the query's."""
+    """What a row is as evidence: who said it, and its words beyond the query's, read
+    only as far as a rule needs (on long turns that reading was most of the ordering's
+    time)."""
 
-    speaker: str
-    body: str  # the words without the speaker
-    assistant: bool
-    bare: bool  # a question (or an assistant turn) with no word beyond the query's
-    own: frozenset[str]
+    __slots__ = ("_asked", "_has_own", "_own", "_probe", "assistant", "body", "lower",
+                 "question", "speaker")
 
+    def __init__(self, row: Row, asked: frozenset[str]) -> None:
+        self.speaker, self.body = _speaker_and_body(row)
+        self.lower = self.body.lower()
+        self.assistant = self.speaker == "assistant"
+        text = self.body.rstrip()
+        self.question = text.endswith("?") and all(s.endswith("?") for s in sentences(text))
+        self._asked = asked
+        self._own: frozenset[str] | None = None
+        self._has_own: bool | None = None
+        self._probe: tuple[str, ...] | None = None
 
-def _kind(row: Row, asked: frozenset[str]) -> _Kind:
-    speaker, body = _speaker_and_body(row)
-    own = query_terms(body) - asked - COURTESY_WORDS - _FILLER
-    question = bool(body.strip()) and all(s.endswith("?") for s in sentences(body))
-    assistant = speaker == "assistant"
-    return _Kind(speaker, body, assistant, not own and (question or assistant), own)
+    def own_terms(self) -> Iterator[str]:
+        """Its words beyond the query's (and beyond courtesy and filler), one at a time."""
+        skip = self._asked
+        return (t for t in iter_terms(self.lower)
+                if t not in skip and t not in COURTESY_WORDS and t not in _FILLER)
+
+    @property
+    def own(self) -> frozenset[str]:
+        if self._own is None:
+            self._own = frozenset(self.own_terms())
+        return self._own
+
+    @property
+    def bare(self) -> bool:
+        """A question (or an assistant turn) with no word beyond the query's."""
+        if not (self.question or self.assistant):
+            return False
+        if self._has_own is None:
+            self._has_own = next(self.own_terms(), None) is not None
+        return not self._has_own
+
+    def holds_all_of(self, other: _Kind) -> bool:
+        """Whether its words (and the query's) hold every word of ``other``'s own: a
+        word missing from its text ends the reading at once."""
+        if other._probe is None:  # its first few words decide most tests
+            other._probe = tuple(dict.fromkeys(islice(other.own_terms(), 24)))
+        if not all(term in self.lower for term in other._probe):
+            return False
+        return other.own <= (self.own | self._asked)
 
 
 def said_not_asked(rows: list[Row], query: str,
@@ -128,23 +159,23 @@ def said_not_asked(rows: list[Row], query: str,
     if not query:
         return rows
     asked = query_terms(query)
-    facts = [kinds[id(r)] if kinds else _kind(r, asked) for r in rows]
+    facts = [kinds[id(r)] if kinds else _Kind(r, asked) for r in rows]
+    bare = [f.bare for f in facts]
+    statements = {j for j, f in enumerate(facts) if not f.assistant and not bare[j]
+                  and (rows[j].get("source") == "chunk" or rows[j].get("kind") == "fact")}
     order = list(range(len(rows)))
     for i in range(len(rows)):
-        if not facts[i].assistant or facts[i].bare:
+        if not facts[i].assistant or bare[i]:
             continue
         at = order.index(i)
-        own = facts[i].own
-        stated = next((j for j in order[at + 1:] if not facts[j].assistant
-                       and not facts[j].bare
-                       and (rows[j].get("source") == "chunk" or rows[j].get("kind") == "fact")
-                       and own <= (facts[j].own | asked)), None)
+        stated = next((j for j in order[at + 1:] if j in statements
+                       and facts[j].holds_all_of(facts[i])), None)
         if stated is not None:  # the statement takes the echo's place, the echo after it
             order.remove(stated)
             order.insert(at, stated)
-    related = [i for i in order if not facts[i].bare or _unrelated(rows[i])]
+    related = [i for i in order if not bare[i] or _unrelated(rows[i])]
     tail = next((n for n, i in enumerate(related) if _unrelated(rows[i])), len(related))
-    last = [i for i in order if facts[i].bare and not _unrelated(rows[i])]
+    last = [i for i in order if bare[i] and not _unrelated(rows[i])]
     return [rows[i] for i in related[:tail] + last + related[tail:]]
 
 

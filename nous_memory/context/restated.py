@@ -93,18 +93,18 @@ def valued_mentions(body: str, asked: frozenset[str],
                     names: frozenset[str] = frozenset()) -> dict[str, frozenset[str]]:
     """Per query word the body holds, the values said within ``NEAR`` words of it."""
     raw = body.split()
-    tokens = [t.strip(_EDGE) for t in raw]
-    lows = [t.lower() for t in tokens]
-    values = [bool(t) and _value(t, raw[i - 1] if i else "", asked, names)
-              for i, t in enumerate(tokens)]
+    lows = [t.strip(_EDGE).lower() for t in raw]
+    terms = tuple(asked)
     out: dict[str, set[str]] = {}
     for i, low in enumerate(lows):
-        for term in asked:
-            if low.startswith(term):
-                near = {lows[j] for j in range(max(0, i - NEAR), min(len(lows), i + NEAR + 1))
-                        if values[j] and j != i}
-                if near:
-                    out.setdefault(term, set()).update(near)
+        if not low.startswith(terms):
+            continue
+        for j in range(max(0, i - NEAR), min(len(lows), i + NEAR + 1)):
+            if j != i and lows[j] and _value(raw[j].strip(_EDGE), raw[j - 1] if j else "",
+                                             asked, names):
+                for term in terms:
+                    if low.startswith(term):
+                        out.setdefault(term, set()).add(lows[j])
     return {term: frozenset(v) for term, v in out.items()}
 
 

@@ -9,6 +9,7 @@ tokens, counted exactly.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from functools import lru_cache
 
 from ..tokens import count_recurring, count_tokens
@@ -24,6 +25,7 @@ _STOPWORDS = frozenset(
     "which who why will with you your about after before can could should would".split())
 
 
+@lru_cache(maxsize=65_536)
 def _stem(word: str) -> str:
     for suffix in _SUFFIXES:
         if len(word) > len(suffix) + 2 and word.endswith(suffix):
@@ -32,9 +34,19 @@ def _stem(word: str) -> str:
 
 
 def query_terms(query: str) -> frozenset[str]:
-    """Content words of the query, crudely stemmed (``meetings`` matches ``meeting``)."""
-    return frozenset(_stem(w) for w in _WORD.findall(query.lower())
+    """Content words of the query, crudely stemmed (``meetings`` matches ``meeting``);
+    each distinct word once (the ordering reads every candidate's words on each call)."""
+    return frozenset(_stem(w) for w in set(_WORD.findall(query.lower()))
                      if w not in _STOPWORDS and len(w) > 1)
+
+
+def iter_terms(lowered: str) -> Iterator[str]:
+    """``query_terms`` of a lower-cased text one at a time, in order, repeats included: a
+    caller that stops at the first it needs reads no further (long turns, hot path)."""
+    for match in _WORD.finditer(lowered):
+        word = match.group()
+        if word not in _STOPWORDS and len(word) > 1:
+            yield _stem(word)
 
 
 def sentences(text: str) -> list[str]:
