@@ -141,13 +141,21 @@ def newest_telling_first(rows: list[Row], query: str,
     for i, said, topic, mentions in told:  # in the ranking's order
         at = order.index(i)
         older = [j for j, s, t, m in told
-                 if s < said and _retells(topic, t) and _restates(mentions, m)]
+                 if s < said and _retells(topic, t) and _restates(mentions, m)
+                 and not _summary_and_its_turn(rows[i], rows[j])]
         for j in older:
             retold[j] = max(said, retold.get(j, said))
         earliest = min((order.index(j) for j in older if order.index(j) < at), default=None)
         if earliest is not None:
             order.insert(earliest, order.pop(at))
     return [_marked(rows[i], retold[i]) if i in retold else rows[i] for i in order]
+
+
+def _summary_and_its_turn(a: Row, b: Row) -> bool:
+    """An episode's summary and a turn of that episode: one telling, not two (a chunk's
+    ``memory_id`` is its episode's)."""
+    return a["memory_id"] == b["memory_id"] and "chunk" in (a.get("source"), b.get("source")) \
+        and a.get("source") != b.get("source")
 
 
 def _marked(row: Row, retold_on: datetime) -> Row:

@@ -160,3 +160,17 @@ def test_context_words_of_a_chunk_are_not_its_own() -> None:
                  ("~hour", "~ocean", "~sculptur"), 6)
     rows = [OLD, later]
     assert names(final_order(rows, 10, query=HOURS)) == ["old", "ctx"]
+
+
+def test_an_episode_summary_and_a_turn_of_it_are_one_telling() -> None:
+    episode = uuid4()
+    summary = {**turn("summary", "Conversation between user, assistant. It began: I've spent "
+                      "5-6 hours on my ocean sculpture. It ended: 7 hours by now.",
+                      ("hour", "ocean", "sculptur"), 0), "source": "memory",
+               "kind": "episode", "memory_id": episode}
+    later = {**turn("turn", "user: Make that 7 hours on the ocean sculpture.",
+                    ("hour", "ocean", "sculptur"), 0), "memory_id": episode}
+    later["said_at"] = summary["said_at"] + timedelta(seconds=5)
+    ordered = final_order([summary, later], 10, query=HOURS)
+    assert names(ordered) == ["summary", "turn"]
+    assert all("retold_on" not in r for r in ordered)
