@@ -62,6 +62,8 @@ def _line(rank: int, item: RecallItem) -> str:
     status = "" if item.status.value == "active" else f" [{item.status.value}]"
     if item.stale_since is not None:
         status += f" (older: superseded on {item.stale_since:%-d %b %Y})"
+    elif item.told_again_on is not None:
+        status += f" (older: told again on {item.told_again_on:%-d %b %Y})"
     return (f"{rank:>3}. {item.ref:<22} {item.scores.final:.4f}  cos {cosine:<5} "
             f"{shorten(item.text, TEXT_CHARS)}{status}")
 

@@ -360,6 +360,7 @@ def _item(row: Mapping[str, Any]) -> RecallItem:
         status=Status(row["status"]), stale_since=row["stale_on"],
         current_since=row["valid_from"] if row["slot_key"] and row["stale_on"] is None
         and row["source"] == "memory" else None,
+        told_again_on=row.get("retold_on"),
         scores=RecallScores(
             cosine=row["cosine"], vector_rank=row["vector_rank"], text_rank=row["text_rank"],
             text_score=row["text_score"], fused=row["fused"], recency=row["p_recency"],

@@ -76,6 +76,10 @@ class RecallItem(BaseModel):
     current_since: datetime | None = Field(
         default=None, description="For a current fact of a slot: since when its value "
                                   "holds (when it was said)")
+    told_again_on: datetime | None = Field(
+        default=None, description="Set on a person's statement of a value they told again "
+                                  "later, otherwise (the question asking how things "
+                                  "stand): when; the later telling ranks first")
 
 
 class RecallTimings(BaseModel):

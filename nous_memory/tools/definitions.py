@@ -88,7 +88,9 @@ async def _search(store: MemoryStore, agent: str, args: Mapping[str, Any],
     items = [{"ref": i.ref, "kind": i.kind.value, "memory_id": str(i.memory_id),
               "chunk_no": i.chunk_no, "text": i.text, "score": i.scores.final,
               "cosine": i.scores.cosine,
-              "stale_since": None if i.stale_since is None else i.stale_since.isoformat()}
+              "stale_since": None if i.stale_since is None else i.stale_since.isoformat(),
+              "told_again_on": None if i.told_again_on is None
+              else i.told_again_on.isoformat()}
              for i in result.items]
     return ToolResult(text=render.search(result), data={"query": result.query, "items": items})
 

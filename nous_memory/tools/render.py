@@ -81,7 +81,8 @@ def search(result: RecallResult) -> str:
     # current value before an old one, a turn before its fact): no score is shown
     lines = [item_line(item.ref, f"({item.kind.value}) {item.text}",
                        item.said_at if item.source == "chunk" or item.kind.value in DATED
-                       else None, stale_on=item.stale_since, since=item.current_since)
+                       else None, stale_on=item.stale_since, since=item.current_since,
+                       retold_on=item.told_again_on)
              for item in result.items]
     head = f"{len(result.items)} memories for {result.query!r}, best first:"
     return f"{head}\n{block(lines, 'recall')}\n{EXPAND_HINT}"

@@ -225,10 +225,18 @@ async def test_a_later_telling_of_a_count_ranks_first_where_no_rule_read_it(
                  "That is dedication!")])
     await store.worker().drain()
     query = "How many hours have I spent on my abstract ocean sculpture?"
-    texts = [i.text for i in (await store.recall("h", query, k=4, as_of=JUL)).items]
+    items = (await store.recall("h", query, k=4, as_of=JUL)).items
+    texts = [i.text for i in items]
     later = next(n for n, t in enumerate(texts) if "10-12 hours" in t and t.startswith("user"))
     earlier = next(n for n, t in enumerate(texts) if "5-6 hours" in t and t.startswith("user"))
     assert later < earlier, texts
+    assert items[earlier].told_again_on == datetime(2024, 6, 17, 10, tzinfo=UTC)
+    assert items[later].told_again_on is None
+    box = ToolBox(store, agent_id="h")
+    searched = await box.call("memory_search", json.dumps({
+        "query": query, "as_of": "2024-07-10T00:00:00Z"}))
+    assert any(line.endswith("(older: told again on 17 Jun 2024)") and "5-6 hours" in line
+               for line in searched.text.splitlines()), searched.text
     context = await store.assemble_context("h", query, budget_tokens=800, as_of=JUL)
     assert context.text.index("10-12 hours") < context.text.index("5-6 hours"), context.text
     older = [line for line in context.text.splitlines()

@@ -1735,6 +1735,11 @@ export interface components {
              * @description For a current fact of a slot: since when its value holds (when it was said)
              */
             current_since?: string | null;
+            /**
+             * Told Again On
+             * @description Set on a person's statement of a value they told again later, otherwise (the question asking how things stand): when; the later telling ranks first
+             */
+            told_again_on?: string | null;
         };
         /** RecallResult */
         RecallResult: {
