@@ -5,15 +5,21 @@ PATH; a synopsis line runs with every option given (``delete`` without ``--purge
 that ``memories restore`` has it to bring back) and the first of each ``a|b``;
 placeholders take the ids the commands before printed. The curl lines go to two
 ``nous-memory serve`` processes started by the doc's own serve line on loopback: one
-with a bootstrap key (service, deploy), one without (rest, export-import). The
-benchmark lines are checked, not run: the script takes the line's flags. What is not
-run and why: ``NOT_RUN`` in tests/unit/doc_shell.py.
+with a bootstrap key (service, deploy), one without (rest, export-import, cli). The
+``nous-memory`` lines the CLI can send to a service run with ``$NOUS_MEMORY_URL`` naming
+the page's server, as a user with a running service runs them: each is then a light
+process (no database driver, store or model) and the server does the work; the lines
+that work on the database itself run locally. Pages that share nothing run alongside
+each other (``LANES``). The benchmark lines are checked, not run: the script takes the line's flags.
+What is not run and why: ``NOT_RUN`` in tests/unit/doc_shell.py.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
+import io
 import json
 import os
 import re
@@ -21,16 +27,18 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
 from nous_memory import MemoryStore
+from nous_memory.cli.main import LOCAL_COMMANDS, build_parser
 from nous_memory.config import Settings
 from tests.integration.http_helpers import free_port, stop_server, wait_healthy
 from tests.integration.jobs_helpers import long_text, old_episode
 from tests.integration.test_history_surfaces import garden_sessions
 from tests.unit.doc_shell import (
     BENCH,
+    ENV_PREFIX,
     PAGE_ORDER,
     DocCommand,
     bare,
@@ -39,6 +47,7 @@ from tests.unit.doc_shell import (
     flags,
     full,
     kind,
+    shell_words,
     substitute,
 )
 from tests.unit.test_readme import ROOT
@@ -46,6 +55,15 @@ from tests.unit.test_readme import ROOT
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 BOOTSTRAP_KEY = "doc-shell-bootstrap-key-0123456789"
 KEYED_PAGES = ("operations/service.md", "operations/deploy.md")
+# The pages in groups that run alongside each other, each in PAGE_ORDER: the memory pages
+# find what the ones before them left; the service pages work on API keys only (the keyed
+# server); the rest share nothing (the backups page has an embedded store of its own, the
+# benchmark pages only check flags, the plugin is installed under HOME)
+LANES = (("surfaces/cli.md", "operations/jobs.md", "surfaces/rest.md",
+          "operations/export-import.md"),
+         ("operations/service.md", "operations/deploy.md"),
+         ("operations/backups.md", "surfaces/integrations.md", "guide/write-path.md",
+          "scaling.md"))
 # the first id a command prints is what this placeholder stands for afterwards
 CAPTURE = {"nous-memory remember ": "ID", "nous-memory facts learn ": "FACT_ID",
            "nous-memory episodes start ": "EPISODE_ID"}
@@ -53,6 +71,23 @@ CAPTURE = {"nous-memory remember ": "ID", "nous-memory facts learn ": "FACT_ID",
 EXPECT = {"nous-memory memories restore": "restored ", "nous-memory db restore": "verified",
           "nous-memory import assistant-1.jsonl --agent assistant-2 --reembed --dry-run":
               "would import"}
+
+
+REMOTE_PARSER = build_parser(remote=True)
+
+
+def goes_to_service(argv: list[str]) -> bool:
+    """Whether the CLI sends this command to the service ``$NOUS_MEMORY_URL`` names: not
+    one that works on the database itself, which the CLI refuses to send (were this
+    wrong that way, the line would fail with that refusal)."""
+    if argv[1] in LOCAL_COMMANDS:
+        return False
+    with contextlib.redirect_stderr(io.StringIO()):
+        try:
+            args = REMOTE_PARSER.parse_args(argv[1:])
+        except SystemExit:  # a command the service does not run
+            return False
+    return bool(getattr(args, "remote", False))
 
 
 def run_bash(text: str, env: dict[str, str], cwd: Path, stdin: int | None = None
@@ -85,6 +120,7 @@ class Run:
         self.ports = {"open": free_port(), "keyed": free_port()}
         self.servers: dict[str, subprocess.Popen[bytes]] = {}
         self.ran: list[str] = []
+        self.remote: list[str] = []  # the lines run with $NOUS_MEMORY_URL
 
     def local(self, text: str, server: str) -> str:
         """The doc's line for this machine: the port the server listens on, the venv the
@@ -110,9 +146,19 @@ class Run:
                     cwd=self.work, stdout=log, stderr=subprocess.STDOUT)
             assert str(port) in self.local(full(serve_line), name)
 
-    def healthy(self) -> None:
-        for name, proc in self.servers.items():
-            wait_healthy(f"http://127.0.0.1:{self.ports[name]}", proc)
+    def healthy(self, server: str) -> None:
+        wait_healthy(self.url(server), self.servers[server])
+
+    def url(self, server: str) -> str:
+        return f"http://127.0.0.1:{self.ports[server]}"
+
+    def service_env(self, env: dict[str, str], server: str) -> dict[str, str]:
+        """``env`` of a user whose CLI goes to the running service, not the database."""
+        env = {k: v for k, v in env.items() if k != "NOUS_MEMORY_DATABASE_URL"}
+        env["NOUS_MEMORY_URL"] = self.url(server)
+        if server == "keyed":
+            env["NOUS_MEMORY_API_KEY"] = BOOTSTRAP_KEY
+        return env
 
     def stop(self) -> None:
         for proc in self.servers.values():
@@ -126,8 +172,12 @@ class Run:
             form = bare if written.startswith("nous-memory delete ") else full
             written = choices(form(written))[0]
         text = self.local(written, server)
+        if how == "cli" and goes_to_service(shell_words(ENV_PREFIX.sub("", text), env)):
+            self.healthy(server)
+            env = self.service_env(env, server)
+            self.remote.append(text)
         if how == "curl":
-            self.healthy()
+            self.healthy(server)
             done = run_bash(text + " --write-out '\\n%{http_code}\\n'", env, self.work)
             status = done.stdout.splitlines()[-1] if done.stdout else ""
             assert done.returncode == 0 and status.startswith("2"), (
@@ -210,23 +260,40 @@ SETUP: dict[str, Callable[[Run, MemoryStore], Awaitable[dict[str, str]]]] = {
     "operations/deploy.md": _deploy}
 
 
+async def _pages(run: Run, store: MemoryStore, found: list[DocCommand],
+                 pages: Iterable[str]) -> None:
+    """The pages' commands in order, each page after its setup."""
+    for page in pages:
+        setup = SETUP.get(page)
+        env = await setup(run, store) if setup else run.env
+        for command in [c for c in found if c.page == page]:
+            if kind(command) in ("cli", "curl", "bench", "as-written"):
+                await asyncio.to_thread(run.command, command, env)
+
+
 async def test_every_shell_command_of_the_docs_runs(database_url: str, store: MemoryStore
                                                     ) -> None:
     found = doc_commands()
+    assert sorted(p for lane in LANES for p in lane) == sorted(PAGE_ORDER)
+    assert all(list(lane) == sorted(lane, key=PAGE_ORDER.index) for lane in LANES)
     (serve_line,) = [c.text for c in found if kind(c) == "serve"]
     with tempfile.TemporaryDirectory(prefix="nous-doc-shell-") as tmp:
         run = Run(database_url, Path(tmp))
         run.start_servers(serve_line)
         try:
-            for page in PAGE_ORDER:
-                setup = SETUP.get(page)
-                env = await setup(run, store) if setup else run.env
-                for command in [c for c in found if c.page == page]:
-                    if kind(command) in ("cli", "curl", "bench", "as-written"):
-                        await asyncio.to_thread(run.command, command, env)
+            # every lane to its end (a lane's failure stops no other midway), then the
+            # first failure
+            ends = await asyncio.gather(*(_pages(run, store, found, lane) for lane in LANES),
+                                        return_exceptions=True)
+            for end in ends:
+                if isinstance(end, BaseException):
+                    raise end
         finally:
             await asyncio.to_thread(run.stop)
         assert (run.home / ".hermes" / "plugins").exists() or any(
             (run.home / ".hermes").rglob("*")), "install_plugin wrote nothing"
         assert len(run.ran) == len([c for c in found if kind(c) in (
             "cli", "curl", "bench", "as-written")])
+        # the memory commands went to the service
+        assert {"remember", "facts", "episodes", "recall", "context", "export", "import"} <= {
+            line.split()[1] for line in run.remote}, run.remote

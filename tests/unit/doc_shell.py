@@ -114,7 +114,8 @@ def flags(text: str) -> list[str]:
 # ---------------------------------------------------------------------- the plan
 
 # The order the pages' commands run in, all on one database: a page finds what the pages
-# before it left (the servers, the agents' memories).
+# before it left (the servers, the agents' memories). Pages that share nothing run
+# alongside (LANES in tests/integration/test_doc_shell.py), each group in this order.
 PAGE_ORDER = ("surfaces/cli.md", "operations/jobs.md", "operations/backups.md",
               "operations/service.md", "operations/deploy.md", "surfaces/rest.md",
               "operations/export-import.md", "surfaces/integrations.md",
