@@ -39,6 +39,8 @@ SLOW: dict[str, str] = {
         "builds HNSW and GIN indexes over thousands of rows",
     "tests/integration/test_outage_errors.py::test_rest_under_random_connection_kills_answers_no_500":
         "a served instance under random connection kills",
+    "tests/integration/test_doc_shell.py": "every shell command of docs/: nous-memory "
+                                           "processes, two served instances, backups",
     "tests/integration/test_readme_example.py::test_doc_examples_run":
         "every python example of docs/ in processes",
     "tests/integration/test_cli_episodes.py": "nous-memory processes, a dozen a test",

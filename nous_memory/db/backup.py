@@ -120,6 +120,8 @@ async def _run_tool(name: str, *args: str, env: dict[str, str]) -> None:
 
 async def backup(dsn: str, path: Path) -> BackupResult:
     """Write a backup of the whole database at ``dsn`` to ``path`` (replaced atomically)."""
+    if not path.parent.is_dir():  # said before the dump, not as a traceback after it
+        raise InvalidInputError.single("file", "its directory does not exist")
     started = time.monotonic()
     target, env = _tool_target(dsn)
     conn = await _connect(dsn)

@@ -22,15 +22,18 @@ RUNNERS = {
     "ts": "tests/integration/test_typescript_client.py (the typechecked examples/chat.ts)",
     "json": "test_json_blocks_parse below",
     "sql": "tests/unit/test_scaling_doc.py (the generated Citus script)",
+    **dict.fromkeys(("bash", "sh", "shell", "console"),
+                    "in docs/: tests/integration/test_doc_shell.py (each command run, or "
+                    "listed in tests/unit/doc_shell.py's NOT_RUN with its reason); in "
+                    "README: the set-up commands, checked below"),
 }
-# Shell blocks are commands for an operator (a machine with Docker, a served instance, a
-# file of past conversations); the ones the suite runs are marked where they stand.
+# Shell blocks that another test also reads, marked where they stand.
 SHELL_RUN = {
     "operations/export-import.md": "tests/integration/test_cli_portability.py runs the "
                                    "nous-memory lines of the marked block",
 }
-# plain text, shell (above), and the directives of the docs build: not examples
-NOT_CODE = {"", "text", "bash", "{toctree}", "{eval-rst}", "{include}", "{settings-table}",
+# plain text and the directives of the docs build: not examples
+NOT_CODE = {"", "text", "{toctree}", "{eval-rst}", "{include}", "{settings-table}",
             "{jobs-table}"}
 
 
