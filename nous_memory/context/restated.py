@@ -39,10 +39,21 @@ _PRESENT = re.compile(r"\b(?:do|does|am|is|are|have|has|'s|'re|'ve)\b", re.IGNOR
 _PAST = re.compile(r"\b(?:did|was|were|had)\b", re.IGNORECASE)
 
 
+# "our previous conversation" names a talk, not a value; "in total" sums the tellings
+# (12 rare figurines, 57 rare records, ...), none of which replaces another
+_TALK = re.compile(r"\b(?:previous|earlier|last|past|before|other)\s+(?:conversations?|chats?|"
+                   r"sessions?|discussions?|talks?|messages?)\b", re.IGNORECASE)
+_SUM = re.compile(r"\b(?:in total|total|altogether|all together|combined|in all|sum)\b",
+                  re.IGNORECASE)
+
+
 def asks_how_things_stand(query: str) -> bool:
     """Whether the question is about a state (how things stand, or stood before the
-    present value) rather than one past event: a state word, or a present-tense verb
-    before any past-tense one."""
+    present value) rather than one past event or a sum of parts: a state word, or a
+    present-tense verb before any past-tense one; never a question for a total."""
+    if _SUM.search(query):
+        return False
+    query = _TALK.sub(" ", query)
     if _STATE_WORDS.search(query):
         return True
     present, past = _PRESENT.search(query), _PAST.search(query)

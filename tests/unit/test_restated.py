@@ -48,6 +48,9 @@ def test_questions_about_how_things_stand(query: str) -> None:
     "What did Caroline research?",
     "Where was the concert we went to?",
     "Who did I meet at the conference that had a dog?",
+    # a talk, not a value, is "previous"; a total sums the tellings
+    "I was going through our previous conversation: which brand uses wild rubber?",
+    "How many rare items do I have in total?",
 ])
 def test_questions_about_one_past_event(query: str) -> None:
     assert not asks_how_things_stand(query)
