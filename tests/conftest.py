@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -20,6 +19,7 @@ from nous_memory.config import default_model_cache_dir
 from nous_memory.db import QUERIES, Connection, EmbeddedServer, migrate
 from nous_memory.embeddings import BUNDLED_MODEL_NAME
 from nous_memory.testing import ScriptedLLMServer
+from tests.scratch import cluster_dir
 from tests.speed import mark_slow
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -34,8 +34,9 @@ _counter = itertools.count()
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[EmbeddedServer]:
-    # not under pytest's basetemp: concurrent pytest runs rotate (delete) old basetemps
-    data_dir = Path(tempfile.mkdtemp(prefix="nous-test-pg-"))
+    # not under pytest's basetemp: concurrent pytest runs rotate (delete) old basetemps;
+    # in RAM where there is room (tests/scratch.py says why)
+    data_dir = cluster_dir("nous-test-pg-")
     server = EmbeddedServer.acquire(data_dir)
     yield server
     server.release()
