@@ -1,9 +1,9 @@
 """Where the suite's throwaway PostgreSQL clusters live: in RAM (``/dev/shm``) when the
 machine has room there. Their data need not survive anything (fsync is off), and on a
 disk mounted with online discard (``-o discard``, common on cloud volumes) each file
-PostgreSQL creates and removes costs a TRIM: cloning the template for a test took about
-470 ms there against about 25 ms in RAM, and removing the cluster at the end of a run
-took tens of seconds. ``NOUS_TEST_PG_DIR`` names another parent directory."""
+PostgreSQL creates and removes costs a TRIM: cloning the template for a test took
+about 470 ms there against about 25 ms in RAM (a loaded 2-core machine).
+``NOUS_TEST_PG_DIR`` names another parent directory."""
 
 from __future__ import annotations
 
