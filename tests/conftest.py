@@ -6,11 +6,11 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import asyncpg
 import pytest
@@ -20,6 +20,7 @@ from nous_memory.config import default_model_cache_dir
 from nous_memory.db import QUERIES, Connection, EmbeddedServer, migrate
 from nous_memory.embeddings import BUNDLED_MODEL_NAME
 from nous_memory.testing import ScriptedLLMServer
+from tests.scratch import cluster_dir
 from tests.speed import mark_slow
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -34,8 +35,9 @@ _counter = itertools.count()
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[EmbeddedServer]:
-    # not under pytest's basetemp: concurrent pytest runs rotate (delete) old basetemps
-    data_dir = Path(tempfile.mkdtemp(prefix="nous-test-pg-"))
+    # not under pytest's basetemp: concurrent pytest runs rotate (delete) old basetemps;
+    # in RAM where there is room (tests/scratch.py says why)
+    data_dir = cluster_dir("nous-test-pg-")
     server = EmbeddedServer.acquire(data_dir)
     yield server
     server.release()
@@ -78,7 +80,10 @@ async def create_database(server: EmbeddedServer, template: str | None) -> str:
 
 
 async def drop_database(server: EmbeddedServer, dsn: str) -> None:
-    name = dsn.rsplit("/", 1)[1].split("?")[0]
+    # the path, not the tail after the last "/": that is in the socket directory of
+    # ?host=..., which named no database, so no clone was dropped and a run left a
+    # thousand databases (about 10 GB) behind for the teardown to delete
+    name = urlsplit(dsn).path.lstrip("/")
     admin = await asyncpg.connect(server.dsn("postgres"))
     try:
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

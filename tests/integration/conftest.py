@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from nous_memory.api import create_app
 from nous_memory.db import EmbeddedServer
 from nous_memory.testing.pgcontrol import ServerControl
 from tests.integration.http_helpers import asgi_client
+from tests.scratch import cluster_dir
 
 
 @pytest.fixture
@@ -37,7 +37,7 @@ def sweeps(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
 @pytest.fixture(scope="module")
 def own_server() -> Iterator[tuple[EmbeddedServer, ServerControl, Path]]:
     """An embedded server of the module's own, to stop and start (outage tests)."""
-    data_dir = Path(tempfile.mkdtemp(prefix="nous-outage-pg-"))
+    data_dir = cluster_dir("nous-outage-pg-")
     server = EmbeddedServer.acquire(data_dir)
     control = ServerControl(server.pgdata, server.dsn())
     try:
