@@ -20,7 +20,7 @@ from nous_memory.config import default_model_cache_dir
 from nous_memory.db import QUERIES, Connection, EmbeddedServer, migrate
 from nous_memory.embeddings import BUNDLED_MODEL_NAME
 from nous_memory.testing import ScriptedLLMServer
-from tests.scratch import cluster_dir
+from tests.clusters import cluster_dir
 from tests.speed import mark_slow
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -36,7 +36,7 @@ _counter = itertools.count()
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[EmbeddedServer]:
     # not under pytest's basetemp: concurrent pytest runs rotate (delete) old basetemps;
-    # in RAM where there is room (tests/scratch.py says why)
+    # in RAM where there is room (tests/clusters.py says why)
     data_dir = cluster_dir("nous-test-pg-")
     server = EmbeddedServer.acquire(data_dir)
     yield server

@@ -13,8 +13,8 @@ from nous_memory import MemoryStore
 from nous_memory.api import create_app
 from nous_memory.db import EmbeddedServer
 from nous_memory.testing.pgcontrol import ServerControl
+from tests.clusters import cluster_dir
 from tests.integration.http_helpers import asgi_client
-from tests.scratch import cluster_dir
 
 
 @pytest.fixture
