@@ -37,6 +37,7 @@ from .storage import (
     load_state,
     unfolded,
 )
+from .view import View, summary_text
 
 MAX_REBUILD_STEPS = 200
 INVALIDATE_TRIES = 3
@@ -57,16 +58,6 @@ class _Step:
     story: tuple[str, Facets, Source] | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class View:
-    """A conversation as read at one moment: state, chain heads, unfolded messages."""
-
-    state: State
-    story: SummaryRecord | None
-    chapter: SummaryRecord | None
-    unfolded: list[ConvMessage]
-
-
 class _LostRace(Exception):
     pass
 
@@ -74,10 +65,6 @@ class _LostRace(Exception):
 def chat_overhead(messages: list[ConvMessage]) -> int:
     """Tokens a prompt spends on the messages beyond their content (role, name, ids)."""
     return sum(message_tokens(chat_message(m), m.tokens) - m.tokens for m in messages)
-
-
-def summary_text(story: SummaryRecord | None, chapter: SummaryRecord | None) -> str:
-    return "\n\n".join(r.content for r in (story, chapter) if r is not None and r.content)
 
 
 class Summarizer:

@@ -17,7 +17,7 @@ from ..tokens import count_tokens
 from ..work.queue import WorkContext, enqueue
 from ..work.tasks import Task
 from . import messages, storage
-from .engine import Summarizer, View, summary_text
+from .engine import Summarizer
 from .facets import Facets, merge
 from .pairs import ConvMessage
 from .policy import KNOBS, MIN_WINDOW_TOKENS, Policy, resolve
@@ -25,6 +25,7 @@ from .prompt import ContextProvider, PromptHolds, assemble, prompt_tokens, summa
 from .results import ConversationSummary as ConversationSummary
 from .results import Prompt as Prompt
 from .results import SummarizeResult
+from .view import View, summary_text
 
 MAX_HISTORY_PAGE = 500
 

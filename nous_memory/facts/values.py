@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Container
 from functools import lru_cache
 
-from ..words import UNIT_WORDS
+from .value_scan import Scan
 from .value_words import (
     AMBIGUOUS_CALENDAR,
     AXIS_OF,
@@ -31,7 +31,6 @@ from .value_words import (
     DAYPARTS,
     FREQUENCY_ADVERBS,
     INFLECTED,
-    MONEY_SCALE,
     MONTHS,
     NEGATIONS,
     NUMBER_WORDS,
@@ -39,9 +38,7 @@ from .value_words import (
     ORDINALS,
     PASSIVE,
     PERIODIC,
-    SCALE,
     SEASONS,
-    SPLIT_COMPOUNDS,
     TIME_NOUNS,
     TIME_UNITS,
     TRIGGERS,
@@ -51,68 +48,12 @@ from .value_words import (
 
 Slots = dict[str, frozenset[str]]
 
-_NUMERAL = re.compile(r"[\d,]+(?:\.\d+)?")
 _CLOCK = re.compile(r"\d{1,2}[:.]\d{2}")
 _ISO_DATE = re.compile(r"\d{4}-\d{1,2}-\d{1,2}")
 _SLASH_DATE = re.compile(r"\d{1,2}/\d{1,2}(?:/\d{2,4})?")
 _DAY = re.compile(r"(\d{1,2})(?:st|nd|rd|th)?")
 _YEAR = re.compile(r"(1[89]|20)\d\d")
 _ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)")
-
-_TOKEN = re.compile(
-    r"\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?"  # ISO or d/m dates
-    r"|\d{1,2}[:.]\d{2}(?=\s*[ap]\.?m\b)|\d{1,2}:\d{2}"  # clock times
-    r"|\d+(?:st|nd|rd|th)\b"  # 1st, 22nd
-    r"|\d+(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"  # 1,200.50 / 3.5
-    r"|[$€£¥₹%°]"
-    r"|[A-Za-z]+(?:['\u2019-][A-Za-z]+)*")
-
-
-
-class _Scan:
-    """A cursor over the tokens that fills slots; each pattern consumes what it reads."""
-
-    def __init__(self, text: str) -> None:
-        # a hyphenated compound is one word ("no-frills", "non-stop") unless it carries a
-        # value ("mid-June", "twenty-five", "late-night")
-        self.raw = [part for token in _TOKEN.findall(text) for part in (
-            token.split("-") if "-" in token and any(
-                p.lower() in SPLIT_COMPOUNDS for p in token.split("-")) else [token])]
-        self.low = [t.lower().replace("\u2019", "'") for t in self.raw]
-        self.slots: dict[str, set[str]] = {}
-        self.i = 0
-
-    def add(self, kind: str, value: str) -> None:
-        self.slots.setdefault(kind, set()).add(value)
-
-    def at(self, offset: int = 0) -> str:
-        j = self.i + offset
-        return self.low[j] if 0 <= j < len(self.low) else ""
-
-    def number_at(self, offset: int = 0, *, money: bool = False
-                  ) -> tuple[float, int] | None:
-        """A number at ``i + offset`` (digits, words, "twenty five", "a"/"an" = 1) and
-        how many tokens it spans."""
-        word = self.at(offset)
-        if word and word[0].isdigit() and _NUMERAL.fullmatch(word):
-            value, used = float(word.replace(",", "")), 1
-        elif word in NUMBER_WORDS and word not in ("once", "twice", "thrice"):
-            value, used = float(NUMBER_WORDS[word]), 1
-            tens = NUMBER_WORDS[word]
-            if tens >= 20 and tens % 10 == 0 and self.at(offset + 1) in UNIT_WORDS[1:10]:
-                value, used = float(tens + NUMBER_WORDS[self.at(offset + 1)]), 2
-        elif word == "half" and self.at(offset + 1) in ("a", "an"):
-            value, used = 0.5, 2
-        elif word in ("a", "an", "one"):
-            value, used = 1.0, 1
-        else:
-            return None
-        scales = MONEY_SCALE if money else SCALE
-        if self.at(offset + used) in scales:
-            value *= scales[self.at(offset + used)]
-            used += 1
-        return value, used
-
 
 def _num(value: float) -> str:
     return f"{value:g}" if value != int(value) else str(int(value))
@@ -127,7 +68,7 @@ def _lemma(word: str, vocabulary: Container[str]) -> str:
 # Each returns how many tokens it consumed at the cursor (0: no match).
 
 
-def _clock(s: _Scan) -> int:
+def _clock(s: Scan) -> int:
     word = s.at()
     hour: int | None = None
     minute = 0
@@ -172,7 +113,7 @@ def _clock(s: _Scan) -> int:
     return used
 
 
-def _date(s: _Scan) -> int:
+def _date(s: Scan) -> int:
     word = s.at()
     if _ISO_DATE.fullmatch(word):
         parts = word.split("-")
@@ -200,7 +141,7 @@ def _date(s: _Scan) -> int:
     return 0
 
 
-def _month_at(s: _Scan, offset: int) -> str | None:
+def _month_at(s: Scan, offset: int) -> str | None:
     word = s.at(offset)
     if word not in MONTHS:
         return None
@@ -217,7 +158,7 @@ def _month_at(s: _Scan, offset: int) -> str | None:
     return str(MONTHS[word])
 
 
-def _day_at(s: _Scan, offset: int) -> str | None:
+def _day_at(s: Scan, offset: int) -> str | None:
     match = _DAY.fullmatch(s.at(offset))
     if match and 1 <= int(match.group(1)) <= 31:
         return str(int(match.group(1)))
@@ -228,7 +169,7 @@ def _year(word: str) -> bool:
     return bool(_YEAR.fullmatch(word))
 
 
-def _relative(s: _Scan) -> int:
+def _relative(s: Scan) -> int:
     word = s.at()
     fixed = {"today": ("day", 0), "tonight": ("day", 0), "tomorrow": ("day", 1),
              "yesterday": ("day", -1)}
@@ -269,7 +210,7 @@ def _relative(s: _Scan) -> int:
     return 0
 
 
-def _frequency(s: _Scan) -> int:
+def _frequency(s: Scan) -> int:
     word = s.at()
     if word in PERIODIC:
         s.add("frequency", f"1/1 {PERIODIC[word]}")
@@ -302,7 +243,7 @@ def _frequency(s: _Scan) -> int:
     return 0
 
 
-def _amount(s: _Scan) -> int:
+def _amount(s: Scan) -> int:
     """Prices ($20, 20 euros, EUR 20, 1.5k dollars), durations and quantities."""
     word = s.at()
     if word in CURRENCY_SYMBOLS or (word.upper() in CURRENCY_WORDS.values()
@@ -340,7 +281,7 @@ def _amount(s: _Scan) -> int:
     return used
 
 
-def _words(s: _Scan) -> int:
+def _words(s: Scan) -> int:
     """Single words: weekdays, seasons, ordinals, dayparts, order, frequency, axes."""
     word, raw = s.at(), s.raw[s.i]
     bare = word.removesuffix("s") if word.endswith("s") and word[:-1] in WEEKDAYS else word
@@ -382,14 +323,14 @@ def _words(s: _Scan) -> int:
     return 1
 
 
-_PATTERNS: tuple[Callable[[_Scan], int], ...] = (
+_PATTERNS: tuple[Callable[[Scan], int], ...] = (
     _clock, _date, _relative, _frequency, _amount, _words)
 
 
 @lru_cache(maxsize=4096)
 def value_slots(text: str) -> Slots:
     """The typed, normalised values of a statement (see the module docstring)."""
-    scan = _Scan(text)
+    scan = Scan(text)
     while scan.i < len(scan.low):
         word = scan.low[scan.i]
         if word[0].isalpha() and word not in TRIGGERS and "'" not in word:

@@ -20,6 +20,7 @@ from datetime import datetime
 from functools import lru_cache
 
 from .event_time import event_time
+from .slot_match import attribute_family, query_attributes, same_value
 from .slot_words import (
     ATTRIBUTE_SYNONYMS,
     CAR,
@@ -45,7 +46,6 @@ from .slot_words import (
     PHONE,
     PHONE_BRANDS,
     PREFERENCE_PREFIX,
-    QUERY_WORDS,
     RESCHEDULE,
     SCHEDULE_PREFIX,
     SCHOOL,
@@ -364,29 +364,6 @@ def _habit_end(subject: str, predicate: str) -> Slot | None:
     value = _value(found.group("v"))
     return Slot(subject=subject, attribute=HABIT_PREFIX + value, value=value, ended=True) \
         if value else None
-
-
-def query_attributes(query: str) -> set[str]:
-    """The attributes (or attribute prefixes) a question asks about, by its words."""
-    words = {w.lower().strip("?.,!'").removesuffix("'s") for w in query.split()}
-    return {attribute for attribute, cues in QUERY_WORDS.items() if words & cues}
-
-
-def attribute_family(attribute: str) -> str:
-    """An attribute's family for query matching: "pet:dog" -> "pet:", "home" -> "home"."""
-    for prefix in (PET_PREFIX, COUNT_PREFIX, EVENT_PREFIX, SCHEDULE_PREFIX, PREFERENCE_PREFIX,
-                   HABIT_PREFIX):
-        if attribute.startswith(prefix):
-            return prefix
-    return attribute
-
-
-def same_value(a: str, b: str) -> bool:
-    """Two normalised values that name the same thing ("porto" / "porto, portugal")."""
-    if not a or not b:
-        return a == b
-    return a == b or a.startswith(b + " ") or b.startswith(a + " ") or (
-        a.startswith(b + ",") or b.startswith(a + ","))
 
 
 __all__ = ["CAR", "DIET", "EMPLOYER", "HOME", "JOB_TITLE", "NAME", "PARTNER", "PHONE",

@@ -1,4 +1,5 @@
-"""The five kinds of memory: enums, documented size limits and validated detail records.
+"""The five kinds of memory: documented size limits and validated detail records (their
+enums are in ``enums.py``, imported here for the modules that read them from here).
 
 Validation happens here, before anything touches the database, so a rejected call
 names the field and the reason and leaves stored data untouched.
@@ -8,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Annotated, Any, Literal, TypeVar
 from uuid import UUID
 
@@ -31,86 +31,39 @@ from ..errors import (
     longer_than,
     reason_of,
 )
+from .enums import (
+    CensorAction as CensorAction,
+)
+from .enums import (
+    DecisionOutcome as DecisionOutcome,
+)
+from .enums import (
+    EpisodeState as EpisodeState,
+)
+from .enums import (
+    EpisodeStorage as EpisodeStorage,
+)
+from .enums import (
+    FactsExtractor as FactsExtractor,
+)
+from .enums import (
+    FactsState as FactsState,
+)
+from .enums import (
+    Kind as Kind,
+)
+from .enums import (
+    SourceKind as SourceKind,
+)
+from .enums import (
+    Status as Status,
+)
+from .enums import (
+    SummarySource as SummarySource,
+)
 from .triggers import valid_trigger
 
 _M = TypeVar("_M", bound=BaseModel)
-
-
-class Kind(StrEnum):
-    DECISION = "decision"
-    FACT = "fact"
-    EPISODE = "episode"
-    PROCEDURE = "procedure"
-    CENSOR = "censor"
-
-
-class Status(StrEnum):
-    ACTIVE = "active"
-    SUPERSEDED = "superseded"
-    ARCHIVED = "archived"
-    DELETED = "deleted"
-
-
-class DecisionOutcome(StrEnum):
-    PENDING = "pending"
-    SUCCESS = "success"
-    FAILURE = "failure"
-    PARTIAL = "partial"
-    ABANDONED = "abandoned"
-
-
-class CensorAction(StrEnum):
-    WARN = "warn"
-    BLOCK = "block"
-    ABSOLUTE = "absolute"
-
-
-class EpisodeState(StrEnum):
-    OPEN = "open"
-    CLOSING = "closing"
-    CLOSED = "closed"
-
-
-class SourceKind(StrEnum):
-    """How a fact reached the store: said by the user, extracted by the LLM, inferred."""
-
-    USER_STATED = "user_stated"
-    EXTRACTED = "extracted"
-    INFERRED = "inferred"
-
-
-class FactsState(StrEnum):
-    """Whether close processing extracted facts and decisions from an episode."""
-
-    NOT_APPLICABLE = "not_applicable"  # a remembered record, not a live transcript
-    PENDING = "pending"
-    EXTRACTED = "extracted"
-    NOT_EXTRACTED = "not_extracted"  # no LLM, or it failed: a later upgrade may retry
-
-
-class FactsExtractor(StrEnum):
-    """How an episode's facts were extracted (an LLM upgrade replaces ``rules``)."""
-
-    NONE = "none"
-    RULES = "rules"  # the rule extractor, at a close without an LLM
-    LLM = "llm"
-
-
-class EpisodeStorage(StrEnum):
-    """Where an episode's detail and transcript live (the maintenance jobs move them)."""
-
-    HOT = "hot"
-    TRIMMED = "trimmed"  # detail (or transcript) beyond the hot head is in cold storage
-    ARCHIVED = "archived"  # detail and transcript are in cold storage
-    RESTORED = "restored"  # brought back on request; the jobs leave it hot
-    EXPIRED = "expired"  # the retention policy deleted its cold detail
-
-
-class SummarySource(StrEnum):
-    TEMPLATE = "template"
-    GIVEN = "given"
-    RULE = "rule"
-    LLM = "llm"
 
 
 # Documented limits (README "Limits").  Characters, not bytes.

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import http
 import itertools
 import json
 import threading
@@ -33,6 +32,7 @@ from .script import (
     ToolCallReply,
     Usage,
 )
+from .wire import error_body, error_type_for, write_json, write_stream
 
 _CHAT_PATH = "/v1/chat/completions"
 _EMBEDDINGS_PATH = "/v1/embeddings"
@@ -237,7 +237,7 @@ class ScriptedLLMServer:
             pass
         except _BadHTTP as exc:
             with contextlib.suppress(ConnectionError):
-                await _write(writer, exc.status, _error_body(str(exc), "invalid_request_error"))
+                await write_json(writer, exc.status, error_body(str(exc), "invalid_request_error"))
         finally:
             writer.close()  # flushes what was written; a no-op after an abort
 
@@ -253,17 +253,17 @@ class ScriptedLLMServer:
             await self._embeddings(writer, raw)
             return keep_alive
         if path != _CHAT_PATH:
-            await _write(writer, 404, _error_body(f"no route for {path}", "not_found_error"))
+            await write_json(writer, 404, error_body(f"no route for {path}", "not_found_error"))
             return keep_alive
         if method != "POST":
-            await _write(writer, 405, _error_body("use POST", "invalid_request_error"))
+            await write_json(writer, 405, error_body("use POST", "invalid_request_error"))
             return keep_alive
         try:
             body = json.loads(raw)
         except ValueError as exc:
             body = exc
         if not isinstance(body, dict):
-            await _write(writer, 400, _error_body("body is not a JSON object",
+            await write_json(writer, 400, error_body("body is not a JSON object",
                                                   "invalid_request_error"))
             return keep_alive
         self.requests.append(body)
@@ -284,8 +284,8 @@ class ScriptedLLMServer:
             return False
         if isinstance(step, StatusReply):
             extra = {} if step.retry_after is None else {"retry-after": str(step.retry_after)}
-            await _write(writer, step.status, _error_body(
-                step.message, step.error_type or _error_type(step.status), step.param,
+            await write_json(writer, step.status, error_body(
+                step.message, step.error_type or error_type_for(step.status), step.param,
                 step.code), extra)
             return keep_alive
         if isinstance(step, ToolCallReply):
@@ -294,14 +294,14 @@ class ScriptedLLMServer:
                 {"id": f"call_{next(self._ids)}", "type": "function", "function": {
                     "name": name, "arguments": args if isinstance(args, str)
                     else json.dumps(args)}} for name, args in step.calls]
-            await _write(writer, 200, completion)
+            await write_json(writer, 200, completion)
             return keep_alive
         text = json.dumps(step.content) if isinstance(step, JSONReply) else step.text
         completion = self._completion(body, text, step.usage, step.finish_reason)
         if body.get("stream") is True:
-            await _write_stream(writer, completion)
+            await write_stream(writer, completion)
             return keep_alive
-        await _write(writer, 200, completion)
+        await write_json(writer, 200, completion)
         return keep_alive
 
     async def _embeddings(self, writer: asyncio.StreamWriter, raw: bytes) -> None:
@@ -311,7 +311,7 @@ class ScriptedLLMServer:
             texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
             dims = int(body.get("dimensions") or self.embedding_dimension)
         except (ValueError, KeyError, TypeError) as exc:
-            await _write(writer, 400, _error_body(f"bad embeddings request: {exc}",
+            await write_json(writer, 400, error_body(f"bad embeddings request: {exc}",
                                                   "invalid_request_error"))
             return
         self.embedding_requests.append(body)
@@ -321,7 +321,7 @@ class ScriptedLLMServer:
                 for i, t in enumerate(texts)]
         data.reverse()  # real servers may answer out of order; clients sort by index
         tokens = sum(len(str(t).split()) for t in texts)
-        await _write(writer, 200, {"object": "list", "data": data, "model": body.get("model"),
+        await write_json(writer, 200, {"object": "list", "data": data, "model": body.get("model"),
                                    "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
 
     async def _read_request(self, reader: asyncio.StreamReader
@@ -374,51 +374,3 @@ class ScriptedLLMServer:
             body["usage"] = {"prompt_tokens": usage[0], "completion_tokens": usage[1],
                              "total_tokens": usage[0] + usage[1]}
         return body
-
-
-def _error_type(status: int) -> str:
-    if status == 429:
-        return "rate_limit_error"
-    return "server_error" if status >= 500 else "invalid_request_error"
-
-
-def _error_body(message: str, error_type: str, param: str | None = None,
-                code: str | None = None) -> dict[str, Any]:
-    return {"error": {"message": message, "type": error_type, "param": param, "code": code}}
-
-
-async def _write_stream(writer: asyncio.StreamWriter, completion: dict[str, Any]) -> None:
-    """A completion as a client asking ``stream: true`` reads it: server-sent chunks (the
-    text a word at a time), the finish reason, the usage, then ``[DONE]``."""
-    choice = completion["choices"][0]
-    head = {key: completion[key] for key in ("id", "created", "model")}
-    words = (choice["message"]["content"] or "").split(" ")
-    deltas = [{"role": "assistant", "content": ""}] + [
-        {"content": word if i == 0 else " " + word} for i, word in enumerate(words)]
-    chunks = [{**head, "object": "chat.completion.chunk", "choices": [
-        {"index": 0, "delta": delta, "finish_reason": None}]} for delta in deltas]
-    chunks.append({**head, "object": "chat.completion.chunk", "choices": [
-        {"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]})
-    if "usage" in completion:
-        chunks.append({**head, "object": "chat.completion.chunk", "choices": [],
-                       "usage": completion["usage"]})
-    data = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks) + "data: [DONE]\n\n"
-    encoded = data.encode("utf-8")
-    lines = ["HTTP/1.1 200 OK", "content-type: text/event-stream",
-             f"content-length: {len(encoded)}"]
-    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + encoded)
-    await writer.drain()
-
-
-async def _write(writer: asyncio.StreamWriter, status: int, payload: dict[str, Any],
-                 headers: dict[str, str] | None = None) -> None:
-    data = json.dumps(payload).encode("utf-8")
-    try:
-        reason = http.HTTPStatus(status).phrase
-    except ValueError:
-        reason = "Status"
-    lines = [f"HTTP/1.1 {status} {reason}", "content-type: application/json",
-             f"content-length: {len(data)}",
-             *(f"{name}: {value}" for name, value in (headers or {}).items())]
-    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + data)
-    await writer.drain()
