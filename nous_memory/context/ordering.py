@@ -65,7 +65,7 @@ def final_order(rows: Sequence[Row], k: int, *, query: str = "",
         out = said_not_asked(out, query, kinds)
         told = [(k.speaker, k.body, not (k.assistant or k.bare))
                 for k in (kinds[id(r)] for r in out)]
-        out = newest_telling_first(out, query, told)
+        out = newest_telling_first(out, query, asked, told)
     out = superseding_first(out)
     out = current_first(out, current)
     if current_only:

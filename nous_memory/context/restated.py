@@ -26,8 +26,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ..words import TENS_WORDS, UNIT_WORDS
-from .truncation import query_terms
+from ..facts.value_words import NUMBER_WORDS
 
 Row = Mapping[str, Any]
 
@@ -78,10 +77,10 @@ def _retells(newer: frozenset[str], older: frozenset[str]) -> bool:
     return shared >= (len(older) if len(older) <= 2 else math.ceil(2 * len(older) / 3))
 
 
-_ORDINALS = frozenset(
+# the value patterns' number words (cardinals, dozen, once, ...), ordinals of a count
+_NUMBER_WORDS = frozenset(NUMBER_WORDS) | frozenset(
     "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth "
-    "once twice dozen hundred thousand half".split())
-_NUMBER_WORDS = frozenset(UNIT_WORDS) | frozenset(TENS_WORDS) | _ORDINALS
+    "half".split())
 _NUMERIC = re.compile(r"^[$€£]?\d[\d,.:/-]*(?:am|pm|st|nd|rd|th|s|k|h|x|%)?$")
 _EDGE = ".,!?;:()[]\"'…-—"
 NEAR = 3  # words between a query word and the value it carries
@@ -125,15 +124,14 @@ def _restates(newer: dict[str, frozenset[str]], older: dict[str, frozenset[str]]
     return any(term in newer and newer[term] != values for term, values in older.items())
 
 
-def newest_telling_first(rows: list[Row], query: str,
+def newest_telling_first(rows: list[Row], query: str, asked: frozenset[str],
                          statements: Sequence[tuple[str, str, bool]]) -> list[Row]:
-    """Each statement goes before the earlier statements it retells.  ``statements``:
-    per row, its speaker (lowercased, '' when not a turn), its words without the speaker,
-    and whether it is a statement of a person's own (neither the assistant's nor a bare
-    question)."""
+    """Each statement goes before the earlier statements it retells.  ``asked``: the
+    query's terms (``truncation.query_terms``); ``statements``: per row, its speaker
+    (lowercased, '' when not a turn), its words without the speaker, and whether it is a
+    statement of a person's own (neither the assistant's nor a bare question)."""
     if not query or not asks_how_things_stand(query):
         return rows
-    asked = query_terms(query)
     told: list[tuple[int, datetime, frozenset[str], dict[str, frozenset[str]]]] = []
     for i, (row, (speaker, body, own)) in enumerate(zip(rows, statements, strict=True)):
         said = row.get("said_at")
@@ -165,8 +163,8 @@ def newest_telling_first(rows: list[Row], query: str,
 def _summary_and_its_turn(a: Row, b: Row) -> bool:
     """An episode's summary and a turn of that episode: one telling, not two (a chunk's
     ``memory_id`` is its episode's)."""
-    return a["memory_id"] == b["memory_id"] and "chunk" in (a.get("source"), b.get("source")) \
-        and a.get("source") != b.get("source")
+    sources = {a.get("source"), b.get("source")}
+    return a["memory_id"] == b["memory_id"] and sources == {"chunk", "memory"}
 
 
 def _marked(row: Row, retold_on: datetime) -> Row:

@@ -33,19 +33,21 @@ def _stem(word: str) -> str:
     return word
 
 
+def _content(word: str) -> bool:
+    return word not in _STOPWORDS and len(word) > 1
+
+
 def query_terms(query: str) -> frozenset[str]:
     """Content words of the query, crudely stemmed (``meetings`` matches ``meeting``);
     each distinct word once (the ordering reads every candidate's words on each call)."""
-    return frozenset(_stem(w) for w in set(_WORD.findall(query.lower()))
-                     if w not in _STOPWORDS and len(w) > 1)
+    return frozenset(_stem(w) for w in set(_WORD.findall(query.lower())) if _content(w))
 
 
 def iter_terms(lowered: str) -> Iterator[str]:
     """``query_terms`` of a lower-cased text one at a time, in order, repeats included: a
     caller that stops at the first it needs reads no further (long turns, hot path)."""
     for match in _WORD.finditer(lowered):
-        word = match.group()
-        if word not in _STOPWORDS and len(word) > 1:
+        if _content(word := match.group()):
             yield _stem(word)
 
 

@@ -151,11 +151,11 @@ def test_the_speakers_own_name_is_not_a_shared_word() -> None:
         return [("caroline", r["text"].split(": ", 1)[1], True) for r in rows]
 
     query = "How many times does Caroline go out?"
-    assert names(newest_telling_first(rows, query, told(rows))) == ["a", "b"]
+    assert names(newest_telling_first(rows, query, query_terms(query), told(rows))) == ["a", "b"]
     rows = [turn("a", "Caroline: I adopted one dog.", ("carolin", "dog"), 0),
             turn("b", "Caroline: We have two dogs now.", ("carolin", "dog"), 5)]
     query = "How many dogs does Caroline have?"
-    assert names(newest_telling_first(rows, query, told(rows))) == ["b", "a"]
+    assert names(newest_telling_first(rows, query, query_terms(query), told(rows))) == ["b", "a"]
 
 
 def test_context_words_of_a_chunk_are_not_its_own() -> None:
