@@ -1,6 +1,7 @@
 """Maintenance jobs at scale: trim and archive over many episodes of many agents.
 
     python bench/jobs_scale.py [--episodes 1000000] [--agents 1000] [--batch 2000]
+                               [--workers 2]
                                [--one-agent]
 
 Builds a fresh database (an embedded PostgreSQL in a temporary directory that is deleted
@@ -15,8 +16,9 @@ omitted: the jobs never read or write them).
 
 Then a separate process, the job runner, runs the real jobs exactly as the scheduler
 does (``jobs.JobRunner.run``: the advisory lock, a ``job_runs`` row, the store's
-batched set-based SQL), in their nightly order: first archive (ended > 90 days), then
-trim (ended > 30 days; what archive moved is no longer trimmed).
+batched set-based SQL, ``--workers`` batches at once), in their nightly order: first
+archive (ended > 90 days), then trim (ended > 30 days; what archive moved is no longer
+trimmed).
 It reports each job's wall time and its own peak RSS (``resource.getrusage``).  A sample
 of the cold copies is checked against the checksum taken from the original detail.
 
@@ -137,9 +139,10 @@ async def generate(dsn: str, episodes: int, agents: int) -> tuple[float, int]:
         await conn.close()
 
 
-async def run_jobs(dsn: str, batch: int, form: str) -> dict[str, float]:
+async def run_jobs(dsn: str, batch: int, form: str, workers: int) -> dict[str, float]:
     """The job-runner process: trim, then archive, through the scheduler's code path."""
     async with MemoryStore.open(database_url=dsn, job_batch_size=batch, job_sweeps=form,
+                                job_workers=workers,
                                 data_dir=Path("/nonexistent-unused")) as store:
         runner = JobRunner(store, clock=lambda: NOW, runner_id="bench")
         out: dict[str, float] = {"rss_after_open_mb": rss_mb()}
@@ -210,10 +213,11 @@ async def drop_database(dsn: str) -> None:
         await conn.close()
 
 
-def job_runner(dsn: str, batch: int, form: str) -> dict[str, float]:
+def job_runner(dsn: str, batch: int, form: str, workers: int) -> dict[str, float]:
     """Runs the jobs in a process of their own (its RSS is the job runner's alone)."""
     child = subprocess.run(
         [sys.executable, __file__, "--job-runner", dsn, "--batch", str(batch),
+         "--workers", str(workers),
          "--form", form],
         capture_output=True, text=True, check=False,
         env={**os.environ, "HF_HUB_OFFLINE": "1"})
@@ -278,13 +282,16 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=1_000_000)
     parser.add_argument("--agents", type=int, default=1_000)
     parser.add_argument("--batch", type=int, default=2_000, help="job batch size")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="batches of one job at once (job_workers)")
     parser.add_argument("--one-agent", action="store_true",
                         help="also run the whole-table form on one agent's episodes")
     parser.add_argument("--job-runner", metavar="DSN", help=argparse.SUPPRESS)
     parser.add_argument("--form", choices=FORMS, default="table", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.job_runner:  # the child: print the measurements as one JSON line
-        print(json.dumps(asyncio.run(run_jobs(args.job_runner, args.batch, args.form))))
+        print(json.dumps(asyncio.run(run_jobs(args.job_runner, args.batch, args.form,
+                                                     args.workers))))
         return
 
     temp_dir: Path | None = None
@@ -303,16 +310,16 @@ def main() -> None:
         print(f"# generated {total} episodes for {args.agents} agents in SQL in {gen_s:.1f} s; "
               f"database {size_before / 2**30:.2f} GiB; embeddings omitted")
         copies.append(asyncio.run(new_database(dsn, "per_agent", copy=True)))
-        results = {"agent": job_runner(copies[-1], args.batch, "agent")}
+        results = {"agent": job_runner(copies[-1], args.batch, "agent", args.workers)}
         print(f"# per-agent form (job_sweeps=agent, what Citus runs): "
               f"{rows_per_s(results['agent']):.0f} rows/s")
-        results["table"] = job_runner(dsn, args.batch, "table")
+        results["table"] = job_runner(dsn, args.batch, "table", args.workers)
         one: dict[str, float] | None = None
         if args.one_agent:
             copies.append(asyncio.run(new_database(dsn, "one_agent", copy=False)))
             asyncio.run(create_schema(copies[-1]))
             asyncio.run(generate(copies[-1], total, 1))
-            one = job_runner(copies[-1], args.batch, "table")
+            one = job_runner(copies[-1], args.batch, "table", args.workers)
         report(dsn, results, one, total, gen_s, size_before)
     finally:
         for copy in copies:

@@ -105,6 +105,10 @@ class Settings:
     # on one PostgreSQL); "agent", agent by agent (what Citus can route to one shard);
     # "auto", per agent where the citus extension is installed, else the whole table
     job_sweeps: JobSweeps = "auto"
+    # how many batches of one job run at once, each in its own transaction on its own
+    # connection (disjoint keys, or different agents): the database's cores, not the job
+    # runner's, do the work; 1 runs them one after another
+    job_workers: int = 2
     jobs_timezone: str = "UTC"
     job_misfire_grace_s: int = 3_600
     # each job's schedule; archive before trim: trim then only handles what archive
@@ -239,6 +243,8 @@ class Settings:
                      "job_misfire_grace_s"):
             if getattr(self, name) < 1:
                 raise ConfigurationError(f"{name} must be >= 1")
+        if not 1 <= self.job_workers <= 32:
+            raise ConfigurationError("job_workers must be within [1, 32]")
         if self.retention_days is not None and self.retention_days < 1:
             raise ConfigurationError("retention_days must be >= 1 (or unset: off)")
         if self.compress_to_notes >= self.compress_over_notes:

@@ -14,18 +14,26 @@ at a time: a read-only list of the agents with work, then each agent's batches, 
 one scoped by ``agent_id = $1`` and so routed to the agent's shard group, where its row
 locks and modifying CTEs run as on one PostgreSQL (docs/scaling.md).  Setting
 ``job_sweeps`` to "table" or "agent" forces either form.
+
+Either form runs up to ``job_workers`` batches at once, each in its own transaction on
+its own connection: the table form's batches hold disjoint keys (one reader hands them
+out in key order), the per-agent form's lanes hold different agents.  A kill then loses
+at most the batches in flight, one per lane, and the counts are those of the batches
+that committed.  A dry run has one transaction, so one lane.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
 from ..config import JobSweeps
 from ..db import Connection, Database
+from .policy import MaintenancePolicy
 
 FIRST_KEY: tuple[str, UUID] = ("", UUID(int=0))  # agent_id is never '' (CHECK)
 AGENT_PAGE = 1000  # agents read per page of a sweep's agent list
@@ -36,6 +44,8 @@ BatchHook = Callable[[str, int], Awaitable[None]]
 # run after a ranged batch in its transaction with (connection, agent, the batch's row):
 # more counts by name (the trim queues the work its batch found)
 AfterBatch = Callable[[Connection, str, Mapping[str, Any]], Awaitable[Mapping[str, int]]]
+# a unit of a sweep's work, run in one lane; its result is the rows it handled
+Work = Coroutine[Any, Any, int]
 
 
 def sweeps_per_agent(form: JobSweeps, *, distributed: bool) -> bool:
@@ -69,10 +79,12 @@ class Sweeps:
     """Runs the batches of one job; see the module docstring for the two modes."""
 
     def __init__(self, db: Database, *, dry_run: bool, on_batch: BatchHook | None = None,
-                 form: JobSweeps = "auto") -> None:
+                 policy: MaintenancePolicy | None = None) -> None:
         self._db = db
         self.dry_run = dry_run
+        form: JobSweeps = policy.sweeps if policy is not None else "auto"
         self.per_agent = sweeps_per_agent(form, distributed=db.distributed)
+        self.workers = 1 if dry_run or policy is None else policy.workers
         self._on_batch = on_batch
         self._rehearsal: Connection | None = None
         self.counts: dict[str, int] = {}
@@ -80,8 +92,10 @@ class Sweeps:
     @classmethod
     @contextlib.asynccontextmanager
     async def open(cls, db: Database, *, dry_run: bool, on_batch: BatchHook | None = None,
-                   form: JobSweeps = "auto") -> AsyncIterator[Sweeps]:
-        sweeps = cls(db, dry_run=dry_run, on_batch=on_batch, form=form)
+                   policy: MaintenancePolicy | None = None) -> AsyncIterator[Sweeps]:
+        """The sweeps of one job run; ``policy`` gives their form and lanes (without one:
+        the form for the database, one lane)."""
+        sweeps = cls(db, dry_run=dry_run, on_batch=on_batch, policy=policy)
         if not dry_run:
             yield sweeps
             return
@@ -126,47 +140,107 @@ class Sweeps:
         if agent is not None:
             return await self._ranged_agent(step, query.per_agent, args, batch, agent, after)
         if not self.per_agent:
-            return await self._ranged_table(step, query, args, batch, after)
-        total = 0
-        async for each in self.agents("episode_agents"):
-            total += await self._ranged_agent(step, query.per_agent, args, batch, each,
-                                              after)
-        return total
+            return await self.in_lanes(self._table_batches(step, query, args, batch, after))
 
-    async def _ranged_table(self, step: str, query: Batch, args: tuple[Any, ...],
-                            batch: int, after: AfterBatch | None) -> int:
-        """One pass in key order; a batch inside one agent runs the per-agent statement
-        (the planner estimates its memory_id range exactly), one that spans agents the
-        whole-table statement over its keys."""
+        async def each_agent() -> AsyncGenerator[Work, None]:
+            async for each in self.agents("episode_agents"):
+                yield self._ranged_agent(step, query.per_agent, args, batch, each, after)
+
+        return await self.in_lanes(each_agent())
+
+    async def in_lanes(self, works: AsyncGenerator[Work, None]) -> int:
+        """Runs ``works`` (taken in order) in up to ``workers`` lanes at once; their total.
+        After a failure no new work starts; the work in flight finishes (its batches
+        commit and are reported, so a failed run's counts are what it committed), then
+        the first failure is raised as itself."""
+        if self.workers == 1:
+            total = 0
+            async for work in works:
+                total += await work
+            return total
+        lanes = asyncio.Semaphore(self.workers)
+        done: list[int] = []
+        failures: list[BaseException] = []
+        running: set[asyncio.Task[None]] = set()
+
+        async def lane(work: Work) -> None:
+            try:
+                done.append(await work)
+            except Exception as exc:
+                failures.append(exc)
+            finally:
+                lanes.release()
+
+        try:
+            while True:
+                await lanes.acquire()  # a lane is free before the next work is read
+                if failures:
+                    break
+                try:
+                    work = await anext(works)
+                except StopAsyncIteration:
+                    break
+                task = asyncio.create_task(lane(work))
+                running.add(task)
+                task.add_done_callback(running.discard)
+        except Exception as exc:  # the source of the work failed: the lanes finish first
+            failures.insert(0, exc)
+        except BaseException:  # cancelled (the run is being stopped): so are the lanes
+            for task in running:
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
+            raise
+        finally:
+            await works.aclose()
+        await asyncio.gather(*running)
+        if failures:
+            raise failures[0]
+        return sum(done)
+
+    async def _table_batches(self, step: str, query: Batch, args: tuple[Any, ...],
+                             batch: int, after: AfterBatch | None
+                             ) -> AsyncGenerator[Work, None]:
+        """One pass in key order: the next ``batch`` keys, read in a transaction of their
+        own, then their batch (a later batch re-reads each row under its lock, so keys
+        read before another batch committed are as good as fresh)."""
         lower = FIRST_KEY
-        total = 0
         while True:
             async with self.transaction() as conn:
-                await conn.execute("batch_async_commit")
-                await conn.execute("batch_work_mem")
                 keys = await conn.fetchrow("episode_keys", *lower, batch)
-                assert keys is not None
-                if keys["n"] == 0:
-                    return total
-                agents, ids = keys["agents"], keys["ids"]
-                more: Mapping[str, int] = {}
-                if agents[0] == agents[-1]:
-                    start = lower[1] if lower[0] == agents[0] else FIRST_KEY[1]
-                    row = await conn.fetchrow(query.per_agent, agents[0], start, ids[-1],
-                                              *args)
-                    assert row is not None
-                    more = await after(conn, agents[0], row) if after is not None else {}
-                else:
-                    await conn.execute("batch_custom_plans")
-                    await conn.execute("batch_index_scans")
-                    row = await conn.fetchrow(query.whole_table, agents, ids, agents[0],
-                                              agents[-1], *args, *query.table_args)
-                    assert row is not None
-            total += self._count(step, row, more)
-            await self.batch_done(step, int(row["n"]))
+            assert keys is not None
+            if keys["n"] == 0:
+                return
+            agents, ids = keys["agents"], keys["ids"]
+            start = lower[1] if lower[0] == agents[0] else FIRST_KEY[1]
+            yield self._table_batch(step, query, args, (agents, ids, start), after)
             if keys["n"] < batch:
-                return total
+                return
             lower = (agents[-1], ids[-1])
+
+    async def _table_batch(self, step: str, query: Batch, args: tuple[Any, ...],
+                           keys: tuple[list[str], list[UUID], UUID],
+                           after: AfterBatch | None) -> int:
+        """A batch inside one agent runs the per-agent statement (the planner estimates
+        its memory_id range exactly), one that spans agents the whole-table statement
+        over its keys (``keys``: the agents, the ids, the exclusive lower id)."""
+        agents, ids, start = keys
+        more: Mapping[str, int] = {}
+        async with self.transaction() as conn:
+            await conn.execute("batch_async_commit")
+            await conn.execute("batch_work_mem")
+            if agents[0] == agents[-1]:
+                row = await conn.fetchrow(query.per_agent, agents[0], start, ids[-1], *args)
+                assert row is not None
+                more = await after(conn, agents[0], row) if after is not None else {}
+            else:
+                await conn.execute("batch_custom_plans")
+                await conn.execute("batch_index_scans")
+                row = await conn.fetchrow(query.whole_table, agents, ids, agents[0],
+                                          agents[-1], *args, *query.table_args)
+                assert row is not None
+        total = self._count(step, row, more)
+        await self.batch_done(step, total)
+        return total
 
     async def _ranged_agent(self, step: str, query: str, args: tuple[Any, ...], batch: int,
                             agent: str, after: AfterBatch | None) -> int:
@@ -206,10 +280,12 @@ class Sweeps:
         if not self.per_agent:
             return await self.drain(step, query.whole_table, *args, *query.table_args,
                                     batch=batch)
-        total = 0
-        async for agent in self.agents(*agents):
-            total += await self.drain(step, query.per_agent, agent, *args, batch=batch)
-        return total
+
+        async def each_agent() -> AsyncGenerator[Work, None]:
+            async for agent in self.agents(*agents):
+                yield self.drain(step, query.per_agent, agent, *args, batch=batch)
+
+        return await self.in_lanes(each_agent())
 
     async def drain(self, step: str, query: str, *args: Any, batch: int) -> int:
         """Batches of a query whose rows stop matching once handled (deletes, state

@@ -31,7 +31,7 @@ class Housekeeping:
                   on_batch: BatchHook | None = None) -> JobResult:
         size = self._policy.batch_size
         async with Sweeps.open(self._db, dry_run=dry_run, on_batch=on_batch,
-                               form=self._policy.sweeps) as sweeps:
+                               policy=self._policy) as sweeps:
             await sweeps.drain_agents("cache_expired", ("expired_cache_agents", now),
                                       EXPIRE, now, size, batch=size)
             await sweeps.drain("work_requeued", "requeue_stuck_work", now, MAX_ATTEMPTS, size,

@@ -25,6 +25,7 @@ class MaintenancePolicy:
     retire_false_positive_share: float
     batch_size: int
     sweeps: JobSweeps
+    workers: int
     backfill_per_run: int
     backfill_spacing_s: float
     agent_indexes_min_rows: int
@@ -43,6 +44,7 @@ class MaintenancePolicy:
             retire_min_activations=s.retire_min_activations,
             retire_false_positive_share=s.retire_false_positive_share,
             batch_size=s.job_batch_size, sweeps=s.job_sweeps,
+            workers=s.job_workers,
             backfill_per_run=s.backfill_per_run,
             backfill_spacing_s=s.backfill_spacing_s,
             agent_indexes_min_rows=s.agent_indexes_min_rows,

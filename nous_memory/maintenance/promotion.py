@@ -26,7 +26,7 @@ async def run_lifecycle(db: Database, policy: MaintenancePolicy, *, now: datetim
                         ) -> JobResult:
     p = policy
     size = p.batch_size
-    async with Sweeps.open(db, dry_run=dry_run, on_batch=on_batch, form=p.sweeps) as sweeps:
+    async with Sweeps.open(db, dry_run=dry_run, on_batch=on_batch, policy=p) as sweeps:
         await sweeps.drain_agents(
             "facts_promoted", ("lifecycle_promote_agents", p.promote_confirmations),
             PROMOTE, p.promote_confirmations, size, now, batch=size)

@@ -257,18 +257,24 @@ WITH batch AS (
     FROM batch b
     WHERE e.agent_id = $1 AND e.memory_id > $2::uuid AND e.memory_id <= $3::uuid
       AND e.agent_id = b.agent_id AND e.memory_id = b.memory_id
+), moved AS (
+    -- each episode's audit values, gathered without a join (the planner, blind to these
+    -- CTEs' sizes, would nest a loop over one inside another: quadratic in the batch)
+    SELECT memory_id, max(storage) AS storage, sum(chars) AS chars,
+           sum(messages) AS messages
+    FROM (SELECT memory_id, storage, 0 AS chars, 0 AS messages FROM batch
+          UNION ALL SELECT memory_id, NULL, chars, 0 FROM whole
+          UNION ALL SELECT episode_id, NULL, 0, jsonb_array_length(messages)
+          FROM transcript) AS parts
+    GROUP BY memory_id
 ), audit AS (
     INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
                                created_at)
-    SELECT $1, b.memory_id, 'archived',
-           jsonb_build_object('storage', b.storage),
-           jsonb_build_object('storage', 'archived',
-                              'detail_chars', coalesce(w.chars, 0),
-                              'messages', coalesce(jsonb_array_length(t.messages), 0)),
+    SELECT $1, memory_id, 'archived', jsonb_build_object('storage', storage),
+           jsonb_build_object('storage', 'archived', 'detail_chars', chars,
+                              'messages', messages),
            'job:archive', $5
-    FROM batch b
-    LEFT JOIN whole w ON w.agent_id = b.agent_id AND w.memory_id = b.memory_id
-    LEFT JOIN transcript t ON t.agent_id = b.agent_id AND t.episode_id = b.memory_id
+    FROM moved
 )
 SELECT (SELECT count(*) FROM batch)::int AS n,
        (SELECT count(*) FROM transcript)::int AS archived_transcripts,
@@ -1012,18 +1018,23 @@ WITH batch AS (
     UPDATE episodes e SET storage = 'archived', detail = NULL
     FROM batch b
     WHERE e.agent_id BETWEEN $3 AND $4 AND e.agent_id = b.agent_id AND e.memory_id = b.memory_id
+), moved AS (
+    -- as in archive_episodes_batch: no join of one CTE with another
+    SELECT agent_id, memory_id, max(storage) AS storage, sum(chars) AS chars,
+           sum(messages) AS messages
+    FROM (SELECT agent_id, memory_id, storage, 0 AS chars, 0 AS messages FROM batch
+          UNION ALL SELECT agent_id, memory_id, NULL, chars, 0 FROM whole
+          UNION ALL SELECT agent_id, episode_id, NULL, 0, jsonb_array_length(messages)
+          FROM transcript) AS parts
+    GROUP BY agent_id, memory_id
 ), audit AS (
     INSERT INTO memory_events (agent_id, memory_id, event, old_values, new_values, actor,
                                created_at)
-    SELECT b.agent_id, b.memory_id, 'archived',
-           jsonb_build_object('storage', b.storage),
-           jsonb_build_object('storage', 'archived',
-                              'detail_chars', coalesce(w.chars, 0),
-                              'messages', coalesce(jsonb_array_length(t.messages), 0)),
+    SELECT agent_id, memory_id, 'archived', jsonb_build_object('storage', storage),
+           jsonb_build_object('storage', 'archived', 'detail_chars', chars,
+                              'messages', messages),
            'job:archive', $6
-    FROM batch b
-    LEFT JOIN whole w ON w.agent_id = b.agent_id AND w.memory_id = b.memory_id
-    LEFT JOIN transcript t ON t.agent_id = b.agent_id AND t.episode_id = b.memory_id
+    FROM moved
 )
 SELECT (SELECT count(*) FROM batch)::int AS n,
        (SELECT count(*) FROM transcript)::int AS archived_transcripts,

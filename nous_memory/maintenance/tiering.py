@@ -77,7 +77,7 @@ class Tiering:
         cutoff = now - timedelta(days=p.trim_after_days)
         notes: list[str] = []
         async with Sweeps.open(self._db, dry_run=dry_run, on_batch=on_batch,
-                               form=p.sweeps) as sweeps:
+                               policy=p) as sweeps:
             for name in ("trimmed", "trimmed_chars", "summaries_queued",
                          "extractions_queued", "trimmed_transcripts", "trimmed_messages"):
                 sweeps.add(name, 0)
@@ -101,7 +101,7 @@ class Tiering:
         cutoff = ended_before or now - timedelta(days=self._policy.archive_after_days)
         size = self._policy.batch_size
         async with Sweeps.open(self._db, dry_run=dry_run, on_batch=on_batch,
-                               form=self._policy.sweeps) as sweeps:
+                               policy=self._policy) as sweeps:
             for name in ("archived", "archived_transcripts", "archived_messages"):
                 sweeps.add(name, 0)
             await sweeps.ranged("archived", ARCHIVE, cutoff, now,
@@ -117,7 +117,7 @@ class Tiering:
                              note="retention is off (set NOUS_MEMORY_RETENTION_DAYS)")
         size = self._policy.batch_size
         async with Sweeps.open(self._db, dry_run=dry_run, on_batch=on_batch,
-                               form=self._policy.sweeps) as sweeps:
+                               policy=self._policy) as sweeps:
             cutoff = now - timedelta(days=days)
             await sweeps.drain_agents("cold_parts_deleted", ("retention_agents", cutoff),
                                       RETENTION, cutoff, size, now, batch=size)
