@@ -39,6 +39,9 @@ class Settings:
     # coordinator (docs/scaling.md); unset: the embedded server in data_dir
     database_url: str | None = None
     data_dir: Path = field(default_factory=default_data_dir)  # the embedded server's data
+    # the embedded server's shared_buffers: a size ("512MB", "2GB"), or "auto": an eighth
+    # of the machine's memory, 128MB to 2GB (db/embedded.py); applies at its next start
+    embedded_shared_buffers: str = "auto"
     database_name: str = "nous_memory"  # the embedded server's database
     # connection pool (the max also bounds the scan pool of small agents' recall)
     pool_min_size: int = 1
@@ -232,6 +235,12 @@ class Settings:
         if self.agent_indexes_min_rows < 2 or self.agent_indexes_max < 0:
             raise ConfigurationError("agent_indexes_min_rows must be >= 2 and "
                                      "agent_indexes_max >= 0")
+        size = re.fullmatch(r"([1-9][0-9]{0,6})(kB|MB|GB)", self.embedded_shared_buffers)
+        if self.embedded_shared_buffers != "auto" and (
+                size is None or int(size[1]) * {"kB": 1, "MB": 2**10, "GB": 2**20}[size[2]]
+                < 16 * 2**10):
+            raise ConfigurationError("embedded_shared_buffers must be 'auto' or a size of "
+                                     "16MB or more, such as 512MB or 2GB")
         if not re.fullmatch(r"[1-9][0-9]{0,6}\s*(kB|MB|GB)", self.agent_indexes_build_memory):
             raise ConfigurationError("agent_indexes_build_memory must be a size such as "
                                      "512MB or 2GB")

@@ -78,7 +78,9 @@ class MemoryStore(OwnerView, ConversationView):
         if settings.database_url:
             dsn = settings.database_url
         else:
-            server = await asyncio.to_thread(EmbeddedServer.acquire, settings.data_dir)
+            server = await asyncio.to_thread(
+                EmbeddedServer.acquire, settings.data_dir,
+                shared_buffers=settings.embedded_shared_buffers)
             dsn = server.dsn(settings.database_name)
         try:
             if server is not None:

@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from nous_memory import MemoryStore
@@ -69,3 +70,31 @@ async def test_unreachable_database_url_is_a_clear_error(tmp_path: Path) -> None
         async with MemoryStore.open(database_url=url, embedder=FakeEmbedder(), db_wait_s=0):
             pass
     assert "secret" not in str(info.value) and "nodb" in str(info.value)
+
+
+
+async def _settings(store: MemoryStore, *names: str) -> list[str]:
+    conn = await asyncpg.connect(store.dsn)
+    try:
+        return [str(await conn.fetchval(f"SHOW {name}")) for name in names]
+    finally:
+        await conn.close()
+
+
+async def test_the_server_is_tuned_from_its_first_start_and_keeps_its_cache(
+        tmp_path: Path) -> None:
+    async with MemoryStore.open(data_dir=tmp_path, embedder=FakeEmbedder(),
+                                embedded_shared_buffers="48MB") as store:
+        assert await _settings(store, "shared_buffers", "shared_preload_libraries") == [
+            "48MB", "pg_prewarm"]
+        await store.remember("a", "fact", content="Kept warm")
+    pgdata = tmp_path / "pgdata"
+    assert not _running(tmp_path)
+    assert (pgdata / "autoprewarm.blocks").stat().st_size > 0  # written at shutdown
+    async with MemoryStore.open(data_dir=tmp_path, embedder=FakeEmbedder(),
+                                embedded_shared_buffers="64MB") as store:
+        assert await _settings(store, "shared_buffers") == ["64MB"]  # at the next start
+    log = (pgdata / "log").read_text()
+    assert "autoprewarm successfully prewarmed" in log
+    conf = (pgdata / "postgresql.conf").read_text()
+    assert conf.count("include_if_exists = 'nous_memory.conf'") == 1
