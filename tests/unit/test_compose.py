@@ -310,6 +310,7 @@ NOT_IN_ENV_EXAMPLE = {
     "database_url": "compose builds it from POSTGRES_PASSWORD (the db service)",
     "data_dir": "the embedded server's directory; compose uses the db service",
     "database_name": "the embedded server's database; compose names it in the URL",
+    "embedded_shared_buffers": "the embedded server's tuning; compose uses the db service",
     "model_cache_dir": "the models volume is mounted on the default",
     "api_host": "the api command binds all of the container's interfaces",
     "api_port": "the api command listens on 8765; PUBLISH_PORT moves the host side",
