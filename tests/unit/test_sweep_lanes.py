@@ -107,3 +107,30 @@ async def test_cancelling_the_run_cancels_its_lanes() -> None:
         await run
     assert batches.running == 0 and batches.finished == []
     assert batches.started == [0, 1]
+
+
+async def test_work_read_while_a_lane_failed_is_not_started() -> None:
+    batches = Batches(0, fail_at=0, pause=0.01)
+
+    async def slow_reads() -> AsyncGenerator[Work, None]:
+        yield batches.one(0)
+        await asyncio.sleep(0.1)  # batch 0 fails during this read
+        yield batches.one(1)
+
+    with pytest.raises(RuntimeError, match="batch 0 failed"):
+        await sweeps(2).in_lanes(slow_reads())
+    assert batches.started == [0]
+
+
+async def test_the_first_failure_is_raised_and_the_later_ones_noted_on_it() -> None:
+    async def both_fail(n: int) -> int:
+        await asyncio.sleep(0.01 * (n + 1))
+        raise RuntimeError(f"lane {n} failed")
+
+    async def failing() -> AsyncGenerator[Work, None]:
+        for n in range(2):
+            yield both_fail(n)
+
+    with pytest.raises(RuntimeError, match="lane 0 failed") as raised:
+        await sweeps(2).in_lanes(failing())
+    assert raised.value.__notes__ == ["another lane failed too: RuntimeError: lane 1 failed"]
