@@ -21,6 +21,16 @@ JobSweeps = Literal["auto", "table", "agent"]
 ENV_PREFIX = "NOUS_MEMORY_"
 
 
+_SIZE_UNITS_KB = {"kB": 1, "MB": 2**10, "GB": 2**20}
+
+
+def size_kb(size: str) -> int | None:
+    """A size as PostgreSQL writes it ("512MB", "2GB", "65536kB") in kB, or None when
+    the text is not one."""
+    found = re.fullmatch(r"([1-9][0-9]{0,6})(kB|MB|GB)", size)
+    return None if found is None else int(found[1]) * _SIZE_UNITS_KB[found[2]]
+
+
 def default_data_dir() -> Path:
     """Where the embedded PostgreSQL keeps its data when nothing else is configured."""
     return Path(platformdirs.user_data_dir("nous-memory", appauthor=False))
@@ -235,10 +245,9 @@ class Settings:
         if self.agent_indexes_min_rows < 2 or self.agent_indexes_max < 0:
             raise ConfigurationError("agent_indexes_min_rows must be >= 2 and "
                                      "agent_indexes_max >= 0")
-        size = re.fullmatch(r"([1-9][0-9]{0,6})(kB|MB|GB)", self.embedded_shared_buffers)
+        buffers_kb = size_kb(self.embedded_shared_buffers)
         if self.embedded_shared_buffers != "auto" and (
-                size is None or int(size[1]) * {"kB": 1, "MB": 2**10, "GB": 2**20}[size[2]]
-                < 16 * 2**10):
+                buffers_kb is None or buffers_kb < 16 * 2**10):
             raise ConfigurationError("embedded_shared_buffers must be 'auto' or a size of "
                                      "16MB or more, such as 512MB or 2GB")
         if not re.fullmatch(r"[1-9][0-9]{0,6}\s*(kB|MB|GB)", self.agent_indexes_build_memory):

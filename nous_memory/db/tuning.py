@@ -20,12 +20,12 @@ from pathlib import Path
 
 import psutil
 
+from ..config import size_kb
 from ..errors import ConfigurationError
 
 TUNING_FILE = "nous_memory.conf"
 INCLUDE = f"include_if_exists = '{TUNING_FILE}'"
 _MB = 2**20
-_UNITS = {"kB": 2**10, "MB": _MB, "GB": 2**30}
 # "auto" shared_buffers: an eighth of the machine's memory, within these bounds (the
 # server shares the machine with the assistant; its pages are only taken when used)
 AUTO_SHARED_BUFFERS_MB = (128, 2048)
@@ -56,10 +56,10 @@ def auto_shared_buffers(total_bytes: int | None = None) -> str:
 
 def size_bytes(size: str) -> int:
     """A size as PostgreSQL writes it ("512MB", "2GB", "65536kB") in bytes."""
-    found = re.fullmatch(r"([0-9]+)(kB|MB|GB)", size)
-    if found is None:
+    kb = size_kb(size)
+    if kb is None:
         raise ConfigurationError(f"not a size such as 512MB or 2GB: {size!r}")
-    return int(found[1]) * _UNITS[found[2]]
+    return kb * 2**10
 
 
 def tuning_text(shared_buffers: str, *, prewarm: bool = True,
