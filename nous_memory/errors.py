@@ -126,6 +126,12 @@ class ConflictError(ClientError):
     """The record changed state in a way that makes the request impossible."""
 
 
+class ContentionError(ConflictError):
+    """Another transaction held what this one needed (PostgreSQL chose it as a deadlock's
+    victim, or a serialization failure): nothing was written, and the call can be
+    retried as it is (HTTP 409)."""
+
+
 class AuthenticationError(ClientError):
     """The service wants an API key and got none, or one it does not know (HTTP 401)."""
 

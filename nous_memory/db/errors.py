@@ -18,6 +18,7 @@ import asyncpg
 
 from ..errors import (
     ConflictError,
+    ContentionError,
     DatabaseError,
     DatabaseUnavailableError,
     FieldProblem,
@@ -66,6 +67,9 @@ def translate(exc: BaseException) -> NousMemoryError:
     """Map one driver exception to the matching NousMemoryError."""
     if isinstance(exc, NousMemoryError):
         return exc
+    if isinstance(exc, asyncpg.DeadlockDetectedError | asyncpg.SerializationError):
+        return ContentionError(f"a concurrent change held the rows this one needed "
+                               f"({exc.sqlstate}); nothing was written, retry")
     if isinstance(exc, asyncpg.UniqueViolationError):
         return ConflictError(f"duplicate record: {exc.detail or exc}")
     if isinstance(exc, asyncpg.ForeignKeyViolationError):

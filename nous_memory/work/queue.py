@@ -49,9 +49,14 @@ class WorkContext:
 
     @asynccontextmanager
     async def commit(self) -> AsyncIterator[Connection]:
-        """A transaction that completes the item; raises :class:`LeaseLost` if overtaken."""
+        """A transaction that completes the item; raises :class:`LeaseLost` if overtaken.
+
+        It takes the agent's fact lock before any row, as fact decisions, imports and
+        erasures do: a result written while the agent is being erased waits for the
+        erasure (and then finds its item gone) instead of deadlocking with it."""
         item = self.item
         async with self._db.transaction() as conn:
+            await conn.execute("lock_agent_facts", item.agent_id)
             if await conn.fetchval("work_complete", item.agent_id, item.id,
                                    self.worker_id) is None:
                 raise LeaseLost(f"lease on work item {item.id} lost")

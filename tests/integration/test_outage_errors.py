@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 import asyncpg
 import pytest
 
-from nous_memory import DatabaseUnavailableError, Embedder, MemoryStore
+from nous_memory import ContentionError, DatabaseUnavailableError, Embedder, MemoryStore
 from nous_memory.api import create_app
 from nous_memory.db import Database, Queries
 from nous_memory.db.bulk import SHAPES, copy_to_stage, create_stage
@@ -270,6 +270,17 @@ def test_the_translation_covers_every_lost_connection_error() -> None:
                                                                "invalid"))
     assert not is_unavailable(asyncpg.QueryCanceledError("canceling statement due to "
                                                           "statement timeout"))
+
+
+def test_a_deadlock_or_serialization_failure_is_a_retryable_conflict() -> None:
+    """Contention, not an outage and not a server fault: HTTP 409, the call retried as
+    it is succeeds."""
+    for exc in (asyncpg.DeadlockDetectedError("deadlock detected"),
+                asyncpg.SerializationError("could not serialize access due to concurrent "
+                                           "update")):
+        assert not is_unavailable(exc)
+        assert isinstance(translate(exc), ContentionError), exc
+        assert "retry" in str(translate(exc))
 
 
 async def test_rest_under_random_connection_kills_answers_no_500(

@@ -5,6 +5,7 @@ that import nothing, and an erasure that removes exactly one agent's rows."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from collections.abc import AsyncIterator
@@ -12,11 +13,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 
 from nous_memory import Embedder, MemoryStore, NotFoundError
 from nous_memory.db import EmbeddedServer
 from nous_memory.db.bulk import SHAPES
+from nous_memory.history import HistorySession, HistoryTurn
 from nous_memory.portability import (
     CARRIED,
     EXCLUDED,
@@ -312,6 +315,70 @@ async def test_forget_agent_removes_every_row_of_it_and_nothing_else(
         await store.forget_agent("gone")
     with pytest.raises(NotFoundError):
         await exported(store, "gone")
+
+
+async def _waiting_on(conn: asyncpg.Connection, locktype: str) -> None:
+    """Until another backend waits for a lock of this type (at most 30 s)."""
+    for _ in range(600):
+        if await conn.fetchval("SELECT count(*) FROM pg_locks WHERE NOT granted "
+                               "AND locktype = $1", locktype):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"nobody waited on a {locktype} lock")
+
+
+LOCK_FACTS = "SELECT pg_advisory_xact_lock(hashtext('nous_memory.facts'), hashtext($1))"
+
+
+async def test_an_erasure_chosen_as_a_deadlocks_victim_runs_again(
+        store: MemoryStore) -> None:
+    """Another transaction holds one of the agent's rows, then waits for the agent's
+    lock the erasure holds: PostgreSQL aborts the erasure, which runs again, waits its
+    turn and erases everything."""
+    await build_small_agent(store, "gone")
+    other = await asyncpg.connect(store.dsn)
+    try:
+        tx = other.transaction()
+        await tx.start()
+        await other.execute("SELECT 1 FROM memories WHERE agent_id = 'gone' FOR UPDATE")
+        erasure = asyncio.create_task(store.forget_agent("gone", actor="test"))
+        await _waiting_on(other, "transactionid")  # the erasure, on the locked row
+        await other.execute(LOCK_FACTS, "gone")  # the erasure was the victim: ours now
+        assert not erasure.done()  # it waits for our lock again
+        await tx.commit()
+        receipt = await asyncio.wait_for(erasure, 30)
+    finally:
+        await other.close()
+    assert receipt.total_rows > 0
+    assert not await sql(store, "SELECT 1 FROM memories WHERE agent_id = 'gone'")
+
+
+async def test_a_worker_result_waits_for_an_erasure_before_locking_any_row(
+        store: MemoryStore) -> None:
+    """A work item's commit takes the agent's lock first, as an erasure does: while the
+    erasure holds it, the item's row is not locked by the worker (an erasure deleting
+    it would otherwise deadlock), and the worker then finds the agent gone."""
+    await store.ingest("gone", [HistorySession(key="s1", started_at=datetime(2025, 3, 1,
+                                                                             tzinfo=UTC),
+                       turns=[HistoryTurn(role="user", content="My sister lives in Porto."),
+                              HistoryTurn(role="assistant", content="Noted.")])])
+    eraser = await asyncpg.connect(store.dsn)
+    try:
+        tx = eraser.transaction()
+        await tx.start()
+        await eraser.execute(LOCK_FACTS, "gone")
+        worker = asyncio.create_task(store.worker().run_once())
+        await _waiting_on(eraser, "advisory")
+        locked = await eraser.fetch("SELECT id FROM work_items WHERE agent_id = 'gone' "
+                                    "FOR UPDATE NOWAIT")  # old order: LockNotAvailable
+        assert len(locked) == 1
+        await eraser.execute("DELETE FROM work_items WHERE agent_id = 'gone'")
+        await tx.commit()
+        assert await asyncio.wait_for(worker, 30)  # it ran the item, and lost it
+    finally:
+        await eraser.close()
+    assert not await sql(store, "SELECT 1 FROM work_items WHERE agent_id = 'gone'")
+    assert await store.forget_agent("gone", actor="test")
 
 
 def _resealed(lines: list[bytes]) -> bytes:
