@@ -1,6 +1,6 @@
 -- nous-memory schema: the single source of truth for the database layout.
 --
--- schema-version: 12
+-- schema-version: 13
 --
 -- The migration runner applies this file to an empty database and records the
 -- version above; numbered files in nous_memory/db/migrations/ upgrade databases
@@ -639,7 +639,15 @@ BEGIN
         statement_name := get_shard_id_for_distribution_column('memories', agent)::text;
     END IF;
     statement_name := format('nous_%s_%s_%s', query, statement_name, left(md5(statement), 8));
+    -- a session setting remembers what the session prepared: pg_prepared_statements
+    -- lists every statement with its text, a cost that grows with the shard groups a
+    -- session serves (a Citus worker's session from the coordinator serves many)
+    IF current_setting('nous_prepared.' || statement_name, true) = 'yes' THEN
+        RETURN statement_name;
+    END IF;
     IF EXISTS (SELECT 1 FROM pg_prepared_statements p WHERE p.name = statement_name) THEN
+        -- prepared in a transaction that rolled back (a PREPARE stays, a setting does not)
+        PERFORM set_config('nous_prepared.' || statement_name, 'yes', false);
         RETURN statement_name;
     END IF;
     -- each table the statement reads (after FROM, JOIN or a comma), by the relation that
@@ -671,6 +679,7 @@ BEGIN
                                     || '\M', '\1' || relations[2 * i], 'g');
     END LOOP;
     EXECUTE format('PREPARE %I AS %s', statement_name, statement);
+    PERFORM set_config('nous_prepared.' || statement_name, 'yes', false);
     RETURN statement_name;
 END
 $fn$;

@@ -134,3 +134,30 @@ async def test_a_statement_is_prepared_once_per_session_over_its_tables(
                          ("procedures", "p"), ("extraction_cache", "c")):
         assert f" {schema}.{table} {alias}" in statement
     assert "LEFT JOIN LATERAL (" in statement  # what is not a table stays as it was
+
+
+async def test_a_session_finds_what_it_prepared_without_listing_its_statements(
+        database_url: str) -> None:
+    """A session setting names each statement the session prepared (the listing of
+    pg_prepared_statements costs more with every statement a session holds); one
+    prepared in a transaction that rolled back, which keeps the statement and loses the
+    setting, is found in the listing and used, not prepared twice."""
+    call = "SELECT * FROM nous_context_tier2('a', '{}', '\\x00', 10, 10)"
+    conn = await asyncpg.connect(database_url)
+    try:
+        tx = conn.transaction()
+        await tx.start()
+        await conn.fetch(call)  # prepares, and names it in the setting
+        await tx.rollback()  # the setting is gone, the statement stays
+        (name,) = [r["name"] for r in await conn.fetch(
+            "SELECT name FROM pg_prepared_statements WHERE name LIKE 'nous\\_%'")]
+        setting = f"nous_prepared.{name}"
+        assert await conn.fetchval("SELECT current_setting($1, true)", setting) in ("", None)
+        await conn.fetch(call)  # found in the listing, no second PREPARE
+        assert await conn.fetchval("SELECT current_setting($1, true)", setting) == "yes"
+        # the setting alone answers now: a statement deallocated by hand is not looked for
+        await conn.execute(f"DEALLOCATE {name}")
+        with pytest.raises(asyncpg.PostgresError):
+            await conn.fetch(call)
+    finally:
+        await conn.close()
