@@ -151,6 +151,10 @@ class Settings:
     # call); off behind a transaction-mode pooler (pgbouncer, ...), which would hand those
     # sessions to other clients: recall then sets its plan settings per transaction
     recall_scan_pool: bool = True
+    # on a Citus coordinator whose read functions are distributed: call them on the
+    # agent's worker itself (its address from the coordinator's catalog, this URL's user,
+    # password and database), not through the coordinator, which costs a hop per read
+    citus_worker_reads: bool = True
     # the full-text (BM25) leg's weight in recall's fusion, the vector leg's being 1
     # (bench/README.md: where the text leg helps and where it adds noise)
     recall_text_weight: float = 2.0

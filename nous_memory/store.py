@@ -92,7 +92,8 @@ class MemoryStore(OwnerView, ConversationView):
                                               apply=migrate)
                 return schema, await Database.connect(
                     dsn, min_size=settings.pool_min_size, max_size=settings.pool_max_size,
-                    scan_pool=settings.recall_scan_pool)
+                    scan_pool=settings.recall_scan_pool,
+                    worker_reads=settings.citus_worker_reads)
 
             # a database still starting (a container's, a rebooting server's) is waited for
             schema, db = await waiting_for_database(attempt, dsn, settings.db_wait_s)

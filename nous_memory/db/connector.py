@@ -22,6 +22,7 @@ from .distribution import DELEGATED_READS
 from .errors import is_unavailable, translated
 from .outage import QuietPoolLog
 from .queries import QUERIES, Queries
+from .worker_reads import CONNECT_TIMEOUT_S, Locate, Node, PoolFactory, WorkerReads, node_dsn
 
 logging.getLogger("asyncpg.pool").addFilter(QuietPoolLog(is_unavailable))
 
@@ -119,7 +120,8 @@ class Database:
 
     def __init__(self, pool: asyncpg.Pool, queries: Queries = QUERIES, *,
                  dsn: str | None = None, scan_pool: asyncpg.Pool | None = None,
-                 distributed: bool = False, delegated: bool = False) -> None:
+                 distributed: bool = False, delegated: bool = False,
+                 worker_reads: WorkerReads | None = None) -> None:
         self._pool = pool
         self._queries = queries
         self._dsn = dsn
@@ -129,13 +131,17 @@ class Database:
         self.distributed = distributed
         # and its read functions distributed by agent: reads go through ``read``
         self.delegated = distributed and delegated
+        # which calls them on the agent's worker itself, where it can
+        self.worker_reads = worker_reads if self.delegated else None
 
     @classmethod
     async def connect(cls, dsn: str, *, min_size: int = 1, max_size: int = 10,
-                      scan_pool: bool = True) -> Database:
+                      scan_pool: bool = True, worker_reads: bool = True) -> Database:
         """The main pool and, unless ``scan_pool`` is false, the scan pool (at most
         ``max_size`` connections each; the scan pool opens its first one when first
-        used)."""
+        used).  On a Citus coordinator whose read functions are distributed, unless
+        ``worker_reads`` is false, reads go to the agent's worker (``worker_reads.py``)
+        through a pool per worker, of at most ``max_size`` connections each."""
         with translated():
             pool = await asyncpg.create_pool(
                 dsn, min_size=min_size, max_size=max_size, init=_init_connection,
@@ -155,8 +161,11 @@ class Database:
             except BaseException:
                 await pool.close()
                 raise
+        direct = None
+        if delegated and worker_reads and node_dsn(dsn, Node("node", 5432)) is not None:
+            direct = WorkerReads(dsn, _locator(pool), _pool_opener(max_size))
         return cls(pool, dsn=dsn, scan_pool=scanning, distributed=distributed,
-                   delegated=delegated)
+                   delegated=delegated, worker_reads=direct)
 
     def pool_connections(self) -> dict[str, int]:
         """The main pool's connections in use and idle (for /metrics)."""
@@ -171,6 +180,8 @@ class Database:
         try:
             if self._scan_pool is not None:
                 await self._scan_pool.close()
+            if self.worker_reads is not None:
+                await self.worker_reads.close()
         finally:
             await self._pool.close()
 
@@ -266,4 +277,28 @@ class Database:
         coordinator hands whole to the agent's worker; elsewhere the statement."""
         if self.delegated and name in DELEGATED_READS:
             name = f"{name}_delegated"
+            if self.worker_reads is not None:
+                with translated():
+                    rows = await self.worker_reads.fetch(self._queries[name], *args)
+                if rows is not None:
+                    return rows
         return await self.fetch(name, *args)
+
+
+def _locator(pool: asyncpg.Pool) -> Locate:
+    """The agent's node, read from the coordinator's catalog (``citus_agent_node``)."""
+    async def locate(agent: str) -> Node | None:
+        with translated():
+            row = await pool.fetchrow(QUERIES["citus_agent_node"], agent)
+        return None if row is None else Node(row["nodename"], row["nodeport"])
+    return locate
+
+
+def _pool_opener(max_size: int) -> PoolFactory:
+    async def open_pool(dsn: str) -> asyncpg.Pool:
+        pool = await asyncpg.create_pool(
+            dsn, min_size=0, max_size=max_size, init=_init_connection,
+            reset=_no_session_reset, timeout=CONNECT_TIMEOUT_S)
+        assert pool is not None
+        return pool
+    return open_pool

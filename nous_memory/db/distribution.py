@@ -165,6 +165,8 @@ DELEGATION_ARGUMENT: Final = "agent"
 # (plain PostgreSQL has no such tables, so they neither prepare nor plan there).
 CITUS_CATALOG_QUERIES: Final[dict[str, str]] = {
     "citus_reads_delegated": "whether the read functions are distributed (pg_dist_object)",
+    "citus_agent_node": "the node holding an agent's shards, for reads sent to it "
+                        "(pg_dist_placement, pg_dist_node)",
 }
 
 

@@ -49,6 +49,17 @@ SELECT current_setting('server_version') AS server_version,
 -- generically, since Citus routes a statement to an agent's shard by its bound agent_id.
 SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus');
 
+-- name: citus_agent_node
+-- On a Citus coordinator only (it reads Citus's own catalog): the active primary node
+-- holding the agent's shard of memories (every table of the agent is co-located with
+-- it), to which the store sends the agent's read function calls itself.
+SELECT n.nodename, n.nodeport
+FROM pg_dist_placement p
+JOIN pg_dist_node n ON n.groupid = p.groupid
+WHERE p.shardid = get_shard_id_for_distribution_column('memories', $1::text)
+  AND n.isactive AND n.noderole = 'primary' AND n.hasmetadata
+LIMIT 1;
+
 -- name: citus_reads_delegated
 -- On a Citus coordinator only (it reads Citus's own catalog): whether memories is
 -- distributed and every read function (schema.sql, "reads as functions"; $1 their names)

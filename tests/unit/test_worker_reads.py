@@ -1,0 +1,60 @@
+"""Where a read sent to an agent's Citus worker goes: the address, and how long it is
+trusted."""
+
+from __future__ import annotations
+
+import pytest
+
+from nous_memory.db import worker_reads
+from nous_memory.db.worker_reads import Node, WorkerReads, node_dsn
+
+
+@pytest.mark.parametrize(("dsn", "node", "expected"), [
+    ("postgresql://app:s%40cret@coord.internal:5432/nous?sslmode=require",
+     Node("10.0.0.7", 6432), "postgresql://app:s%40cret@10.0.0.7:6432/nous?sslmode=require"),
+    ("postgres://coord/nous", Node("w1", 5432), "postgres://w1:5432/nous"),
+    ("postgresql://app@coord/nous", Node("fd00::7", 5432), "postgresql://app@[fd00::7]:5432/nous"),
+    # a host in the query string gives way to the node's
+    ("postgresql://app@/nous?host=/run/pg&port=5433&application_name=x",
+     Node("w2", 5432), "postgresql://app@w2:5432/nous?application_name=x"),
+    # a node named by a directory is a Unix socket's
+    ("postgresql://app@coord/nous", Node("/run/pg", 5433),
+     "postgresql://app@/nous?host=%2Frun%2Fpg&port=5433"),
+])
+def test_the_store_url_is_pointed_at_the_node(dsn: str, node: Node, expected: str) -> None:
+    assert node_dsn(dsn, node) == expected
+
+
+def test_a_key_value_dsn_is_not_pointed_anywhere() -> None:
+    assert node_dsn("host=coord dbname=nous user=app", Node("w1", 5432)) is None
+
+
+async def _never_opened(dsn: str) -> object:
+    raise AssertionError("no pool is opened without a read")
+
+
+async def test_a_placement_is_kept_for_its_time_and_the_oldest_give_way(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[str] = []
+    clock = [100.0]
+
+    async def locate(agent: str) -> Node:
+        asked.append(agent)
+        return Node(f"node-of-{agent}", 5432)
+
+    monkeypatch.setattr(worker_reads.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(worker_reads, "MAX_AGENTS", 2)
+    reads = WorkerReads("postgresql://app@coord/nous", locate, _never_opened)  # type: ignore[arg-type]
+    assert await reads._node_of("a") == Node("node-of-a", 5432)
+    await reads._node_of("a")
+    assert asked == ["a"]
+    clock[0] += worker_reads.PLACEMENT_TTL_S + 1  # read again once its time is up
+    await reads._node_of("a")
+    assert asked == ["a", "a"]
+    await reads._node_of("b")
+    await reads._node_of("a")  # "a" used last: "b" is the oldest
+    await reads._node_of("c")
+    assert list(reads._placements) == ["a", "c"]
+    reads.forget_placements()
+    await reads._node_of("a")
+    assert asked == ["a", "a", "b", "c", "a"]
