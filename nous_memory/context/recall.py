@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from pgvector import Vector as PgVector
 
+from ..config import Settings
 from ..db import Database
 from ..embeddings.cache import EmbeddingCache
 from ..errors import FieldProblem, InvalidInputError, longer_than
@@ -58,7 +59,7 @@ class Fusion:
     """
 
     rrf_k: float = 20.0
-    text_weight: float = 2.0
+    text_weight: float = Settings.recall_text_weight  # the store's setting is the default
     vector_weight: float = 1.0
     context_weight: float = 0.5
 
