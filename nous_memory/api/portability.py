@@ -79,10 +79,12 @@ async def import_agent(
 
 
 @router.delete("", summary="Forget an agent: erase every record of it",
-               responses=problem_responses(401, 403, 404, 422, 503))
+               responses=problem_responses(401, 403, 404, 409, 422, 503))
 async def forget_agent(agent_id: AgentId, request: Request, store: Store) -> ErasureReceipt:
     """Every row of the agent in every table, in one transaction.  The receipt (also kept
     in the database) holds a hash of the agent id, the time, the rows per table and who
-    asked: the API key's name (``api`` without keys)."""
+    asked: the API key's name (``api`` without keys).  409: writes kept coming in, or
+    the database chose the erasure as a deadlock's victim again and again; nothing was
+    erased, and it can be retried."""
     key = getattr(request.state, "key", None)
     return await store.forget_agent(agent_id, actor=key.name if key is not None else "api")

@@ -626,7 +626,9 @@ export interface paths {
          * Forget an agent: erase every record of it
          * @description Every row of the agent in every table, in one transaction.  The receipt (also kept
          *     in the database) holds a hash of the agent id, the time, the rows per table and who
-         *     asked: the API key's name (``api`` without keys).
+         *     asked: the API key's name (``api`` without keys).  409: writes kept coming in, or
+         *     the database chose the erasure as a deadlock's victim again and again; nothing was
+         *     erased, and it can be retried.
          */
         delete: operations["forget_agent_agents__agent_id__delete"];
         options?: never;
@@ -5713,6 +5715,15 @@ export interface operations {
             };
             /** @description No such memory for this agent */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorMessage"];
+                };
+            };
+            /** @description The memory kept changing; retry */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
