@@ -337,7 +337,8 @@ async def main(args: argparse.Namespace) -> int:
         async with MemoryStore.open(**overrides) as store:
             info = await store.health()
             print(f"# server {info['database']['server_version']} pgvector "
-                  f"{info['database']['pgvector_version']}")
+                  f"{info['database']['pgvector_version']}, reads: "
+                  f"{info['database']['reads']}")
             agents = {f"{tag}-{i}": f"zq{tag}m{i}" for i in range(args.agents)}
             for agent, marker in agents.items():
                 await agent_operations(store, report, agent, marker)

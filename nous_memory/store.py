@@ -140,6 +140,7 @@ class MemoryStore(OwnerView, ConversationView):
                 "schema_version": self.schema.version,
                 "expected_schema_version": self.schema.expected_version,
                 "schema_up_to_date": self.schema.up_to_date,
+                "reads": self._db.read_route,
             },
             "embedding": {"model": self.embedder.model_name,
                           "dimension": self.embedder.dimension},

@@ -167,6 +167,16 @@ class Database:
         return cls(pool, dsn=dsn, scan_pool=scanning, distributed=distributed,
                    delegated=delegated, worker_reads=direct)
 
+    @property
+    def read_route(self) -> str:
+        """Where the read path's statements run: ``statements`` (as named queries, on one
+        PostgreSQL or through a Citus coordinator), ``coordinator`` (their functions,
+        handed whole to the agent's worker by the coordinator) or ``workers`` (their
+        functions, called on the agent's worker directly)."""
+        if not self.delegated:
+            return "statements"
+        return "coordinator" if self.worker_reads is None else "workers"
+
     def pool_connections(self) -> dict[str, int]:
         """The main pool's connections in use and idle (for /metrics)."""
         size, idle = self._pool.get_size(), self._pool.get_idle_size()

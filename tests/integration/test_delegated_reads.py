@@ -54,6 +54,7 @@ async def test_each_function_is_its_statement(database_url: str) -> None:
 
 async def test_plain_postgresql_runs_the_statements(store: MemoryStore) -> None:
     assert not store._db.distributed and not store._db.delegated
+    assert (await store.health())["database"]["reads"] == "statements"
 
 
 QUERIES_ASKED = ("Which city do I live in these days?", "Where did I live before?",
@@ -201,6 +202,7 @@ async def test_reads_sent_to_the_agents_node_give_what_the_statements_give(
     store.recaller.forget_agent_figures()
     try:
         on_node = await _reads(store, delegated=True)
+        assert (await store.health())["database"]["reads"] == "workers"
     finally:
         store._db.worker_reads = None
         await reads.close()
