@@ -126,6 +126,10 @@ class ConflictError(ClientError):
     """The record changed state in a way that makes the request impossible."""
 
 
+class DuplicateError(ConflictError):
+    """A record with the same key exists already (a unique constraint refused it)."""
+
+
 class ContentionError(ConflictError):
     """Another transaction held what this one needed (PostgreSQL chose it as a deadlock's
     victim, or a serialization failure): nothing was written, and the call can be

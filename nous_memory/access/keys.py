@@ -21,7 +21,7 @@ import asyncpg
 from pydantic import BaseModel, ConfigDict
 
 from ..db import Database
-from ..errors import ConflictError, FieldProblem, InvalidInputError, NotFoundError
+from ..errors import ConflictError, DuplicateError, FieldProblem, InvalidInputError, NotFoundError
 from ..memories.kinds import parse_agent_id
 
 Role = Literal["read-only", "read-write", "owner"]
@@ -121,7 +121,7 @@ class Keys:
         try:
             row = await self._db.fetchrow("key_create", name, hash_secret(secret),
                                           secret[:PREFIX_CHARS], checked_role, parsed, actor)
-        except ConflictError:
+        except DuplicateError:
             raise ConflictError(f"a live key named {name} exists; revoke or rotate it"
                                 ) from None
         assert row is not None

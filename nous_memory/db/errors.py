@@ -17,10 +17,10 @@ from collections.abc import Iterator
 import asyncpg
 
 from ..errors import (
-    ConflictError,
     ContentionError,
     DatabaseError,
     DatabaseUnavailableError,
+    DuplicateError,
     FieldProblem,
     InvalidInputError,
     NousMemoryError,
@@ -67,11 +67,12 @@ def translate(exc: BaseException) -> NousMemoryError:
     """Map one driver exception to the matching NousMemoryError."""
     if isinstance(exc, NousMemoryError):
         return exc
-    if isinstance(exc, asyncpg.DeadlockDetectedError | asyncpg.SerializationError):
-        return ContentionError(f"a concurrent change held the rows this one needed "
+    if isinstance(exc, asyncpg.DeadlockDetectedError | asyncpg.SerializationError
+                  | asyncpg.LockNotAvailableError):
+        return ContentionError(f"another transaction held what this one needed "
                                f"({exc.sqlstate}); nothing was written, retry")
     if isinstance(exc, asyncpg.UniqueViolationError):
-        return ConflictError(f"duplicate record: {exc.detail or exc}")
+        return DuplicateError(f"duplicate record: {exc.detail or exc}")
     if isinstance(exc, asyncpg.ForeignKeyViolationError):
         return InvalidInputError(FieldProblem(
             _key_column(exc), "refers to a record that does not exist for this agent"))

@@ -17,7 +17,7 @@ from uuid import UUID
 
 from ..db import Database
 from ..db.audit import record_events
-from ..errors import ConflictError
+from ..errors import DuplicateError
 from ..memories.kinds import EpisodeDetail, EpisodeState, Kind, parse_agent_id, parse_new
 from ..memories.manager import MemoryManager
 from ..tokens import count_tokens
@@ -111,6 +111,6 @@ class HistoryImporter:
                     "actor": "history_import", "old_values": {"state": "open"},
                     "new_values": {"state": "closing", "source_key": session.key,
                                    "messages": len(rows)}}])
-        except ConflictError:
+        except DuplicateError:  # the key was taken meanwhile
             return None
         return episode.id

@@ -105,10 +105,12 @@ class Importer:
             checksum.update(first[1])
             transaction = self._db.rehearsal() if dry_run else self._db.transaction()
             async with transaction as conn:
-                await conn.execute("portability_lock_agent", agent)
-                staging = _Staging(conn, agent, self._dim)
+                staging = _Staging(conn, agent, self._dim)  # temporary tables only
                 trailer, last = await staging.read(lines, checksum)
                 _check_trailer(trailer, last, staging, checksum.hexdigest())
+                # the agent's lock once the whole file is in: a slow upload holds nothing
+                # the agent's other writers (and the worker) wait for
+                await conn.execute("portability_lock_agent", agent)
                 return await self._merge(conn, staging, header, agent)
         finally:
             await lines.aclose()

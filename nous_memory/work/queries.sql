@@ -66,6 +66,11 @@ UPDATE work_items SET lease_until = now() + make_interval(secs => $4), updated_a
 WHERE agent_id = $1 AND id = $2 AND locked_by = $3 AND state = 'running'
 RETURNING id;
 
+-- name: work_commit_lock_wait
+-- How long a result transaction waits for a lock (the agent's, then any row's) before it
+-- gives up and the item is put back: an erasure or import of the agent holds the first.
+SELECT set_config('lock_timeout', $1, true);
+
 -- name: work_complete
 -- Inside the result transaction: only the worker that still holds the lease may finish.
 UPDATE work_items SET state = 'done', lease_until = NULL, updated_at = now()

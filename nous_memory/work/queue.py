@@ -18,10 +18,14 @@ from uuid import UUID
 
 from ..db import Connection, Database
 from ..db.outage import Backoff
-from ..errors import ConflictError, DatabaseUnavailableError
+from ..errors import ConflictError, ContentionError, DatabaseUnavailableError
 from .tasks import Task
 
 COMMIT_WAIT_S = 60.0  # well inside a lease, which the heartbeat keeps extending
+# how long a result waits for the agent's lock (held through an erasure or an import's
+# merge) before the item goes back to the queue, so one agent cannot hold up the worker
+COMMIT_LOCK_WAIT_MS = 10_000
+CONTENTION_RETRIES = 2
 
 
 class LeaseLost(ConflictError):
@@ -53,9 +57,11 @@ class WorkContext:
 
         It takes the agent's fact lock before any row, as fact decisions, imports and
         erasures do: a result written while the agent is being erased waits for the
-        erasure (and then finds its item gone) instead of deadlocking with it."""
+        erasure (and then finds its item gone) instead of deadlocking with it; for at
+        most ``COMMIT_LOCK_WAIT_MS``, after which it raises ``ContentionError``."""
         item = self.item
         async with self._db.transaction() as conn:
+            await conn.fetchval("work_commit_lock_wait", f"{COMMIT_LOCK_WAIT_MS}ms")
             await conn.execute("lock_agent_facts", item.agent_id)
             if await conn.fetchval("work_complete", item.agent_id, item.id,
                                    self.worker_id) is None:
@@ -65,18 +71,25 @@ class WorkContext:
     async def commit_when_possible(self, write: Callable[[Connection], Awaitable[None]], *,
                                    wait_s: float = COMMIT_WAIT_S) -> None:
         """Run ``write`` in :meth:`commit`, again while the database is away (up to
-        ``wait_s``): a result that cost an LLM call is not thrown away because the
-        database restarted just before it was written.  Safe to repeat: a failed commit
-        wrote nothing, and one that went through before the connection was lost
-        completed the item, so the repeat finds it done (:class:`LeaseLost`)."""
+        ``wait_s``) and a few times when another transaction held what it needed: a
+        result that cost an LLM call is not thrown away because the database restarted
+        just before it was written, or chose it as a deadlock's victim.  Safe to repeat:
+        a failed commit wrote nothing, and one that went through before the connection
+        was lost completed the item, so the repeat finds it done (:class:`LeaseLost`)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_s
         backoff = Backoff(cap_s=2.0)
+        contended = 0
         while True:
             try:
                 async with self.commit() as conn:
                     await write(conn)
                 return
+            except ContentionError:  # then the item goes back to the queue
+                contended += 1
+                if contended > CONTENTION_RETRIES:
+                    raise
+                await backoff.wait()
             except DatabaseUnavailableError:
                 if loop.time() >= deadline:
                     raise

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..db import Connection, Database
 from ..db.outage import Backoff
-from ..errors import DatabaseUnavailableError, loggable
+from ..errors import ContentionError, DatabaseUnavailableError, loggable
 from .queue import LeaseLost, TaskHandler, WorkContext, WorkItem
 from .tasks import Task
 
@@ -261,16 +261,17 @@ class Worker:
 
     async def _record_failure(self, item: WorkItem, exc: BaseException) -> None:
         """Put a failed item back (or fail it for good), with its error."""
-        unavailable = isinstance(exc, DatabaseUnavailableError)
-        # an outage is not the item's fault: try again soon, whatever its attempts
-        delay = 1.0 if unavailable else min(self._retry_base_s * 2 ** (item.attempts - 1),
+        not_its_fault = isinstance(exc, DatabaseUnavailableError | ContentionError)
+        # an outage, or another transaction holding what the result needed (an erasure or
+        # import of the agent), is not the item's fault: try again soon
+        delay = 1.0 if not_its_fault else min(self._retry_base_s * 2 ** (item.attempts - 1),
                                             3600.0)
         state = await self._db.fetchval(
             "work_retry", item.agent_id, item.id, self.worker_id, MAX_ATTEMPTS,
             delay, f"{type(exc).__name__}: {exc}"[:2000])
-        if unavailable:
-            _log.info("work item %s (%s) put back after the database went away: now %s",
-                      item.id, item.task, state)
+        if not_its_fault:
+            _log.info("work item %s (%s) put back (%s): now %s", item.id, item.task,
+                      type(exc).__name__, state)
             return
         log = _log.warning if state == "pending" else _log.error
         log("work item %s (%s) failed, now %s: %s (the whole error is the item's "

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from nous_memory import MemoryStore
-from nous_memory.errors import InvalidInputError
+from nous_memory.errors import ContentionError, InvalidInputError
 from nous_memory.history import HistorySession, HistoryTurn, IngestProgress
+from tests.integration.db_helpers import sql
 
 T0 = datetime(2023, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -82,3 +83,20 @@ async def test_a_bad_session_rejects_the_call_naming_it(store: MemoryStore) -> N
     with pytest.raises(InvalidInputError) as twice:
         await store.ingest("h", [sessions(2)[1], sessions(1)[0], other])
     assert twice.value.problems[0].field == "sessions[2].key"
+
+
+async def test_a_session_whose_write_loses_a_deadlock_is_an_error_not_a_skip(
+        store: MemoryStore) -> None:
+    """Only a key taken meanwhile counts as skipped: a deadlock (or serialization
+    failure) in the session's transaction reaches the caller, and nothing is written."""
+    await sql(store, """
+        CREATE FUNCTION test_deadlock() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'deadlock detected' USING ERRCODE = '40P01'; END $$""")
+    await sql(store, "CREATE TRIGGER test_deadlock BEFORE INSERT ON work_items "
+                     "FOR EACH ROW EXECUTE FUNCTION test_deadlock()")
+    with pytest.raises(ContentionError):
+        await store.ingest("h", sessions(1))
+    assert not (await store.list("h", kind="episode")).items
+    await sql(store, "DROP TRIGGER test_deadlock ON work_items")
+    result = await store.ingest("h", sessions(1))  # retried as it is: imported
+    assert (result.sessions_imported, result.sessions_skipped) == (1, 0)

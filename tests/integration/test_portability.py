@@ -27,6 +27,7 @@ from nous_memory.portability import (
     ImportConflictError,
     TruncatedExportError,
 )
+from nous_memory.work import queue
 from tests.conftest import create_database, drop_database
 from tests.integration.db_helpers import sql
 from tests.integration.portability_helpers import (
@@ -379,6 +380,66 @@ async def test_a_worker_result_waits_for_an_erasure_before_locking_any_row(
         await eraser.close()
     assert not await sql(store, "SELECT 1 FROM work_items WHERE agent_id = 'gone'")
     assert await store.forget_agent("gone", actor="test")
+
+
+async def test_an_upload_in_progress_holds_no_lock_of_the_agent(store: MemoryStore) -> None:
+    """While an import still reads its file (a slow client), the agent's writers and the
+    worker are not held up: the agent's lock is taken for the merge only."""
+    await build_small_agent(store, "src")
+    data = await exported(store, "src")
+    half = asyncio.Event()
+    go_on = asyncio.Event()
+
+    async def slow_upload() -> AsyncIterator[bytes]:
+        cut = len(data) // 2
+        yield data[:cut]
+        half.set()
+        await go_on.wait()
+        yield data[cut:]
+
+    importing = asyncio.create_task(store.import_agent(slow_upload(), agent_id="copy"))
+    await asyncio.wait_for(half.wait(), 10)
+    other = await asyncpg.connect(store.dsn)
+    try:
+        async with other.transaction():
+            assert await other.fetchval(
+                "SELECT pg_try_advisory_xact_lock(hashtext('nous_memory.facts'), "
+                "hashtext('copy'))")
+    finally:
+        await other.close()
+        go_on.set()
+    summary = await asyncio.wait_for(importing, 30)
+    assert summary.rows > 0
+
+
+async def test_a_worker_result_waits_a_bounded_time_for_the_agents_lock(
+        store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Held past the wait (a long erasure or merge of the agent), the result gives up,
+    the item goes back to the queue for a second later, and then completes."""
+    monkeypatch.setattr(queue, "COMMIT_LOCK_WAIT_MS", 300)
+    await store.ingest("held", [HistorySession(key="s1", started_at=datetime(2025, 3, 1,
+                                                                             tzinfo=UTC),
+                        turns=[HistoryTurn(role="user", content="My sister lives in Porto."),
+                               HistoryTurn(role="assistant", content="Noted.")])])
+    holder = await asyncpg.connect(store.dsn)
+    worker = store.worker()
+    try:
+        tx = holder.transaction()
+        await tx.start()
+        await holder.execute(LOCK_FACTS, "held")
+        assert await asyncio.wait_for(worker.run_once(), 30)
+        (item,) = await sql(store, "SELECT state, last_error, run_after - now() AS wait "
+                                   "FROM work_items WHERE agent_id = 'held'")
+        assert item["state"] == "pending" and "ContentionError" in item["last_error"]
+        assert item["wait"].total_seconds() <= 1.0  # soon, not after a backoff
+        await tx.rollback()
+    finally:
+        await holder.close()
+    await asyncio.sleep(1.1)
+    assert await worker.drain() >= 1
+    assert [r["state"] for r in await sql(
+        store, "SELECT state FROM work_items WHERE agent_id = 'held' AND task = 'episode_close'"
+    )] == ["done"]
 
 
 def _resealed(lines: list[bytes]) -> bytes:
