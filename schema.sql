@@ -634,14 +634,25 @@ DECLARE
     relations text[] := '{}';
     found text;
     rel text;
+    shard bigint;
 BEGIN
-    IF citus THEN  -- a prepared statement per shard group (the agent's memories shard)
-        statement_name := get_shard_id_for_distribution_column('memories', agent)::text;
+    IF citus THEN  -- a prepared statement per shard group (the agent's memories shard),
+        -- used only while that shard is placed on this node: a copy a move left behind
+        -- for a while is never read (the statement then runs on the distributed tables)
+        shard := get_shard_id_for_distribution_column('memories', agent);
+        IF NOT EXISTS (SELECT 1 FROM pg_dist_placement p
+                       JOIN pg_dist_local_group g ON g.groupid = p.groupid
+                       WHERE p.shardid = shard) THEN
+            RETURN NULL;
+        END IF;
+        statement_name := shard::text;
     END IF;
     statement_name := format('nous_%s_%s_%s', query, statement_name, left(md5(statement), 8));
     -- a session setting remembers what the session prepared: pg_prepared_statements
     -- lists every statement with its text, a cost that grows with the shard groups a
-    -- session serves (a Citus worker's session from the coordinator serves many)
+    -- session serves (a Citus worker's session from the coordinator serves many).  A
+    -- DEALLOCATE without DISCARD ALL (which resets the setting too) would leave the
+    -- session's reads failing: nothing in the store or Citus does that
     IF current_setting('nous_prepared.' || statement_name, true) = 'yes' THEN
         RETURN statement_name;
     END IF;

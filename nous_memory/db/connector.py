@@ -22,7 +22,16 @@ from .distribution import DELEGATED_READS
 from .errors import is_unavailable, translated
 from .outage import QuietPoolLog
 from .queries import QUERIES, Queries
-from .worker_reads import CONNECT_TIMEOUT_S, Locate, Node, PoolFactory, WorkerReads, node_dsn
+from .worker_reads import (
+    COMMAND_TIMEOUT_S,
+    CONNECT_TIMEOUT_S,
+    POOL_SIZE,
+    Locate,
+    Node,
+    PoolFactory,
+    WorkerReads,
+    node_dsn,
+)
 
 logging.getLogger("asyncpg.pool").addFilter(QuietPoolLog(is_unavailable))
 
@@ -141,7 +150,7 @@ class Database:
         ``max_size`` connections each; the scan pool opens its first one when first
         used).  On a Citus coordinator whose read functions are distributed, unless
         ``worker_reads`` is false, reads go to the agent's worker (``worker_reads.py``)
-        through a pool per worker, of at most ``max_size`` connections each."""
+        through a pool per worker."""
         with translated():
             pool = await asyncpg.create_pool(
                 dsn, min_size=min_size, max_size=max_size, init=_init_connection,
@@ -163,7 +172,7 @@ class Database:
                 raise
         direct = None
         if delegated and worker_reads and node_dsn(dsn, Node("node", 5432)) is not None:
-            direct = WorkerReads(dsn, _locator(pool), _pool_opener(max_size))
+            direct = WorkerReads(dsn, _locator(pool), _pool_opener())
         return cls(pool, dsn=dsn, scan_pool=scanning, distributed=distributed,
                    delegated=delegated, worker_reads=direct)
 
@@ -190,10 +199,12 @@ class Database:
         try:
             if self._scan_pool is not None:
                 await self._scan_pool.close()
-            if self.worker_reads is not None:
-                await self.worker_reads.close()
         finally:
-            await self._pool.close()
+            try:
+                if self.worker_reads is not None:
+                    await self.worker_reads.close()
+            finally:
+                await self._pool.close()
 
     @asynccontextmanager
     async def acquire(self) -> AsyncIterator[Connection]:
@@ -287,8 +298,8 @@ class Database:
         coordinator hands whole to the agent's worker; elsewhere the statement."""
         if self.delegated and name in DELEGATED_READS:
             name = f"{name}_delegated"
-            if self.worker_reads is not None:
-                with translated():
+            if self.worker_reads is not None:  # (a Citus worker: not what OUTAGE watches)
+                with translated(reports=False):
                     rows = await self.worker_reads.fetch(self._queries[name], *args)
                 if rows is not None:
                     return rows
@@ -304,11 +315,20 @@ def _locator(pool: asyncpg.Pool) -> Locate:
     return locate
 
 
-def _pool_opener(max_size: int) -> PoolFactory:
+def _pool_opener() -> PoolFactory:
     async def open_pool(dsn: str) -> asyncpg.Pool:
         pool = await asyncpg.create_pool(
-            dsn, min_size=0, max_size=max_size, init=_init_connection,
-            reset=_no_session_reset, timeout=CONNECT_TIMEOUT_S)
+            dsn, min_size=POOL_SIZE, max_size=POOL_SIZE, init=_init_worker_connection,
+            reset=_no_session_reset, timeout=CONNECT_TIMEOUT_S,
+            command_timeout=COMMAND_TIMEOUT_S)
         assert pool is not None
         return pool
     return open_pool
+
+
+async def _init_worker_connection(conn: asyncpg.Connection) -> None:
+    """A worker's connection prepares the reads it will serve: the driver learns their
+    types now, in the background, not in a request."""
+    await _init_connection(conn)
+    for name in DELEGATED_READS:
+        await conn.prepare(QUERIES[f"{name}_delegated"], timeout=60)

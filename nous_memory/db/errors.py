@@ -94,14 +94,15 @@ def translate(exc: BaseException) -> NousMemoryError:
 
 
 @contextlib.contextmanager
-def translated() -> Iterator[None]:
+def translated(*, reports: bool = True) -> Iterator[None]:
     """Re-raise driver errors as package errors, chained to the original; a block that
-    completes tells the outage tracker the database is there."""
+    completes tells the outage tracker the database is there, unless ``reports`` is
+    false (a block that may not have reached the database the tracker watches)."""
     try:
         yield
     except NousMemoryError:
         raise
     except _DRIVER as exc:
         raise translate(exc) from exc
-    if OUTAGE.unsettled:
+    if reports and OUTAGE.unsettled:
         OUTAGE.came_back()

@@ -6,11 +6,13 @@ half a millisecond, plus the rows: docs/scaling.md).  Every node of a Citus 11+ 
 has the metadata, so the store can call the function on the agent's worker itself,
 where it finds the agent's shards local and runs its prepared statement.
 
-The placement is read from the coordinator's catalog and kept a minute.  A shard moved
-meanwhile is still answered right by the old node (the function then runs its statement
-on the distributed tables) until the placement is read again.  A node that cannot be
-reached is left alone for a while, and its reads go through the coordinator, as do all
-reads when the store's database is not given as a URL (a key=value DSN).
+The placement is read from the coordinator's catalog and kept a minute.  A call that
+reaches a node no longer holding the agent's shards (moved meanwhile) is right all the
+same: the node hands it on to the new one, as the coordinator would, and the function
+runs its prepared statement only over shards placed on its own node.  A node's pool is
+opened in the background, and until it is ready, or while the node is unusable, its
+agents' reads go through the coordinator, as do all reads when the store's database is
+not given as a URL (a key=value DSN).
 """
 
 from __future__ import annotations
@@ -31,9 +33,15 @@ from .errors import is_unavailable
 _log = logging.getLogger(__name__)
 
 PLACEMENT_TTL_S = 60.0  # how long an agent's node is trusted before it is read again
-MAX_AGENTS = 10_000  # placements kept (least recently used go first)
-DOWN_S = 30.0  # how long an unreachable node's reads go through the coordinator
+MAX_AGENTS = 100_000  # placements kept (least recently used go first)
+DOWN_S = 30.0  # how long an unusable node's reads go through the coordinator
 CONNECT_TIMEOUT_S = 3.0
+# a read that takes longer on a node is given up (a hung node): the node is left alone
+COMMAND_TIMEOUT_S = 10.0
+# connections per node and process, all opened (and taught the reads' types) up front:
+# the driver's type lookup takes seconds on a node holding many shards, so no read waits
+# for a connection being opened
+POOL_SIZE = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +77,8 @@ PoolFactory = Callable[[str], Awaitable[asyncpg.Pool]]
 
 
 class WorkerReads:
-    """The agent's node (cached), a small pool per node, and the way back to the
-    coordinator when a node is out of reach."""
+    """The agent's node (cached), a pool per node opened in the background, and the way
+    back to the coordinator while a node's pool is not ready or the node is unusable."""
 
     def __init__(self, dsn: str, locate: Locate, open_pool: PoolFactory) -> None:
         self._dsn = dsn
@@ -78,41 +86,49 @@ class WorkerReads:
         self._open_pool = open_pool
         self._placements: OrderedDict[str, tuple[Node | None, float]] = OrderedDict()
         self._pools: dict[Node, asyncpg.Pool] = {}
-        self._opening = asyncio.Lock()
+        self._opening: dict[Node, asyncio.Task[None]] = {}
         self._down_until: dict[Node, float] = {}
+        self._closed = False
 
     async def fetch(self, statement: str, agent: str, *args: Any
                     ) -> list[asyncpg.Record] | None:
         """The statement's rows from the agent's node, or None: then the caller reads
-        through the coordinator (the placement is unknown, or the node out of reach).
-        An error of the statement itself is raised as it is."""
+        through the coordinator (the placement is unknown, the node's pool not open yet,
+        or the node unusable: unreachable, refusing the login, timing out).  An error of
+        the statement itself, on a working connection, is raised as it is."""
         node = await self._node_of(agent)
-        if node is None or self._down_until.get(node, 0.0) > time.monotonic():
+        pool = None if node is None else self._ready(node)
+        if node is None or pool is None:
             return None
         try:
-            pool = await self._pool(node)
-            if pool is None:
-                return None
-            async with pool.acquire() as conn:
-                rows: list[asyncpg.Record] = await conn.fetch(statement, agent, *args)
-                return rows
-        except Exception as exc:
-            if not is_unavailable(exc):
-                raise
-            _log.warning("Citus node %s:%s out of reach (%s: %s); its agents' reads go "
-                         "through the coordinator for %.0f s", node.host, node.port,
-                         type(exc).__name__, exc, DOWN_S)
-            self._down_until[node] = time.monotonic() + DOWN_S
+            conn = await pool.acquire()
+        except Exception as exc:  # connect, login, database: not usable for now
+            self._down(node, exc)
             return None
+        try:
+            rows: list[asyncpg.Record] = await conn.fetch(statement, agent, *args)
+            return rows
+        except Exception as exc:
+            if conn.is_closed() or (is_unavailable(exc) and not isinstance(
+                    exc, asyncpg.InterfaceError)):
+                self._down(node, exc)
+                return None
+            raise
+        finally:
+            await pool.release(conn)
 
     def forget_placements(self) -> None:
         """Read every agent's node again when next asked (after moving shards)."""
         self._placements.clear()
 
     async def close(self) -> None:
+        self._closed = True
+        opening, self._opening = list(self._opening.values()), {}
+        for task in opening:
+            task.cancel()
+        await asyncio.gather(*opening, return_exceptions=True)
         pools, self._pools = list(self._pools.values()), {}
-        for pool in pools:
-            await pool.close()
+        await asyncio.gather(*(pool.close() for pool in pools), return_exceptions=True)
 
     async def _node_of(self, agent: str) -> Node | None:
         now = time.monotonic()
@@ -127,15 +143,37 @@ class WorkerReads:
             self._placements.popitem(last=False)
         return node
 
-    async def _pool(self, node: Node) -> asyncpg.Pool | None:
+    def _ready(self, node: Node) -> asyncpg.Pool | None:
+        """The node's open pool; else None, and its opening started (once)."""
+        if self._down_until.get(node, 0.0) > time.monotonic():
+            return None
         pool = self._pools.get(node)
-        if pool is not None:
+        if pool is not None or self._closed or node in self._opening:
             return pool
         dsn = node_dsn(self._dsn, node)
-        if dsn is None:
-            return None
-        async with self._opening:
-            pool = self._pools.get(node)
-            if pool is None:
-                pool = self._pools[node] = await self._open_pool(dsn)
-        return pool
+        if dsn is not None:
+            self._opening[node] = asyncio.create_task(self._open(node, dsn),
+                                                      name=f"pool of {node.host}:{node.port}")
+        return None
+
+    async def _open(self, node: Node, dsn: str) -> None:
+        try:
+            pool = await self._open_pool(dsn)
+        except Exception as exc:
+            self._down(node, exc)
+        else:
+            if self._closed:
+                await pool.close()
+            else:
+                self._pools[node] = pool
+        finally:
+            self._opening.pop(node, None)
+
+    def _down(self, node: Node, exc: BaseException) -> None:
+        """Leave the node alone for ``DOWN_S``; said once per time it goes down."""
+        now = time.monotonic()
+        if self._down_until.get(node, 0.0) <= now:
+            _log.warning("Citus node %s:%s not usable for direct reads (%s: %s); its "
+                         "agents' reads go through the coordinator for %.0f s", node.host,
+                         node.port, type(exc).__name__, exc, DOWN_S)
+        self._down_until[node] = now + DOWN_S

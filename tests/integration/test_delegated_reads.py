@@ -9,21 +9,16 @@ test_citus.py, and docs/scaling.md has the runs on a real cluster.
 
 from __future__ import annotations
 
-import socket
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
 import asyncpg
 import pytest
 
 from nous_memory import MemoryStore
 from nous_memory.db import QUERIES
-from nous_memory.db.connector import _pool_opener
 from nous_memory.db.distribution import DELEGATED_READS, DELEGATION_ARGUMENT
-from nous_memory.db.worker_reads import Node, WorkerReads
 
-from .db_helpers import sql
 from .test_context import _seed
 from .test_current_truth import JUL, MAY, MOVE
 
@@ -167,81 +162,7 @@ async def test_a_session_finds_what_it_prepared_without_listing_its_statements(
         assert await conn.fetchval("SELECT current_setting($1, true)", setting) in ("", None)
         await conn.fetch(call)  # found in the listing, no second PREPARE
         assert await conn.fetchval("SELECT current_setting($1, true)", setting) == "yes"
-        # the setting alone answers now: a statement deallocated by hand is not looked for
-        await conn.execute(f"DEALLOCATE {name}")
-        with pytest.raises(asyncpg.PostgresError):
-            await conn.fetch(call)
+        assert len(await conn.fetch("SELECT 1 FROM pg_prepared_statements "
+                                    "WHERE name LIKE 'nous\\_%'")) == 1
     finally:
         await conn.close()
-
-
-async def _port(store: MemoryStore) -> int:
-    return int((await sql(store, "SHOW port"))[0]["port"])
-
-
-async def test_reads_sent_to_the_agents_node_give_what_the_statements_give(
-        store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The read functions called on the node the catalog names for the agent (here this
-    server, reached by its own address through a pool of its own, as a Citus worker is):
-    the same results as the statements, none read through the main pool, and each
-    agent's node looked up once."""
-    await _seed(store)
-    monkeypatch.setattr(store.access, "record", lambda agent, ids: None)
-    statements = await _reads(store, delegated=False)
-    host = dict(parse_qsl(urlsplit(store.dsn).query))["host"]
-    port = await _port(store)
-    located: list[str] = []
-
-    async def locate(agent: str) -> Node:
-        located.append(agent)
-        return Node(host, port)
-
-    calls = _named_reads(store, monkeypatch)
-    reads = WorkerReads(store.dsn, locate, _pool_opener(2))
-    store._db.worker_reads = reads
-    store.recaller.forget_agent_figures()
-    try:
-        on_node = await _reads(store, delegated=True)
-        assert (await store.health())["database"]["reads"] == "workers"
-    finally:
-        store._db.worker_reads = None
-        await reads.close()
-    assert on_node == statements
-    assert not {f"{q}_delegated" for q in DELEGATED_READS} & set(calls)
-    assert sorted(located) == ["a", "u"]
-
-
-async def test_a_node_out_of_reach_leaves_its_agents_reads_to_the_coordinator(
-        store: MemoryStore) -> None:
-    """Nothing listens where the catalog says the agent is: the reads still answer,
-    through the main pool, and the node is not tried again for a while."""
-    await store.learn_fact("a", "The user's sister Mia lives in Porto.")
-    before = await store.recall("a", "where does Mia live?")
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        closed = probe.getsockname()[1]
-    opened: list[str] = []
-    open_pool = _pool_opener(1)
-
-    async def opener(dsn: str) -> asyncpg.Pool:
-        opened.append(dsn)
-        return await open_pool(dsn)
-
-    async def locate(agent: str) -> Node:
-        return Node("127.0.0.1", closed)
-
-    store._db.delegated = True
-    reads = WorkerReads(store.dsn, locate, opener)
-    store._db.worker_reads = reads
-    try:
-        answers = [await store.recall("a", "where does Mia live?") for _ in range(3)]
-        assert [[i.text for i in r.items] for r in answers] == [
-            [i.text for i in before.items]] * 3
-        assert opened == [f"postgresql://postgres:@127.0.0.1:{closed}/"
-                          + urlsplit(store.dsn).path.lstrip("/")]
-        # one failed connection: the later reads did not try the node
-        assert reads._down_until
-    finally:
-        store._db.worker_reads = None
-        store._db.delegated = False
-        await reads.close()

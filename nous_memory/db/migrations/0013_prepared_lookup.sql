@@ -4,6 +4,8 @@
 -- instead of reading pg_prepared_statements on every call: that view lists every
 -- prepared statement with its text, and a Citus worker's session from the coordinator
 -- holds one per shard group and read function it has served (at 160, about 1 ms a call).
+-- On Citus it uses the agent's shards only while their placement is on its own node: a
+-- copy a shard move leaves behind for a while is never read.
 
 CREATE OR REPLACE FUNCTION nous_prepared(query text, agent text, statement text) RETURNS text
 LANGUAGE plpgsql VOLATILE AS $fn$
@@ -13,14 +15,25 @@ DECLARE
     relations text[] := '{}';
     found text;
     rel text;
+    shard bigint;
 BEGIN
-    IF citus THEN  -- a prepared statement per shard group (the agent's memories shard)
-        statement_name := get_shard_id_for_distribution_column('memories', agent)::text;
+    IF citus THEN  -- a prepared statement per shard group (the agent's memories shard),
+        -- used only while that shard is placed on this node: a copy a move left behind
+        -- for a while is never read (the statement then runs on the distributed tables)
+        shard := get_shard_id_for_distribution_column('memories', agent);
+        IF NOT EXISTS (SELECT 1 FROM pg_dist_placement p
+                       JOIN pg_dist_local_group g ON g.groupid = p.groupid
+                       WHERE p.shardid = shard) THEN
+            RETURN NULL;
+        END IF;
+        statement_name := shard::text;
     END IF;
     statement_name := format('nous_%s_%s_%s', query, statement_name, left(md5(statement), 8));
     -- a session setting remembers what the session prepared: pg_prepared_statements
     -- lists every statement with its text, a cost that grows with the shard groups a
-    -- session serves (a Citus worker's session from the coordinator serves many)
+    -- session serves (a Citus worker's session from the coordinator serves many).  A
+    -- DEALLOCATE without DISCARD ALL (which resets the setting too) would leave the
+    -- session's reads failing: nothing in the store or Citus does that
     IF current_setting('nous_prepared.' || statement_name, true) = 'yes' THEN
         RETURN statement_name;
     END IF;
