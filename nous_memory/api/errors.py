@@ -20,6 +20,7 @@ from ..episodes.lifecycle import OversizeMessageError
 from ..errors import (
     ClientError,
     ConflictError,
+    ContentionError,
     DatabaseUnavailableError,
     InvalidInputError,
     NotFoundError,
@@ -33,6 +34,7 @@ log = logging.getLogger("nous_memory.api")
 UNAVAILABLE_MESSAGE = "database unavailable; try again later"
 INTERNAL_MESSAGE = "internal server error"
 RETRY_AFTER_SECONDS = "5"
+CONTENTION_RETRY_AFTER_SECONDS = "1"  # a deadlock or a lock wait: over in a moment
 
 _SOURCES = frozenset({"body", "query", "path", "header", "cookie"})
 
@@ -62,7 +64,9 @@ def problem_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
         401: (ErrorMessage, "Missing or unknown API key"),
         403: (ErrorMessage, "The API key may not act for this agent"),
         404: (ErrorMessage, "No such memory for this agent"),
-        409: (ErrorMessage, "The memory kept changing; retry"),
+        409: (ErrorMessage, "A conflicting change; with Retry-After, another "
+                            "transaction held what this one needed and nothing was "
+                            "written: the same call can be retried"),
         413: (ValidationFailure, "Request body over the size limit"),
         422: (ValidationFailure, "Invalid input; every bad field is listed"),
         503: (ErrorMessage, "Database unavailable"),
@@ -103,6 +107,9 @@ async def nous_memory_error(request: Request, exc: Exception) -> JSONResponse:
         return _problems([{"field": p.field, "reason": p.reason} for p in exc.problems])
     if isinstance(exc, NotFoundError):
         return JSONResponse({"detail": str(exc)}, status_code=404)
+    if isinstance(exc, ContentionError):  # nothing was written: the same call, again
+        return JSONResponse({"detail": str(exc)}, status_code=409,
+                            headers={"Retry-After": CONTENTION_RETRY_AFTER_SECONDS})
     if isinstance(exc, ConflictError):
         return JSONResponse({"detail": str(exc)}, status_code=409)
     if isinstance(exc, ClientError):  # a client error without a more specific status

@@ -27,6 +27,7 @@ from ..errors import (
     AuthenticationError,
     ClientError,
     ConflictError,
+    ContentionError,
     DatabaseUnavailableError,
     FieldProblem,
     InvalidInputError,
@@ -79,6 +80,8 @@ def error_from(response: httpx.Response) -> NousMemoryError:
         if problems:
             return (PayloadTooLargeError if status == 413 else InvalidInputError)(problems)
     message = str(detail)
+    if _contention(response):
+        return ContentionError(message)
     if status == 404:
         match = _NOT_FOUND.match(message)
         return (NotFoundError(match["what"], match["ident"]) if match
@@ -91,6 +94,11 @@ def error_from(response: httpx.Response) -> NousMemoryError:
     if 400 <= status < 500:
         return ClientError(f"HTTP {status}: {message}")
     return ServerError(f"HTTP {status}: {message}")
+
+
+def _contention(response: httpx.Response) -> bool:
+    """Another transaction held what the call needed; the service wrote nothing."""
+    return response.status_code == 409 and "Retry-After" in response.headers
 
 
 class Transport:
@@ -150,7 +158,10 @@ class Transport:
             else:
                 if response.status_code < 400:
                     return response
-                if last or not idempotent or response.status_code not in RETRY_STATUSES:
+                # contention left nothing written: any call may go again, if its body can
+                contended = _contention(response) and not isinstance(content, AsyncIterable)
+                if last or not (contended or (idempotent
+                                and response.status_code in RETRY_STATUSES)):
                     raise error_from(response)
                 await self._sleep(attempt, response.headers.get("Retry-After"))
                 continue

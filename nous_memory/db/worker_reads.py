@@ -65,7 +65,8 @@ def node_dsn(dsn: str, node: Node) -> str | None:
         netloc = prefix
         options += [("host", node.host), ("port", str(node.port))]
     else:
-        host = f"[{node.host}]" if ":" in node.host else node.host
+        # an IPv6 address in brackets, its zone (fe80::1%eth0) percent-encoded
+        host = f"[{node.host.replace('%', '%25')}]" if ":" in node.host else node.host
         netloc = f"{prefix}{host}:{node.port}"
     query = f"?{urlencode(options)}" if options else ""
     fragment = f"#{parts.fragment}" if parts.fragment else ""

@@ -23,6 +23,7 @@ from nous_memory.client import AsyncMemoryClient, MemoryClient
 from nous_memory.errors import (
     AuthenticationError,
     ConflictError,
+    ContentionError,
     InvalidInputError,
     NotFoundError,
     NousMemoryError,
@@ -301,3 +302,28 @@ async def test_readme_client_example_runs(base_url: str) -> None:
     out, err = await asyncio.wait_for(proc.communicate(), 120)
     assert proc.returncode == 0, err.decode()
     assert out.decode().split() == ["Ana", "is", "vegetarian", "True"]
+
+
+async def test_a_call_that_lost_to_contention_is_sent_again(
+        store: MemoryStore, base_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The service answers 409 with Retry-After when another transaction held what the
+    call needed (nothing was written): the client sends the call again, a write too,
+    and raises ContentionError only when it runs out of attempts."""
+    await store.learn_fact("held", "The user's sister Mia lives in Porto.")
+    forget = store.forget_agent
+    refusals = [ContentionError("another transaction held what this one needed (40P01); "
+                                "nothing was written, retry")]
+
+    async def contended(agent_id: str, /, *, actor: str = "python") -> Any:
+        if refusals:
+            raise refusals.pop()
+        return await forget(agent_id, actor=actor)
+
+    monkeypatch.setattr(store, "forget_agent", contended)
+    async with AsyncMemoryClient(base_url, max_attempts=1) as once:
+        with pytest.raises(ContentionError):
+            await once.forget_agent("held")
+    refusals.append(ContentionError("deadlock; retry"))
+    async with AsyncMemoryClient(base_url) as client:
+        receipt = await client.forget_agent("held")
+    assert receipt.total_rows > 0 and not refusals

@@ -14,6 +14,8 @@ from nous_memory.db.worker_reads import Node, WorkerReads, node_dsn
      Node("10.0.0.7", 6432), "postgresql://app:s%40cret@10.0.0.7:6432/nous?sslmode=require"),
     ("postgres://coord/nous", Node("w1", 5432), "postgres://w1:5432/nous"),
     ("postgresql://app@coord/nous", Node("fd00::7", 5432), "postgresql://app@[fd00::7]:5432/nous"),
+    ("postgresql://app@coord/nous", Node("fe80::1%eth0", 5432),
+     "postgresql://app@[fe80::1%25eth0]:5432/nous"),
     # a host in the query string gives way to the node's
     ("postgresql://app@/nous?host=/run/pg&port=5433&application_name=x",
      Node("w2", 5432), "postgresql://app@w2:5432/nous?application_name=x"),

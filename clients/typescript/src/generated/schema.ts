@@ -3668,7 +3668,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorMessage"];
                 };
             };
-            /** @description The memory kept changing; retry */
+            /** @description A conflicting change; with Retry-After, another transaction held what this one needed and nothing was written: the same call can be retried */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3979,7 +3979,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorMessage"];
                 };
             };
-            /** @description The memory kept changing; retry */
+            /** @description A conflicting change; with Retry-After, another transaction held what this one needed and nothing was written: the same call can be retried */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4740,7 +4740,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorMessage"];
                 };
             };
-            /** @description The memory kept changing; retry */
+            /** @description A conflicting change; with Retry-After, another transaction held what this one needed and nothing was written: the same call can be retried */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4825,7 +4825,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorMessage"];
                 };
             };
-            /** @description The memory kept changing; retry */
+            /** @description A conflicting change; with Retry-After, another transaction held what this one needed and nothing was written: the same call can be retried */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5071,7 +5071,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorMessage"];
                 };
             };
-            /** @description The memory kept changing; retry */
+            /** @description A conflicting change; with Retry-After, another transaction held what this one needed and nothing was written: the same call can be retried */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5482,7 +5482,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorMessage"];
                 };
             };
-            /** @description The memory kept changing; retry */
+            /** @description A conflicting change; with Retry-After, another transaction held what this one needed and nothing was written: the same call can be retried */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5636,7 +5636,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorMessage"];
                 };
             };
-            /** @description The memory kept changing; retry */
+            /** @description A conflicting change; with Retry-After, another transaction held what this one needed and nothing was written: the same call can be retried */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5722,7 +5722,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorMessage"];
                 };
             };
-            /** @description The memory kept changing; retry */
+            /** @description A conflicting change; with Retry-After, another transaction held what this one needed and nothing was written: the same call can be retried */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5850,7 +5850,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorMessage"];
                 };
             };
-            /** @description The memory kept changing; retry */
+            /** @description A conflicting change; with Retry-After, another transaction held what this one needed and nothing was written: the same call can be retried */
             409: {
                 headers: {
                     [name: string]: unknown;
