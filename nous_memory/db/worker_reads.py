@@ -101,6 +101,8 @@ class WorkerReads:
         pool = None if node is None else self._ready(node)
         if node is None or pool is None:
             return None
+        if pool.get_idle_size() == 0 and pool.get_size() >= pool.get_max_size():
+            return None  # every connection busy: through the coordinator, not in a queue
         try:
             conn = await pool.acquire()
         except Exception as exc:  # connect, login, database: not usable for now

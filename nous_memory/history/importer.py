@@ -17,7 +17,8 @@ from uuid import UUID
 
 from ..db import Database
 from ..db.audit import record_events
-from ..errors import DuplicateError
+from ..db.contention import again_on_contention
+from ..errors import ConflictError, ContentionError, DuplicateError
 from ..memories.kinds import EpisodeDetail, EpisodeState, Kind, parse_agent_id, parse_new
 from ..memories.manager import MemoryManager
 from ..tokens import count_tokens
@@ -53,7 +54,7 @@ class HistoryImporter:
             todo = [s for s in batch if s.key not in present]
             skipped += len(batch) - len(todo)
             for session in todo:
-                ident = await self._write(agent, session)
+                ident = await self._written(agent, session, done=bool(imported))
                 if ident is None:
                     skipped += 1  # imported by a concurrent import meanwhile
                 else:
@@ -77,6 +78,21 @@ class HistoryImporter:
         assert row is not None
         return IngestStatus(agent_id=agent, sessions=row["sessions"],
                             closing=row["closing"], failed=row["failed"])
+
+    async def _written(self, agent: str, session: CheckedSession, *,
+                       done: bool) -> UUID | None:
+        """``_write``, again when it lost to another transaction; should it keep losing
+        after this call imported sessions, the error says so (a ContentionError says
+        nothing was written)."""
+        try:
+            return await again_on_contention(lambda: self._write(agent, session))
+        except ContentionError as exc:
+            if not done:
+                raise
+            raise ConflictError(
+                f"session {session.key!r} kept losing to other transactions of the agent "
+                f"({exc}); the sessions before it were imported: send the call again to "
+                f"import the rest (those imported are skipped)") from exc
 
     async def _write(self, agent: str, session: CheckedSession) -> UUID | None:
         """One session in one transaction; None when its key was taken meanwhile."""

@@ -8,23 +8,18 @@ who asked; no content, not even the id.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import random
 
 from ..db import Database
 from ..db.bulk import agent_tables, count_agent_rows, delete_agent_rows
+from ..db.contention import again_on_contention
 from ..embeddings.cache import EmbeddingCache
-from ..errors import ConflictError, ContentionError, InvalidInputError, NotFoundError
+from ..errors import ConflictError, InvalidInputError, NotFoundError
 from ..memories.kinds import parse_agent_id
 from .reports import ErasureReceipt
 
 MAX_ACTOR_CHARS = 200
 SWEEPS = 3  # rows a concurrent writer committed meanwhile are swept up again
-# A worker still finishing the agent's episodes locks rows in its own order: when
-# PostgreSQL picks the erasure as a deadlock's victim, nothing was erased; it runs again.
-ATTEMPTS = 4
-RETRY_BASE_S = 0.05
 
 
 def agent_sha256(agent_id: str) -> bytes:
@@ -39,12 +34,8 @@ class Eraser:
     async def forget(self, agent_id: str, *, actor: str) -> ErasureReceipt:
         agent = parse_agent_id(agent_id)
         actor = _actor(actor)
-        for attempt in range(ATTEMPTS - 1):
-            try:
-                return await self._erase(agent, actor)
-            except ContentionError:
-                await asyncio.sleep(RETRY_BASE_S * 2 ** attempt * (1 + random.random()))
-        return await self._erase(agent, actor)
+        # a worker still finishing the agent's episodes may deadlock with it
+        return await again_on_contention(lambda: self._erase(agent, actor))
 
     async def _erase(self, agent: str, actor: str) -> ErasureReceipt:
         async with self._db.transaction() as conn:

@@ -67,7 +67,8 @@ WHERE agent_id = $1 AND id = $2 AND locked_by = $3 AND state = 'running'
 RETURNING id;
 
 -- name: work_commit_lock_wait
--- How long a result transaction waits for a lock (the agent's, then any row's) before it
+-- How long a result transaction waits for a lock (the agent's, then any row's on one
+-- PostgreSQL; on Citus the coordinator's waits, the agent's lock among them) before it
 -- gives up and the item is put back: an erasure or import of the agent holds the first.
 SELECT set_config('lock_timeout', $1, true);
 
@@ -78,7 +79,11 @@ WHERE agent_id = $1 AND id = $2 AND locked_by = $3 AND state = 'running'
 RETURNING id;
 
 -- name: work_retry
-UPDATE work_items SET state = CASE WHEN attempts >= $4 THEN 'failed' ELSE 'pending' END,
+-- $7 false: the item lost to another transaction (an erasure or import of the agent held
+-- its lock), not its own fault: the attempt its claim counted is given back, so it is
+-- neither failed for good nor run degraded as a last try for having waited.
+UPDATE work_items SET state = CASE WHEN $7 AND attempts >= $4 THEN 'failed' ELSE 'pending' END,
+       attempts = attempts - CASE WHEN $7 THEN 0 ELSE 1 END,
        run_after = now() + make_interval(secs => $5), last_error = $6, locked_by = NULL,
        lease_until = NULL, updated_at = now()
 WHERE agent_id = $1 AND id = $2 AND locked_by = $3 AND state = 'running'

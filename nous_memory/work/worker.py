@@ -261,14 +261,16 @@ class Worker:
 
     async def _record_failure(self, item: WorkItem, exc: BaseException) -> None:
         """Put a failed item back (or fail it for good), with its error."""
-        not_its_fault = isinstance(exc, DatabaseUnavailableError | ContentionError)
+        contended = isinstance(exc, ContentionError)
+        not_its_fault = contended or isinstance(exc, DatabaseUnavailableError)
         # an outage, or another transaction holding what the result needed (an erasure or
-        # import of the agent), is not the item's fault: try again soon
+        # import of the agent), is not the item's fault: try again soon; a contended
+        # attempt does not count at all
         delay = 1.0 if not_its_fault else min(self._retry_base_s * 2 ** (item.attempts - 1),
                                             3600.0)
         state = await self._db.fetchval(
             "work_retry", item.agent_id, item.id, self.worker_id, MAX_ATTEMPTS,
-            delay, f"{type(exc).__name__}: {exc}"[:2000])
+            delay, f"{type(exc).__name__}: {exc}"[:2000], not contended)
         if not_its_fault:
             _log.info("work item %s (%s) put back (%s): now %s", item.id, item.task,
                       type(exc).__name__, state)

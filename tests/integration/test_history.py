@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from nous_memory import MemoryStore
-from nous_memory.errors import ContentionError, InvalidInputError
+from nous_memory.errors import ConflictError, ContentionError, InvalidInputError
 from nous_memory.history import HistorySession, HistoryTurn, IngestProgress
 from tests.integration.db_helpers import sql
 
@@ -100,3 +100,41 @@ async def test_a_session_whose_write_loses_a_deadlock_is_an_error_not_a_skip(
     await sql(store, "DROP TRIGGER test_deadlock ON work_items")
     result = await store.ingest("h", sessions(1))  # retried as it is: imported
     assert (result.sessions_imported, result.sessions_skipped) == (1, 0)
+
+
+async def test_a_session_that_loses_once_is_written_on_its_second_try(
+        store: MemoryStore) -> None:
+    await sql(store, "CREATE SEQUENCE test_losses")
+    await sql(store, """
+        CREATE FUNCTION test_lose_once() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF nextval('test_losses') = 1 THEN  -- a sequence: not rolled back with it
+                RAISE EXCEPTION 'deadlock detected' USING ERRCODE = '40P01';
+            END IF;
+            RETURN NEW;
+        END $$""")
+    await sql(store, "CREATE TRIGGER test_lose_once BEFORE INSERT ON work_items "
+                     "FOR EACH ROW EXECUTE FUNCTION test_lose_once()")
+    result = await store.ingest("h", sessions(2))
+    assert (result.sessions_imported, result.sessions_skipped) == (2, 0)
+
+
+async def test_contention_after_an_imported_session_does_not_say_nothing_was_written(
+        store: MemoryStore) -> None:
+    """The first session went in; the second keeps losing: not a ContentionError (which
+    tells a client nothing was written), but a conflict saying what was imported."""
+    await sql(store, """
+        CREATE FUNCTION test_lose_second() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF EXISTS (SELECT 1 FROM work_items WHERE agent_id = NEW.agent_id) THEN
+                RAISE EXCEPTION 'deadlock detected' USING ERRCODE = '40P01';
+            END IF;
+            RETURN NEW;
+        END $$""")
+    await sql(store, "CREATE TRIGGER test_lose_second BEFORE INSERT ON work_items "
+                     "FOR EACH ROW EXECUTE FUNCTION test_lose_second()")
+    with pytest.raises(ConflictError) as raised:
+        await store.ingest("h", sessions(2))
+    assert not isinstance(raised.value, ContentionError)
+    assert "the sessions before it were imported" in str(raised.value)
+    assert len((await store.list("h", kind="episode")).items) == 1

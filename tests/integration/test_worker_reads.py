@@ -161,3 +161,27 @@ async def test_an_error_of_the_statement_itself_is_raised_not_hidden(
         assert not reads._down_until
     finally:
         await reads.close()
+
+
+async def test_with_every_connection_busy_a_read_goes_through_the_coordinator(
+        store: MemoryStore) -> None:
+    """A read does not queue behind the node's busy connections: it is answered through
+    the main pool, and the node stays in use."""
+    node = await _this_server(store)
+
+    async def locate(agent: str) -> Node:
+        return node
+
+    reads = WorkerReads(store.dsn, locate, _opener([]))
+    try:
+        await reads.fetch("SELECT $1::text AS agent", "a")
+        await _opened(reads)
+        pool = reads._pools[node]
+        held = [await pool.acquire() for _ in range(worker_reads.POOL_SIZE)]
+        assert await reads.fetch("SELECT $1::text AS agent", "a") is None
+        for conn in held:
+            await pool.release(conn)
+        assert await reads.fetch("SELECT $1::text AS agent", "a") is not None
+        assert not reads._down_until
+    finally:
+        await reads.close()
