@@ -85,15 +85,26 @@ async def test_a_bad_session_rejects_the_call_naming_it(store: MemoryStore) -> N
     assert twice.value.problems[0].field == "sessions[2].key"
 
 
+async def _deadlock_when(store: MemoryStore, name: str, condition: str) -> None:
+    """A trigger on work_items that raises a deadlock (40P01) when ``condition`` holds:
+    what a session's transaction meets when PostgreSQL chooses it as a victim."""
+    await sql(store, f"""
+        CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF {condition} THEN
+                RAISE EXCEPTION 'deadlock detected' USING ERRCODE = '40P01';
+            END IF;
+            RETURN NEW;
+        END $$""")
+    await sql(store, f"CREATE TRIGGER {name} BEFORE INSERT ON work_items "
+                     f"FOR EACH ROW EXECUTE FUNCTION {name}()")
+
+
 async def test_a_session_whose_write_loses_a_deadlock_is_an_error_not_a_skip(
         store: MemoryStore) -> None:
     """Only a key taken meanwhile counts as skipped: a deadlock (or serialization
     failure) in the session's transaction reaches the caller, and nothing is written."""
-    await sql(store, """
-        CREATE FUNCTION test_deadlock() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN RAISE EXCEPTION 'deadlock detected' USING ERRCODE = '40P01'; END $$""")
-    await sql(store, "CREATE TRIGGER test_deadlock BEFORE INSERT ON work_items "
-                     "FOR EACH ROW EXECUTE FUNCTION test_deadlock()")
+    await _deadlock_when(store, "test_deadlock", "true")
     with pytest.raises(ContentionError):
         await store.ingest("h", sessions(1))
     assert not (await store.list("h", kind="episode")).items
@@ -105,16 +116,8 @@ async def test_a_session_whose_write_loses_a_deadlock_is_an_error_not_a_skip(
 async def test_a_session_that_loses_once_is_written_on_its_second_try(
         store: MemoryStore) -> None:
     await sql(store, "CREATE SEQUENCE test_losses")
-    await sql(store, """
-        CREATE FUNCTION test_lose_once() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-            IF nextval('test_losses') = 1 THEN  -- a sequence: not rolled back with it
-                RAISE EXCEPTION 'deadlock detected' USING ERRCODE = '40P01';
-            END IF;
-            RETURN NEW;
-        END $$""")
-    await sql(store, "CREATE TRIGGER test_lose_once BEFORE INSERT ON work_items "
-                     "FOR EACH ROW EXECUTE FUNCTION test_lose_once()")
+    # a sequence: not rolled back with the transaction it raised in
+    await _deadlock_when(store, "test_lose_once", "nextval('test_losses') = 1")
     result = await store.ingest("h", sessions(2))
     assert (result.sessions_imported, result.sessions_skipped) == (2, 0)
 
@@ -123,16 +126,8 @@ async def test_contention_after_an_imported_session_does_not_say_nothing_was_wri
         store: MemoryStore) -> None:
     """The first session went in; the second keeps losing: not a ContentionError (which
     tells a client nothing was written), but a conflict saying what was imported."""
-    await sql(store, """
-        CREATE FUNCTION test_lose_second() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-            IF EXISTS (SELECT 1 FROM work_items WHERE agent_id = NEW.agent_id) THEN
-                RAISE EXCEPTION 'deadlock detected' USING ERRCODE = '40P01';
-            END IF;
-            RETURN NEW;
-        END $$""")
-    await sql(store, "CREATE TRIGGER test_lose_second BEFORE INSERT ON work_items "
-                     "FOR EACH ROW EXECUTE FUNCTION test_lose_second()")
+    await _deadlock_when(store, "test_lose_second", "EXISTS (SELECT 1 FROM work_items "
+                                                     "WHERE agent_id = NEW.agent_id)")
     with pytest.raises(ConflictError) as raised:
         await store.ingest("h", sessions(2))
     assert not isinstance(raised.value, ContentionError)
