@@ -30,7 +30,7 @@ from .worker_reads import (
     Node,
     PoolFactory,
     WorkerReads,
-    node_dsn,
+    pointable,
 )
 
 logging.getLogger("asyncpg.pool").addFilter(QuietPoolLog(is_unavailable))
@@ -171,7 +171,7 @@ class Database:
                 await pool.close()
                 raise
         direct = None
-        if delegated and worker_reads and node_dsn(dsn, Node("node", 5432)) is not None:
+        if delegated and worker_reads and pointable(dsn):
             direct = WorkerReads(dsn, _locator(pool), _pool_opener())
         return cls(pool, dsn=dsn, scan_pool=scanning, distributed=distributed,
                    delegated=delegated, worker_reads=direct)

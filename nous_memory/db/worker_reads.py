@@ -50,13 +50,18 @@ class Node:
     port: int
 
 
+def pointable(dsn: str) -> bool:
+    """Whether ``dsn`` can be pointed at another node: a URL, not a key=value DSN."""
+    return urlsplit(dsn).scheme in ("postgresql", "postgres")
+
+
 def node_dsn(dsn: str, node: Node) -> str | None:
     """``dsn`` pointed at ``node`` (same user, password, database and options), or None
-    when it is not a URL.  A host given in the query string gives way to the node's; a
-    node named by a directory is a Unix socket's."""
-    parts = urlsplit(dsn)
-    if parts.scheme not in ("postgresql", "postgres"):
+    when it is not ``pointable``.  A host given in the query string gives way to the
+    node's; a node named by a directory is a Unix socket's."""
+    if not pointable(dsn):
         return None
+    parts = urlsplit(dsn)
     options = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
                if k not in ("host", "hostaddr", "port")]
     userinfo = parts.netloc.rpartition("@")[0]

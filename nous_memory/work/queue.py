@@ -17,8 +17,9 @@ from typing import Any
 from uuid import UUID
 
 from ..db import Connection, Database
+from ..db.contention import again_on_contention
 from ..db.outage import Backoff
-from ..errors import ConflictError, ContentionError, DatabaseUnavailableError
+from ..errors import ConflictError, DatabaseUnavailableError
 from .tasks import Task
 
 COMMIT_WAIT_S = 60.0  # well inside a lease, which the heartbeat keeps extending
@@ -78,22 +79,21 @@ class WorkContext:
         was lost completed the item, so the repeat finds it done (:class:`LeaseLost`)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_s
-        backoff = Backoff(cap_s=2.0)
-        contended = 0
-        while True:
-            try:
-                async with self.commit() as conn:
-                    await write(conn)
-                return
-            except ContentionError:  # then the item goes back to the queue
-                contended += 1
-                if contended > CONTENTION_RETRIES:
-                    raise
-                await backoff.wait()
-            except DatabaseUnavailableError:
-                if loop.time() >= deadline:
-                    raise
-                await backoff.wait()
+
+        async def while_away() -> None:
+            backoff = Backoff(cap_s=2.0)
+            while True:
+                try:
+                    async with self.commit() as conn:
+                        await write(conn)
+                    return
+                except DatabaseUnavailableError:
+                    if loop.time() >= deadline:
+                        raise
+                    await backoff.wait()
+
+        # past its retries, a ContentionError puts the item back in the queue
+        await again_on_contention(while_away, attempts=CONTENTION_RETRIES + 1)
 
     async def skip(self) -> None:
         """Complete the item without a result (nothing left to do)."""
