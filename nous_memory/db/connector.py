@@ -34,6 +34,10 @@ from .worker_reads import (
 )
 
 logging.getLogger("asyncpg.pool").addFilter(QuietPoolLog(is_unavailable))
+_log = logging.getLogger(__name__)
+
+PREPARE_TIMEOUT_S = 60.0  # a worker's type lookup and plans, at connection open
+WARM_CANDIDATES = 20_000  # made-up agents searched for one per shard group (queries.sql)
 
 
 async def _init_connection(conn: asyncpg.Connection) -> None:
@@ -330,5 +334,29 @@ async def _init_worker_connection(conn: asyncpg.Connection) -> None:
     """A worker's connection prepares the reads it will serve: the driver learns their
     types now, in the background, not in a request."""
     await _init_connection(conn)
-    for name in DELEGATED_READS:
-        await conn.prepare(QUERIES[f"{name}_delegated"], timeout=60)
+    reads = [await conn.prepare(QUERIES[f"{name}_delegated"], timeout=PREPARE_TIMEOUT_S)
+             for name in DELEGATED_READS]
+    await prepare_shard_groups(conn, reads)
+
+
+async def prepare_shard_groups(conn: asyncpg.Connection,
+                               reads: list[asyncpg.prepared_stmt.PreparedStatement]) -> None:
+    """Run each read once for every shard group on this node (with a made-up agent of
+    that group and no other argument: it finds nothing), so that the session holds each
+    group's prepared statement, recall's planned, before its first request.  A read
+    function prepares its statement once per session and shard group; left to the
+    requests, a new connection's first call for each group pays the planning (about 3 ms
+    for recall's statement), which is most calls while an agent's connections are young.
+    On a node without Citus the one statement per read is prepared.  Best effort: a read
+    that fails here is prepared by its first request instead."""
+    try:
+        agents = (["nous-warm"] if not await conn.fetchval(QUERIES["citus_installed"]) else
+                  [row["agent"] for row in await conn.fetch(
+                      QUERIES["citus_local_shard_agents"], WARM_CANDIDATES)])
+        for agent in agents:
+            for read in reads:
+                await read.fetch(agent, *[None] * (len(read.get_parameters()) - 1),
+                                 timeout=PREPARE_TIMEOUT_S)
+    except asyncpg.PostgresError as exc:
+        _log.warning("preparing the reads of a Citus worker connection failed (%s: %s); "
+                     "their first requests prepare them", type(exc).__name__, exc)

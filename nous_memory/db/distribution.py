@@ -167,6 +167,8 @@ CITUS_CATALOG_QUERIES: Final[dict[str, str]] = {
     "citus_reads_delegated": "whether the read functions are distributed (pg_dist_object)",
     "citus_agent_node": "the node holding an agent's shards, for reads sent to it "
                         "(pg_dist_placement, pg_dist_node)",
+    "citus_local_shard_agents": "an agent name per shard group placed on this node, for "
+                                "preparing a worker connection's reads (pg_dist_placement)",
 }
 
 

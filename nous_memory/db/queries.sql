@@ -60,6 +60,19 @@ WHERE p.shardid = get_shard_id_for_distribution_column('memories', $1::text)
   AND n.isactive AND n.noderole = 'primary' AND n.hasmetadata
 LIMIT 1;
 
+-- name: citus_local_shard_agents
+-- On a Citus node only (it reads Citus's own catalog): one made-up agent name for each
+-- shard group of memories placed on this node, found among $1 candidates (with 1,000
+-- shard groups, 20,000 candidates miss any with a chance of about 2e-6).  A worker
+-- connection prepares its reads for each (worker_reads.py), so no request pays for it.
+SELECT DISTINCT ON (p.shardid) a.agent
+FROM pg_dist_placement p
+JOIN pg_dist_local_group g ON g.groupid = p.groupid
+JOIN (SELECT 'nous-warm-' || i AS agent,
+             get_shard_id_for_distribution_column('memories', 'nous-warm-' || i) AS shardid
+      FROM generate_series(1, $1::integer) AS i) AS a ON a.shardid = p.shardid
+ORDER BY p.shardid, a.agent;
+
 -- name: citus_reads_delegated
 -- On a Citus coordinator only (it reads Citus's own catalog): whether memories is
 -- distributed and every read function (schema.sql, "reads as functions"; $1 their names)

@@ -185,3 +185,47 @@ async def test_with_every_connection_busy_a_read_goes_through_the_coordinator(
         assert not reads._down_until
     finally:
         await reads.close()
+
+
+async def test_a_nodes_connections_hold_every_read_prepared_before_their_first_request(
+        store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read function prepares its statement once per session (and, on Citus, per shard
+    group): the node's connections do it as they open, recall's statement planned, so a
+    request finds them ready and adds none."""
+    await _seed(store)
+    monkeypatch.setattr(store.access, "record", lambda agent, ids: None)
+    node = await _this_server(store)
+
+    async def locate(agent: str) -> Node:
+        return node
+
+    reads = WorkerReads(store.dsn, locate, _opener([]))
+    store._db.worker_reads = reads
+    store._db.delegated = True
+    prepared = ("SELECT name, generic_plans FROM pg_prepared_statements "
+                "WHERE name LIKE 'nous\\_%' ORDER BY name")
+    try:
+        await store.recall("a", QUESTION)  # through the main pool; the node's pool opens
+        await _opened(reads)
+        pool = reads._pools[node]
+        held = [await pool.acquire() for _ in range(worker_reads.POOL_SIZE)]
+        before = [[tuple(r) for r in await conn.fetch(prepared)] for conn in held]
+        for conn in held:
+            await pool.release(conn)
+        for statements in before:
+            names = [name for name, _ in statements]
+            assert sorted(n.split("_local_")[0] for n in names) == sorted(
+                f"nous_{q}" for q in DELEGATED_READS)
+            assert dict(statements)[next(n for n in names if n.startswith(
+                "nous_recall_local_"))] == 1  # planned (generic, as the function asks)
+        for _ in range(2 * worker_reads.POOL_SIZE):  # every connection serves a request
+            await store.recall("a", QUESTION)
+            await store.assemble_context("a", QUESTION)
+        held = [await pool.acquire() for _ in range(worker_reads.POOL_SIZE)]
+        after = [[name for name, _ in await conn.fetch(prepared)] for conn in held]
+        for conn in held:
+            await pool.release(conn)
+        assert after == [[name for name, _ in statements] for statements in before]
+    finally:
+        store._db.worker_reads = None
+        await reads.close()
