@@ -127,7 +127,20 @@ class ConflictError(ClientError):
 
 
 class DuplicateError(ConflictError):
-    """A record with the same key exists already (a unique constraint refused it)."""
+    """A record with the same key exists already (a unique constraint refused it).
+    ``constraint`` names it (the index), when the database said: a caller that expects
+    one duplicate must not take another for it."""
+
+    def __init__(self, message: str, *, constraint: str | None = None) -> None:
+        super().__init__(message)
+        self.constraint = constraint
+
+    def refused_by(self, index: str) -> bool:
+        """Whether the unique index ``index`` refused it (on Citus, one of its shards':
+        ``<index>_<shard id>``)."""
+        name = self.constraint
+        return name is not None and (name == index or (
+            name.startswith(f"{index}_") and name[len(index) + 1:].isdigit()))
 
 
 class ContentionError(ConflictError):

@@ -30,6 +30,7 @@ SECRET_PREFIX = "nmk_"  # tells a nous-memory key apart in a secret scanner
 PREFIX_CHARS = 12  # what a listing shows of a secret: enough to tell keys apart
 CACHE_S = 0.5  # how long a process trusts a lookup: revocation holds within this
 CACHE_MAX = 10_000
+LIVE_NAME_INDEX = "api_keys_live_name"  # schema.sql
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -121,7 +122,9 @@ class Keys:
         try:
             row = await self._db.fetchrow("key_create", name, hash_secret(secret),
                                           secret[:PREFIX_CHARS], checked_role, parsed, actor)
-        except DuplicateError:
+        except DuplicateError as exc:
+            if not exc.refused_by(LIVE_NAME_INDEX):
+                raise
             raise ConflictError(f"a live key named {name} exists; revoke or rotate it"
                                 ) from None
         assert row is not None

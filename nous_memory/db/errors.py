@@ -72,7 +72,8 @@ def translate(exc: BaseException) -> NousMemoryError:
         return ContentionError(f"another transaction held what this one needed "
                                f"({exc.sqlstate}); nothing was written, retry")
     if isinstance(exc, asyncpg.UniqueViolationError):
-        return DuplicateError(f"duplicate record: {exc.detail or exc}")
+        return DuplicateError(f"duplicate record: {exc.detail or exc}",
+                              constraint=exc.constraint_name)
     if isinstance(exc, asyncpg.ForeignKeyViolationError):
         return InvalidInputError(FieldProblem(
             _key_column(exc), "refers to a record that does not exist for this agent"))

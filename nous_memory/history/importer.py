@@ -30,6 +30,7 @@ from .results import IngestStatus as IngestStatus
 from .sessions import CheckedSession, HistorySession, parse_sessions
 
 BATCH_SESSIONS = 50  # sessions whose keys are checked, and episodes prepared, together
+SOURCE_KEY_INDEX = "episodes_source_key"  # schema.sql
 
 
 Progress = Callable[[IngestProgress], None]
@@ -127,6 +128,8 @@ class HistoryImporter:
                     "actor": "history_import", "old_values": {"state": "open"},
                     "new_values": {"state": "closing", "source_key": session.key,
                                    "messages": len(rows)}}])
-        except DuplicateError:  # the key was taken meanwhile
-            return None
+        except DuplicateError as exc:
+            if not exc.refused_by(SOURCE_KEY_INDEX):
+                raise  # another record's key: an error, not this session imported already
+            return None  # the key was taken meanwhile
         return episode.id

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from nous_memory import MemoryStore
-from nous_memory.errors import ConflictError, ContentionError, InvalidInputError
+from nous_memory.errors import ConflictError, ContentionError, DuplicateError, InvalidInputError
 from nous_memory.history import HistorySession, HistoryTurn, IngestProgress
 from tests.integration.db_helpers import sql
 
@@ -85,14 +85,16 @@ async def test_a_bad_session_rejects_the_call_naming_it(store: MemoryStore) -> N
     assert twice.value.problems[0].field == "sessions[2].key"
 
 
-async def _deadlock_when(store: MemoryStore, name: str, condition: str) -> None:
-    """A trigger on work_items that raises a deadlock (40P01) when ``condition`` holds:
-    what a session's transaction meets when PostgreSQL chooses it as a victim."""
+async def _deadlock_when(store: MemoryStore, name: str, condition: str, *,
+                         error: str = "'deadlock detected' USING ERRCODE = '40P01'") -> None:
+    """A trigger on work_items that raises a deadlock (40P01), or ``error``, when
+    ``condition`` holds: what a session's transaction meets when PostgreSQL chooses it
+    as a victim."""
     await sql(store, f"""
         CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
             IF {condition} THEN
-                RAISE EXCEPTION 'deadlock detected' USING ERRCODE = '40P01';
+                RAISE EXCEPTION {error};
             END IF;
             RETURN NEW;
         END $$""")
@@ -111,6 +113,19 @@ async def test_a_session_whose_write_loses_a_deadlock_is_an_error_not_a_skip(
     await sql(store, "DROP TRIGGER test_deadlock ON work_items")
     result = await store.ingest("h", sessions(1))  # retried as it is: imported
     assert (result.sessions_imported, result.sessions_skipped) == (1, 0)
+
+
+async def test_a_duplicate_of_another_record_is_an_error_not_a_skipped_session(
+        store: MemoryStore) -> None:
+    """Only the session's own key, taken meanwhile, makes it a skip: another unique index
+    refusing its write is an error, and nothing is written."""
+    await _deadlock_when(store, "test_other_duplicate", "true", error=(
+        "'duplicate key value violates unique constraint' USING ERRCODE = '23505', "
+        "CONSTRAINT = 'work_items_pkey'"))
+    with pytest.raises(DuplicateError) as raised:
+        await store.ingest("h", sessions(1))
+    assert raised.value.constraint == "work_items_pkey"
+    assert not (await store.list("h", kind="episode")).items
 
 
 async def test_a_session_that_loses_once_is_written_on_its_second_try(

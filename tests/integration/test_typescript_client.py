@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 
 from nous_memory.db import EmbeddedServer
@@ -31,7 +32,22 @@ from tests.integration.node_tools import NODE, TYPESCRIPT, node_env, require
 KEY = "typescript-key-0123456789abcdef"
 PREFIX = "ts-"
 AGENTS = [f"{PREFIX}{name}" for name in ("client", "export", "import", "middleware", "empty",
-                                                 "tools", "now")]
+                                                 "tools", "now", "retry")]
+# test/retry.test.ts: the agent's first and third memory writes lose as a deadlock's
+# victim would (40P01: the service answers 409 with Retry-After, nothing written)
+LOSING_WRITES = f"""
+    CREATE SEQUENCE ts_losses;
+    CREATE FUNCTION ts_lose() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF NEW.agent_id = '{PREFIX}retry' THEN
+            IF nextval('ts_losses') IN (1, 3) THEN
+                RAISE EXCEPTION 'deadlock detected' USING ERRCODE = '40P01';
+            END IF;
+        END IF;
+        RETURN NEW;
+    END $$;
+    CREATE TRIGGER ts_lose BEFORE INSERT ON memories FOR EACH ROW EXECUTE FUNCTION ts_lose();
+"""
 TSC = TYPESCRIPT / "node_modules" / "typescript" / "bin" / "tsc"
 GENERATOR = TYPESCRIPT / "node_modules" / "openapi-typescript" / "bin" / "cli.js"
 REGENERATE = "run clients/typescript/generate.sh and commit openapi.json and src/generated"
@@ -73,6 +89,11 @@ def llm() -> Iterator[ScriptedLLMServer]:
 async def service(tools: None, pg_server: EmbeddedServer, template_db: str
                   ) -> AsyncIterator[str]:
     dsn = await create_database(pg_server, template_db)
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(LOSING_WRITES)
+    finally:
+        await conn.close()
     port = free_port()
     env = {**os.environ, "NOUS_MEMORY_DATABASE_URL": dsn, "HF_HUB_OFFLINE": "1",
            "NOUS_MEMORY_API_KEYS": f"{KEY}:{'|'.join(AGENTS)}"}
@@ -81,6 +102,11 @@ async def service(tools: None, pg_server: EmbeddedServer, template_db: str
     try:
         await asyncio.to_thread(wait_healthy, base, proc)
         yield base
+        conn = await asyncpg.connect(dsn)
+        try:  # test/retry.test.ts met both losses: the first one sent again
+            assert await conn.fetchval("SELECT last_value FROM ts_losses") == 3
+        finally:
+            await conn.close()
     finally:
         await asyncio.to_thread(stop_server, proc)
         await drop_database(pg_server, dsn)

@@ -8,6 +8,7 @@
 import createClient, { type Client } from "openapi-fetch";
 
 import { NousMemoryError } from "./errors.js";
+import { type RetryOptions, retrying } from "./retry.js";
 import type { components, paths } from "./generated/schema.js";
 
 type Schemas = components["schemas"];
@@ -58,6 +59,9 @@ export interface ClientOptions {
   apiKey?: string;
   /** A fetch of your own (a proxy, a test double is not needed: the service is real). */
   fetch?: typeof globalThis.fetch;
+  /** How calls are sent again when the service says they may be (src/retry.ts); `false`
+   * sends each call once. */
+  retry?: RetryOptions | false;
 }
 
 interface Outcome<T> {
@@ -90,10 +94,11 @@ export class NousMemoryClient {
     if (options.apiKey) {
       headers.Authorization = `Bearer ${options.apiKey}`;
     }
+    const send = options.fetch ?? globalThis.fetch;
     this.api = createClient<paths>({
       baseUrl: options.url.replace(/\/+$/, ""),
       headers,
-      ...(options.fetch ? { fetch: options.fetch } : {}),
+      fetch: options.retry === false ? send : retrying(send, options.retry),
     });
   }
 
