@@ -12,7 +12,8 @@ same: the node hands it on to the new one, as the coordinator would, and the fun
 runs its prepared statement only over shards placed on its own node.  A node's pool is
 opened in the background, and until it is ready, or while the node is unusable, its
 agents' reads go through the coordinator, as do all reads when the store's database is
-not given as a URL (a key=value DSN).
+not given as a URL (a key=value DSN).  A pool that serves no read for ten minutes is
+closed (its agents moved, or the node left), and opened again when a read needs it.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ DOWN_S = 30.0  # how long an unusable node's reads go through the coordinator
 CONNECT_TIMEOUT_S = 3.0
 # a read that takes longer on a node is given up (a hung node): the node is left alone
 COMMAND_TIMEOUT_S = 10.0
+# a node's pool unused this long is closed (its agents moved away, or it left the
+# cluster); its next read opens it again, in the background
+IDLE_CLOSE_S = 600.0
 # connections per node and process, all opened (and taught the reads' types) up front:
 # the driver's type lookup takes seconds on a node holding many shards, so no read waits
 # for a connection being opened
@@ -94,6 +98,9 @@ class WorkerReads:
         self._pools: dict[Node, asyncpg.Pool] = {}
         self._opening: dict[Node, asyncio.Task[None]] = {}
         self._down_until: dict[Node, float] = {}
+        self._used: dict[Node, float] = {}  # when each open pool last served a read
+        self._closing: set[asyncio.Task[None]] = set()
+        self._swept = time.monotonic()
         self._closed = False
 
     async def fetch(self, statement: str, agent: str, *args: Any
@@ -108,6 +115,7 @@ class WorkerReads:
             return None
         if pool.get_idle_size() == 0 and pool.get_size() >= pool.get_max_size():
             return None  # every connection busy: through the coordinator, not in a queue
+        self._used[node] = time.monotonic()
         try:
             conn = await pool.acquire()
         except Exception as exc:  # connect, login, database: not usable for now
@@ -136,7 +144,8 @@ class WorkerReads:
             task.cancel()
         await asyncio.gather(*opening, return_exceptions=True)
         pools, self._pools = list(self._pools.values()), {}
-        await asyncio.gather(*(pool.close() for pool in pools), return_exceptions=True)
+        await asyncio.gather(*(pool.close() for pool in pools), *self._closing,
+                             return_exceptions=True)
 
     async def _node_of(self, agent: str) -> Node | None:
         now = time.monotonic()
@@ -144,12 +153,27 @@ class WorkerReads:
         if known is not None and known[1] > now:
             self._placements.move_to_end(agent)
             return known[0]
+        self._close_idle(now)
         node = await self._locate(agent)
         self._placements[agent] = (node, now + PLACEMENT_TTL_S)
         self._placements.move_to_end(agent)
         while len(self._placements) > MAX_AGENTS:
             self._placements.popitem(last=False)
         return node
+
+    def _close_idle(self, now: float) -> None:
+        """Close the pools that served no read for ``IDLE_CLOSE_S`` (looked at once a
+        minute, when a placement is read)."""
+        if now - self._swept < PLACEMENT_TTL_S:
+            return
+        self._swept = now
+        for node in [n for n, used in self._used.items() if now - used > IDLE_CLOSE_S]:
+            del self._used[node]
+            pool = self._pools.pop(node, None)
+            if pool is not None:
+                task = asyncio.create_task(pool.close(), name=f"close {node.host}:{node.port}")
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)
 
     def _ready(self, node: Node) -> asyncpg.Pool | None:
         """The node's open pool; else None, and its opening started (once)."""
@@ -174,6 +198,7 @@ class WorkerReads:
                 await pool.close()
             else:
                 self._pools[node] = pool
+                self._used[node] = time.monotonic()
         finally:
             self._opening.pop(node, None)
 

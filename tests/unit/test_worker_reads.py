@@ -3,6 +3,8 @@ trusted."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from nous_memory.db import worker_reads
@@ -60,3 +62,47 @@ async def test_a_placement_is_kept_for_its_time_and_the_oldest_give_way(
     reads.forget_placements()
     await reads._node_of("a")
     assert asked == ["a", "a", "b", "c", "a"]
+
+
+class _Pool:
+    """What WorkerReads asks of a pool, and whether it was closed."""
+
+    closed = False
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+async def test_a_pool_that_serves_no_read_for_a_while_is_closed_and_opened_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A node whose agents moved away (or that left the cluster) keeps no connections:
+    its pool is closed after IDLE_CLOSE_S without a read, and its next read opens a new
+    one in the background."""
+    clock = [100.0]
+    opened: list[_Pool] = []
+
+    async def locate(agent: str) -> Node:
+        return Node(agent, 5432)
+
+    async def open_pool(dsn: str) -> _Pool:
+        opened.append(_Pool())
+        return opened[-1]
+
+    monkeypatch.setattr(worker_reads.time, "monotonic", lambda: clock[0])
+    reads = WorkerReads("postgresql://app@coord/nous", locate, open_pool)  # type: ignore[arg-type]
+    gone, kept = Node("gone", 5432), Node("kept", 5432)
+    for node in (gone, kept):
+        assert reads._ready(node) is None  # opening
+    await asyncio.gather(*reads._opening.values())
+    assert reads._ready(gone) is opened[0] and reads._ready(kept) is opened[1]
+    clock[0] += worker_reads.IDLE_CLOSE_S / 2
+    reads._used[kept] = clock[0]  # kept served a read; gone did not
+    clock[0] += worker_reads.IDLE_CLOSE_S / 2 + 1
+    await reads._node_of("another")  # a placement read looks at the pools
+    await asyncio.sleep(0)
+    assert opened[0].closed and not opened[1].closed
+    assert reads._ready(gone) is None  # opening again
+    await asyncio.gather(*reads._opening.values())
+    assert reads._ready(gone) is opened[2]
+    await reads.close()
+    assert all(pool.closed for pool in opened[1:])
