@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -37,6 +38,7 @@ logging.getLogger("asyncpg.pool").addFilter(QuietPoolLog(is_unavailable))
 _log = logging.getLogger(__name__)
 
 PREPARE_TIMEOUT_S = 60.0  # a worker's type lookup and plans, at connection open
+WARM_UP_S = 30.0  # the most a worker connection spends preparing its shard groups' reads
 WARM_CANDIDATES = 20_000  # made-up agents searched for one per shard group (queries.sql)
 
 
@@ -321,10 +323,15 @@ def _locator(pool: asyncpg.Pool) -> Locate:
 
 def _pool_opener() -> PoolFactory:
     async def open_pool(dsn: str) -> asyncpg.Pool:
+        # its connections are kept (not replaced after so many queries or so long idle,
+        # asyncpg's defaults): opening one takes seconds (the type lookup, the shard
+        # groups' reads), which the read that found it closed would wait for; an idle
+        # node's whole pool is closed instead (worker_reads.IDLE_CLOSE_S)
         pool = await asyncpg.create_pool(
             dsn, min_size=POOL_SIZE, max_size=POOL_SIZE, init=_init_worker_connection,
             reset=_no_session_reset, timeout=CONNECT_TIMEOUT_S,
-            command_timeout=COMMAND_TIMEOUT_S)
+            command_timeout=COMMAND_TIMEOUT_S, max_queries=2**62,
+            max_inactive_connection_lifetime=0)
         assert pool is not None
         return pool
     return open_pool
@@ -347,16 +354,30 @@ async def prepare_shard_groups(conn: asyncpg.Connection,
     function prepares its statement once per session and shard group; left to the
     requests, a new connection's first call for each group pays the planning (about 3 ms
     for recall's statement), which is most calls while an agent's connections are young.
-    On a node without Citus the one statement per read is prepared.  Best effort: a read
-    that fails here is prepared by its first request instead."""
+    On a node without Citus the one statement per read is prepared.  Best effort, within
+    ``WARM_UP_S``: what is not prepared here is prepared by its first request."""
+    deadline = time.monotonic() + WARM_UP_S
     try:
-        agents = (["nous-warm"] if not await conn.fetchval(QUERIES["citus_installed"]) else
-                  [row["agent"] for row in await conn.fetch(
-                      QUERIES["citus_local_shard_agents"], WARM_CANDIDATES)])
-        for agent in agents:
-            for read in reads:
+        agents = (["nous-warm"] if not await conn.fetchval(
+            QUERIES["citus_installed"], timeout=PREPARE_TIMEOUT_S) else
+            [row["agent"] for row in await conn.fetch(
+                QUERIES["citus_local_shard_agents"], WARM_CANDIDATES,
+                timeout=PREPARE_TIMEOUT_S)])
+    except (asyncpg.PostgresError, TimeoutError) as exc:
+        _log.warning("listing a Citus worker's shard groups failed (%s: %s); the first "
+                     "request of each prepares its reads", type(exc).__name__, exc)
+        return
+    failed: BaseException | None = None
+    for agent in agents:
+        for read in reads:
+            left = deadline - time.monotonic()
+            if left <= 0 or conn.is_closed():
+                return
+            try:
                 await read.fetch(agent, *[None] * (len(read.get_parameters()) - 1),
-                                 timeout=PREPARE_TIMEOUT_S)
-    except asyncpg.PostgresError as exc:
-        _log.warning("preparing the reads of a Citus worker connection failed (%s: %s); "
-                     "their first requests prepare them", type(exc).__name__, exc)
+                                 timeout=min(left, PREPARE_TIMEOUT_S))
+            except (asyncpg.PostgresError, TimeoutError) as exc:
+                failed = failed or exc
+    if failed is not None:
+        _log.warning("preparing a read of a Citus worker connection failed (%s: %s); its "
+                     "first request prepares it", type(failed).__name__, failed)

@@ -63,6 +63,16 @@ def _key_column(exc: asyncpg.ForeignKeyViolationError) -> str:
     return named[-1] if named else exc.column_name or "reference"
 
 
+_CONSTRAINT = re.compile(r'unique constraint "([^"]+)"')
+
+
+def _constraint_named(exc: asyncpg.UniqueViolationError) -> str | None:
+    """The index its message names: a Citus coordinator passes a worker's error on
+    without the constraint field (its message names the shard's index)."""
+    match = _CONSTRAINT.search(str(exc))
+    return match.group(1) if match else None
+
+
 def translate(exc: BaseException) -> NousMemoryError:
     """Map one driver exception to the matching NousMemoryError."""
     if isinstance(exc, NousMemoryError):
@@ -73,7 +83,7 @@ def translate(exc: BaseException) -> NousMemoryError:
                                f"({exc.sqlstate}); nothing was written, retry")
     if isinstance(exc, asyncpg.UniqueViolationError):
         return DuplicateError(f"duplicate record: {exc.detail or exc}",
-                              constraint=exc.constraint_name)
+                              constraint=exc.constraint_name or _constraint_named(exc))
     if isinstance(exc, asyncpg.ForeignKeyViolationError):
         return InvalidInputError(FieldProblem(
             _key_column(exc), "refers to a record that does not exist for this agent"))

@@ -173,7 +173,14 @@ class WorkerReads:
             if pool is not None:
                 task = asyncio.create_task(pool.close(), name=f"close {node.host}:{node.port}")
                 self._closing.add(task)
-                task.add_done_callback(self._closing.discard)
+                task.add_done_callback(self._closed_one)
+
+    def _closed_one(self, task: asyncio.Task[None]) -> None:
+        """An idle pool's close is over; a failure (its node gone) is said, not lost."""
+        self._closing.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            _log.info("closing the idle pool of a Citus node failed (%s: %s)",
+                      type(task.exception()).__name__, task.exception())
 
     def _ready(self, node: Node) -> asyncpg.Pool | None:
         """The node's open pool; else None, and its opening started (once)."""

@@ -128,6 +128,17 @@ async def test_a_duplicate_of_another_record_is_an_error_not_a_skipped_session(
     assert not (await store.list("h", kind="episode")).items
 
 
+async def test_a_key_taken_on_a_citus_worker_is_a_skipped_session(store: MemoryStore) -> None:
+    """Through a Citus coordinator, a worker's unique violation comes without its
+    constraint field, its message naming the shard's index: still the session's own key
+    taken meanwhile, so a skip."""
+    await _deadlock_when(store, "test_key_on_worker", "true", error=(
+        "'duplicate key value violates unique constraint \"episodes_source_key_102040\"' "
+        "USING ERRCODE = '23505'"))
+    result = await store.ingest("h", sessions(1))
+    assert (result.sessions_imported, result.sessions_skipped) == (0, 1)
+
+
 async def test_a_session_that_loses_once_is_written_on_its_second_try(
         store: MemoryStore) -> None:
     await sql(store, "CREATE SEQUENCE test_losses")

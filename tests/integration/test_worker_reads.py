@@ -199,6 +199,7 @@ async def test_a_nodes_connections_hold_every_read_prepared_before_their_first_r
     async def locate(agent: str) -> Node:
         return node
 
+    calls = _named_reads(store, monkeypatch)
     reads = WorkerReads(store.dsn, locate, _opener([]))
     store._db.worker_reads = reads
     store._db.delegated = True
@@ -218,9 +219,18 @@ async def test_a_nodes_connections_hold_every_read_prepared_before_their_first_r
                 f"nous_{q}" for q in DELEGATED_READS)
             assert dict(statements)[next(n for n in names if n.startswith(
                 "nous_recall_local_"))] == 1  # planned (generic, as the function asks)
-        for _ in range(2 * worker_reads.POOL_SIZE):  # every connection serves a request
-            await store.recall("a", QUESTION)
-            await store.assemble_context("a", QUESTION)
+        for _ in range(worker_reads.POOL_SIZE):  # each connection serves requests in turn
+            others = [await pool.acquire() for _ in range(worker_reads.POOL_SIZE - 1)]
+            try:
+                calls.clear()
+                await store.recall("a", QUESTION)  # its reads one after another
+                assert not {f"{q}_delegated" for q in DELEGATED_READS} & set(calls)
+                # (two reads at once: one may find no free connection and go through
+                # the main pool)
+                await store.assemble_context("a", QUESTION)
+            finally:
+                for conn in others:
+                    await pool.release(conn)
         held = [await pool.acquire() for _ in range(worker_reads.POOL_SIZE)]
         after = [[name for name, _ in await conn.fetch(prepared)] for conn in held]
         for conn in held:

@@ -64,10 +64,34 @@ async def test_a_placement_is_kept_for_its_time_and_the_oldest_give_way(
     assert asked == ["a", "a", "b", "c", "a"]
 
 
+class _Connection:
+    async def fetch(self, statement: str, *args: object) -> list[object]:
+        return [args]
+
+    def is_closed(self) -> bool:
+        return False
+
+
 class _Pool:
-    """What WorkerReads asks of a pool, and whether it was closed."""
+    """What WorkerReads asks of a pool (one connection, always free), and whether it
+    was closed."""
 
     closed = False
+
+    def get_idle_size(self) -> int:
+        return 1
+
+    def get_size(self) -> int:
+        return 1
+
+    def get_max_size(self) -> int:
+        return 1
+
+    async def acquire(self) -> _Connection:
+        return _Connection()
+
+    async def release(self, conn: _Connection) -> None:
+        pass
 
     async def close(self) -> None:
         self.closed = True
@@ -96,7 +120,7 @@ async def test_a_pool_that_serves_no_read_for_a_while_is_closed_and_opened_again
     await asyncio.gather(*reads._opening.values())
     assert reads._ready(gone) is opened[0] and reads._ready(kept) is opened[1]
     clock[0] += worker_reads.IDLE_CLOSE_S / 2
-    reads._used[kept] = clock[0]  # kept served a read; gone did not
+    assert await reads.fetch("SELECT $1", "kept") == [("kept",)]  # gone serves none
     clock[0] += worker_reads.IDLE_CLOSE_S / 2 + 1
     await reads._node_of("another")  # a placement read looks at the pools
     await asyncio.sleep(0)

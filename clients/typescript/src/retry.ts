@@ -2,10 +2,12 @@
  * Sending a call again when the service says it may be sent again, as the Python
  * client does: a 409 with `Retry-After` (another transaction held what the call needed
  * and nothing was written) for any call, and a 502, 503 or 504 (the database or the
- * service briefly unavailable) for a call that reads or replaces (GET, HEAD, PUT,
- * DELETE).  The wait is the response's `Retry-After`, else a backoff that doubles from
- * `backoffMs`, at most `maxBackoffMs`, with jitter so that clients do not come back
- * together.
+ * service briefly unavailable) for a call that does the same when it is made twice: a
+ * read, and the calls the Python client marks so (`SAME_TWICE`).  A 5xx can come after
+ * the work was done, so a delete, an append or a new memory is not sent again.  The wait
+ * is the response's `Retry-After`, else a backoff that doubles from `backoffMs`, at most
+ * `maxBackoffMs`, with jitter so that clients do not come back together; aborting the
+ * call ends it.
  */
 
 export interface RetryOptions {
@@ -18,14 +20,25 @@ export interface RetryOptions {
 }
 
 const UNAVAILABLE = new Set([502, 503, 504]);
-const IDEMPOTENT = new Set(["GET", "HEAD", "PUT", "DELETE"]);
+/** Writes that do the same when made twice (nous_memory/client: `idempotent=True`). */
+const SAME_TWICE: ReadonlyArray<[string, RegExp]> = [
+  ["POST", /\/agents\/[^/]+\/(recall|context|imports)$/],
+  ["POST", /\/agents\/[^/]+\/episodes\/[^/]+\/(close|prompt)$/],
+  ["PUT", /\/agents\/[^/]+\/conversation-policy$/],
+];
 
-/** Whether `response` to a `method` call may be answered by sending the call again. */
-export function sendAgain(method: string, response: Response): boolean {
+/** Whether `response` to `request` may be answered by sending the call again. */
+export function sendAgain(request: Request, response: Response): boolean {
   if (response.status === 409) {
     return response.headers.has("Retry-After");
   }
-  return UNAVAILABLE.has(response.status) && IDEMPOTENT.has(method.toUpperCase());
+  if (!UNAVAILABLE.has(response.status)) {
+    return false;
+  }
+  const method = request.method.toUpperCase();
+  const path = new URL(request.url).pathname;
+  return method === "GET" || method === "HEAD"
+    || SAME_TWICE.some(([m, pattern]) => m === method && pattern.test(path));
 }
 
 /** `send`, sending a call again while `sendAgain` says so, up to `maxAttempts` tries. */
@@ -43,11 +56,12 @@ export function retrying(send: typeof globalThis.fetch,
       const last = attempt >= maxAttempts;
       // a request's body is read when sent: each try but the last sends a copy
       const response = await send(last ? request : request.clone());
-      if (last || !sendAgain(request.method, response)) {
+      if (last || !sendAgain(request, response)) {
         return response;
       }
       await response.body?.cancel();
-      await sleep(wait(attempt, response.headers.get("Retry-After"), backoffMs, maxBackoffMs));
+      await sleep(wait(attempt, response.headers.get("Retry-After"), backoffMs, maxBackoffMs),
+                  request.signal);
     }
   };
 }
@@ -59,6 +73,21 @@ function wait(attempt: number, retryAfter: string | null, backoffMs: number,
   return Math.min(base, maxBackoffMs) * (0.5 + Math.random() / 2);
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/** `ms` of waiting, ended early (rejected with the abort's reason) by `signal`. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const aborted = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", aborted);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", aborted, { once: true });
+  });
 }
