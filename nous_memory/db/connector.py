@@ -343,10 +343,10 @@ async def _init_worker_connection(conn: asyncpg.Connection) -> None:
     await _init_connection(conn)
     reads = [await conn.prepare(QUERIES[f"{name}_delegated"], timeout=PREPARE_TIMEOUT_S)
              for name in DELEGATED_READS]
-    await prepare_shard_groups(conn, reads)
+    await _prepare_shard_groups(conn, reads)
 
 
-async def prepare_shard_groups(conn: asyncpg.Connection,
+async def _prepare_shard_groups(conn: asyncpg.Connection,
                                reads: list[asyncpg.prepared_stmt.PreparedStatement]) -> None:
     """Run each read once for every shard group on this node (with a made-up agent of
     that group and no other argument: it finds nothing), so that the session holds each
@@ -367,7 +367,7 @@ async def prepare_shard_groups(conn: asyncpg.Connection,
         _log.warning("listing a Citus worker's shard groups failed (%s: %s); the first "
                      "request of each prepares its reads", type(exc).__name__, exc)
         return
-    failed: BaseException | None = None
+    failed: Exception | None = None
     for agent in agents:
         for read in reads:
             left = deadline - time.monotonic()

@@ -64,7 +64,8 @@ LIMIT 1;
 -- On a Citus node only (it reads Citus's own catalog): one made-up agent name for each
 -- shard group of memories placed on this node, found among $1 candidates (with 1,000
 -- shard groups, 20,000 candidates miss any with a chance of about 2e-6).  A worker
--- connection prepares its reads for each (worker_reads.py), so no request pays for it.
+-- connection prepares its reads for each (connector.py, _prepare_shard_groups), so no
+-- request pays for it.
 SELECT DISTINCT ON (p.shardid) a.agent
 FROM pg_dist_placement p
 JOIN pg_dist_local_group g ON g.groupid = p.groupid

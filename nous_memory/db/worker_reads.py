@@ -178,9 +178,10 @@ class WorkerReads:
     def _closed_one(self, task: asyncio.Task[None]) -> None:
         """An idle pool's close is over; a failure (its node gone) is said, not lost."""
         self._closing.discard(task)
-        if not task.cancelled() and task.exception() is not None:
+        exc = None if task.cancelled() else task.exception()
+        if exc is not None:
             _log.info("closing the idle pool of a Citus node failed (%s: %s)",
-                      type(task.exception()).__name__, task.exception())
+                      type(exc).__name__, exc)
 
     def _ready(self, node: Node) -> asyncpg.Pool | None:
         """The node's open pool; else None, and its opening started (once)."""
