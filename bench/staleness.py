@@ -2,7 +2,14 @@
 
     python bench/staleness.py [--cases N] [--budget 800] [--verbose]
 
-Each case of ``staleness_cases.py`` is its own user (agent): dated sessions go in through
+The cases: the developers' histories of ``staleness_cases.py`` and the histories written
+for the dev set by other hands (``staleness_histories_*.json``: every kind of change
+several ways, chains of three values, implied changes, plans, other people and things, a
+second speaker), split by a fixed seed into a half to tune on and a half that is only
+measured.  Both halves are printed (``tune_*``, then the unprefixed measured half);
+``--verbose`` lists the failures of the tuning half only.
+
+Each case is its own user (agent): dated sessions go in through
 the history import (``MemoryStore.ingest``, no LLM: the rules learn the facts), two
 unrelated sessions beside them, some imported newest first; the worker drains; then the
 case's question is asked with ``assemble_context`` (``--budget`` tokens, ``as_of`` a month
@@ -13,6 +20,8 @@ old value when it holds the old value and not the current one.
 - ``stale_current_present``: the current value is in the context;
 - ``stale_old_marked``: every line stating an old value says it is older ("(older:");
 - ``stale_current_only_clean``: with ``current_only``, no line states an old value;
+- ``stale_old_called_current``: some line states an old value (or a value only planned,
+  ``never_current``) and calls it current ("(current");
 - ``stale_current_first`` (headline): the current value comes before any line stating an
   old value (and is present).
 
@@ -43,7 +52,7 @@ from statistics import mean
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from staleness_cases import CASES, FILLER, PLANS, Case, Plan, Session
+from staleness_cases import CASES, FILLER, PLANS, Case, Plan, Session, histories, split
 
 from nous_memory import MemoryStore
 
@@ -54,6 +63,7 @@ class Verdict:
     marked: bool
     clean: bool
     first: bool
+    called_current: bool
 
 
 def _word(value: str) -> re.Pattern[str]:
@@ -65,6 +75,7 @@ def judge(text: str, clean_text: str, case: Case) -> Verdict:
     low = text.lower()
     current = _word(case.current)
     olds = [_word(v) for v in case.old]
+    not_now = [_word(v) for v in [*case.old, *case.never_current]]
 
     def stating_old(line: str) -> bool:
         return any(p.search(line) for p in olds) and not current.search(line)
@@ -77,7 +88,9 @@ def judge(text: str, clean_text: str, case: Case) -> Verdict:
         present=found is not None,
         marked=all("(older:" in line for line in lines if stating_old(line)),
         clean=not any(stating_old(line) for line in clean_text.lower().splitlines()),
-        first=first_current is not None and (first_old is None or first_current < first_old))
+        first=first_current is not None and (first_old is None or first_current < first_old),
+        called_current=any("(current" in line and any(p.search(line) for p in not_now)
+                           and not current.search(line) for line in lines))
 
 
 def sessions_of(case_sessions: Sequence[Session], reverse: bool,
@@ -118,37 +131,60 @@ async def run_plan(store: MemoryStore, agent: str, plan: Plan) -> tuple[float, f
     return precision, recall
 
 
+def _ok(verdict: Verdict) -> bool:
+    return (verdict.present and verdict.marked and verdict.clean and verdict.first
+            and not verdict.called_current)
+
+
+def _figures(prefix: str, verdicts: Sequence[Verdict]) -> list[str]:
+    if not verdicts:
+        return []
+    return [f"{prefix}stale_current_present: {mean(float(v.present) for v in verdicts):.4f}",
+            f"{prefix}stale_old_marked: {mean(float(v.marked) for v in verdicts):.4f}",
+            f"{prefix}stale_current_only_clean: {mean(float(v.clean) for v in verdicts):.4f}",
+            f"{prefix}stale_old_called_current: "
+            f"{mean(float(v.called_current) for v in verdicts):.4f}",
+            f"{prefix}stale_current_first: {mean(float(v.first) for v in verdicts):.4f}"]
+
+
 async def run(args: argparse.Namespace) -> None:
-    cases = CASES[:args.cases] if args.cases else CASES
+    tune, measure = split(CASES + histories())
+    if args.cases:  # a smoke run: the first N of each half
+        tune, measure = tune[:args.cases], measure[:args.cases]
     plans = PLANS[:args.plans] if args.plans is not None else PLANS
     run_id = uuid.uuid4().hex[:8]
     url = os.environ.get("NOUS_MEMORY_DATABASE_URL")
-    verdicts: list[Verdict] = []
+    verdicts: dict[str, list[tuple[Case, Verdict]]] = {"tune": [], "measure": []}
     upcoming: list[tuple[float, float]] = []
     with tempfile.TemporaryDirectory(prefix="nous-stale-") as tmp:
         opened = (MemoryStore.open(database_url=url) if url
                   else MemoryStore.open(data_dir=tmp, database_url=None))
         async with opened as store:
-            for case in cases:
-                verdict = await run_case(store, f"stale-{run_id}-{case.name}", case,
-                                         args.budget)
-                verdicts.append(verdict)
-                if args.verbose and not (verdict.present and verdict.marked
-                                         and verdict.clean and verdict.first):
-                    print(f"# {case.name}: {verdict}", file=sys.stderr)
+            for half, cases in (("tune", tune), ("measure", measure)):
+                for case in cases:
+                    verdict = await run_case(store, f"stale-{run_id}-{case.name}", case,
+                                             args.budget)
+                    verdicts[half].append((case, verdict))
+                    if args.verbose and half == "tune" and not _ok(verdict):
+                        print(f"# {case.name}: {verdict}", file=sys.stderr)
             for plan in plans:
                 scores = await run_plan(store, f"plan-{run_id}-{plan.name}", plan)
                 upcoming.append(scores)
                 if args.verbose and scores != (1.0, 1.0):
                     print(f"# {plan.name}: precision, recall {scores}", file=sys.stderr)
-    print(f"# cases: {len(verdicts)}, plans: {len(upcoming)}, budget: {args.budget} tokens")
+    print(f"# cases: {len(verdicts['tune'])} tuned on, {len(verdicts['measure'])} only "
+          f"measured; plans: {len(upcoming)}; budget: {args.budget} tokens")
     if upcoming:
         print(f"upcoming_precision: {mean(p for p, _ in upcoming):.4f}")
         print(f"upcoming_recall: {mean(r for _, r in upcoming):.4f}")
-    print(f"stale_current_present: {mean(float(v.present) for v in verdicts):.4f}")
-    print(f"stale_old_marked: {mean(float(v.marked) for v in verdicts):.4f}")
-    print(f"stale_current_only_clean: {mean(float(v.clean) for v in verdicts):.4f}")
-    print(f"stale_current_first: {mean(float(v.first) for v in verdicts):.4f}")
+    for half in ("tune", "measure"):  # the headline by kind of change, as a comment
+        kinds = sorted({case.kind for case, _ in verdicts[half]})
+        shares = [f"{kind} {mean(float(v.first) for c, v in verdicts[half] if c.kind == kind):.2f}"
+                  f" ({sum(1 for c, _ in verdicts[half] if c.kind == kind)})" for kind in kinds]
+        print(f"# {half} current first, by kind: {', '.join(shares)}")
+    lines = _figures("tune_", [v for _, v in verdicts["tune"]])
+    lines += _figures("", [v for _, v in verdicts["measure"]])
+    print("\n".join(lines))
 
 
 def main(argv: Sequence[str] | None = None) -> None:

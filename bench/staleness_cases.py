@@ -9,7 +9,11 @@ Values are matched case-insensitively as words in the context text.
 
 from __future__ import annotations
 
+import json
+import random
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 Turn = tuple[str, str]  # role, text
 Session = tuple[str, list[Turn]]  # ISO date, turns
@@ -31,6 +35,8 @@ class Case:
     old: list[str]
     reverse: bool = False  # import the sessions newest first
     filler: bool = True  # add the unrelated sessions
+    kind: str = "developers"  # what kind of change (the histories' own kinds)
+    never_current: list[str] = field(default_factory=list)  # e.g. a plan not yet done
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -263,3 +269,33 @@ PLANS: list[Plan] = [
         as_of="2024-09-06T09:00:00+00:00", days=30, expected=["17 September"],
         not_expected=["10 September"]),
 ]
+
+
+# Histories written for the dev set by other hands than the rules' (the JSON files
+# beside this one): every kind of change several ways, chains of three values, implied
+# changes, plans, changes about other people and things, a second speaker.
+HISTORY_FILES = sorted(Path(__file__).resolve().parent.glob("staleness_histories_*.json"))
+SPLIT_SEED = 44  # fixed: which half a case falls in never changes between runs
+
+
+def _case(raw: Any) -> Case:
+    return Case(name=raw["name"], question=raw["question"], current=raw["current"],
+                sessions=[(day, [(role, text) for role, text in turns])
+                          for day, turns in raw["sessions"]],
+                old=list(raw["old"]), reverse=bool(raw.get("reverse", False)),
+                kind=raw["kind"], never_current=list(raw.get("never_current") or []))
+
+
+def histories() -> list[Case]:
+    """The written histories (every file), in file order."""
+    return [_case(raw) for path in HISTORY_FILES for raw in json.loads(path.read_text())]
+
+
+def split(cases: list[Case]) -> tuple[list[Case], list[Case]]:
+    """(tune, measure): a fixed-seed half each.  The measure half is only measured: its
+    failures are never printed, so no rule is written against its phrasings."""
+    names = sorted(c.name for c in cases)
+    random.Random(SPLIT_SEED).shuffle(names)
+    measured = set(names[len(names) // 2:])
+    return ([c for c in cases if c.name not in measured],
+            [c for c in cases if c.name in measured])

@@ -44,6 +44,7 @@ from .extraction import (
     query_digest,
     source_text,
 )
+from .later import Contest, apply_contests, contested_olds, contests, later_statements
 from .model import (
     DEFAULT_BUDGET_TOKENS,
     MIN_BUDGET_TOKENS,
@@ -221,8 +222,11 @@ class ContextAssembler:
             tier2 = self._start_tier2_read(req, recalled)  # beside the merge below
             always_rows = await always
             fetched = time.perf_counter()
-            candidates = mark_old(self._merge(req, recalled, always_rows, cues, moment),
-                                  old_values(always_rows), current_only=current_only)
+            merged = self._merge(req, recalled, always_rows, cues, moment)
+            found = await self._said_later(agent, merged, recalled, always_rows, cues)
+            candidates = mark_old(apply_contests(merged, found, current_only=current_only),
+                                  old_values(always_rows) + contested_olds(found),
+                                  current_only=current_only)
             candidates, hits, misses, queued = await self._tier2(req, candidates, tier2)
         finally:  # on failure, the reads still under way are stopped and their errors taken
             tasks = [t for t in (always, tier2.rows if tier2 else None) if t is not None]
@@ -292,6 +296,29 @@ class ContextAssembler:
                                  text=row["summary"], score=float(row["importance"]),
                                  pinned=True))
         return out
+
+    async def _said_later(self, agent: str, merged: Sequence[Candidate],
+                          recalled: Sequence[Candidate],
+                          always_rows: Sequence[Mapping[str, Any]], cues: QueryCues
+                          ) -> list[Contest]:
+        """The current values shown that a later statement bears on (``later.py``): one
+        short read of the pairs' cosines, only when there are such pairs."""
+        now = [c for c in merged if c.section is Section.NOW and c.since is not None]
+        if not now:
+            return []
+        earliest = min(c.since for c in now if c.since is not None)
+        later = [s for s in later_statements(recalled) if s.said > earliest]
+        if not later:
+            return []
+        chunks = [s.cand for s in later if s.cand.chunk_no is not None]
+        rows = await self._db.read(
+            "context_later_cosines", agent, [c.memory_id for c in now],
+            [c.memory_id for c in chunks], [c.chunk_no for c in chunks],
+            [s.cand.memory_id for s in later if s.cand.chunk_no is None],
+            self._embeddings.model_name)
+        cosines = {(r["fact_id"], r["memory_id"], r["chunk_no"]): r["cosine"] for r in rows}
+        slots = {r["id"]: r for r in always_rows if r["part"] in ("now", "near")}
+        return contests(now, slots, later, cosines, cues.words)
 
     def _start_tier2_read(self, req: ContextRequest, recalled: list[Candidate]
                           ) -> Tier2Read | None:

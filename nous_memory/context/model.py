@@ -97,6 +97,7 @@ class Candidate:
     stale_on: datetime | None = None  # it states a value that stopped holding then
     retold_on: datetime | None = None  # its person told the value again, otherwise, then
     since: datetime | None = None  # a current value of a slot: held since then
+    newer_on: datetime | None = None  # a slot's value its person said more of, then
     event_at: datetime | None = None  # an upcoming plan: when it happens
 
 

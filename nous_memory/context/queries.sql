@@ -81,6 +81,25 @@ UNION ALL
  WHERE f.agent_id = $1 AND f.event_at >= $11 AND m.status = 'active'
  ORDER BY f.event_at, m.id LIMIT $12);
 
+-- name: context_later_cosines
+-- How close in meaning each current value shown as "about the user now" ($2: its fact
+-- ids) is to each statement said after it that might bear on the same thing: transcript
+-- chunks ($3 episode ids, $4 chunk numbers, pairwise) and memories ($5).  Raw cosine of
+-- the stored vectors, of the query's model ($6) only; at most a few dozen pairs a call.
+SELECT f.id AS fact_id, s.memory_id, s.chunk_no, 1 - (f.embedding <=> s.embedding) AS cosine
+FROM memories f
+CROSS JOIN LATERAL (
+    SELECT c.episode_id AS memory_id, c.chunk_no, c.embedding
+    FROM episode_chunks c
+    JOIN unnest($3::uuid[], $4::int[]) AS k(episode_id, chunk_no)
+      ON k.episode_id = c.episode_id AND k.chunk_no = c.chunk_no
+    WHERE c.agent_id = $1 AND c.embedding_model = $6
+    UNION ALL
+    SELECT m.id, NULL::int, m.embedding
+    FROM memories m
+    WHERE m.agent_id = $1 AND m.id = ANY($5::uuid[]) AND m.embedding_model = $6) s
+WHERE f.agent_id = $1 AND f.id = ANY($2::uuid[]) AND f.embedding_model = $6;
+
 -- name: context_tier2
 -- The complex records among the candidates ($2) with their unexpired extraction for this
 -- query ($3 sha256, $4 max tokens).  The source text is sent only on a miss, capped at $5

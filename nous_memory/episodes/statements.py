@@ -52,6 +52,9 @@ MIN_WORDS, MAX_WORDS = 2, 40
 _QUOTED = re.compile("\"[^\"]*\"|\u201c[^\u201d]*\u201d|\u2018[^\u2019]*\u2019|\\([^)]*\\)"
                      "|\\[[^\\]]*\\]")
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+# a title's dot is not a sentence's end: "my new GP is Dr. Okafor" keeps its value whole
+_TITLE_DOT = re.compile(r"\b(Dr|Mr|Mrs|Ms|Mx|Prof|St|Mt|Sr|Jr|Rev|Capt|Col|Gen|Lt|Sgt)"
+                        r"\.(?=\s+[A-Z])")
 # where a new clause starts: before a first-person subject, after punctuation, a
 # coordinating conjunction, a dash, or a subordinator (whose clause inherits its main
 # clause's doubt: "I wish that I ...", "she said that I ...")
@@ -132,7 +135,7 @@ def extract_statements(messages: Sequence[TranscriptMessage]) -> list[Statement]
 def clauses(text: str) -> Iterable[str]:
     """Declarative clauses: quotes, questions, conditionals and parentheticals removed,
     and a subordinate clause of a doubtful main clause with it."""
-    text = _QUOTED.sub(" ", text).replace("\u2019", "'")
+    text = _TITLE_DOT.sub(r"\1", _QUOTED.sub(" ", text).replace("\u2019", "'"))
     for sentence in _SENTENCE.findall(text):
         sentence = sentence.strip()
         if sentence.endswith("?"):

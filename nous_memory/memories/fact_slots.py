@@ -103,7 +103,9 @@ def _clean(value: str) -> str:
     return " ".join(value.lower().split())[:MAX_PART_CHARS]
 
 
-_CALLED = re.compile(r"^[\w ]{0,30}?\b(?:called|named) "
+_NAMED = re.compile(r"(?:is|was|has been|got|is now)\s+(?:now\s+)?(?:named|called)\s+"
+                    r"((?-i:[A-Z])[\w'-]+(?: (?-i:[A-Z])[\w'-]+)*)", re.I)
+_CALLED = re.compile(r"^(?:(?!\b(?:and|but|or|has|have|had)\b)[\w ]){0,30}?\b(?:called|named) "
                      r"((?-i:[A-Z])[\w'-]+(?: (?-i:[A-Z])[\w'-]+)*)")
 
 
@@ -160,6 +162,9 @@ def _possessive(owner: str, rest: str, predicate: str) -> Slot | None:
                                and not words[0][:1].isupper()):
         species = PET_SPECIES.get(head) or PET_SPECIES[words[1].lower()]
         ended = bool(_ENDED.search(predicate))
+        called = _NAMED.match(predicate)
+        if not name and called is not None:  # "the user's cat is named Miso": its name
+            name = called.group(1)
         value = _clean(name) if name else species
         return Slot(subject=owner, attribute=PET_PREFIX + species, value=value, ended=ended)
     if head in PEOPLE or head in ("best", "older", "younger", "little", "big"):
@@ -377,15 +382,35 @@ _AHEAD = re.compile(r"\b(?:will|going to|plans? to|planning to|scheduled|booked|
                     r"is on|are on|moved to|rescheduled|postponed|pushed)\b", re.I)
 
 
+# what is ahead, by the grammar of the future: a future auxiliary or intention, or a
+# progressive or present verb with a time still to come ("is moving next month")
+_FUTURE = re.compile(
+    r"\b(?:will|won't|shall|'ll|going to|gonna|plans? to|planning to|about to|intends? to|"
+    r"hopes? to|hoping to|thinking of|considering)\b|\b(?:next|upcoming|tomorrow|soon)\b"
+    r"(?! to\b| door\b)|\bin (?:a|an|one|two|three|four|five|six|a few|a couple of|\d+) "
+    r"(?:days?|weeks?|months?|years?)\b", re.I)
+
+
+def states_a_plan(content: str) -> bool:
+    """Whether a statement tells what is ahead rather than what is so: a move planned for
+    next month is not yet the home."""
+    return _FUTURE.search(content) is not None
+
+
 def slot_and_event(content: str, said_at: datetime) -> tuple[Slot | None, datetime | None]:
     """A fact's slot, and the moment of the plan it states (a day on or after the day it
-    was said, in a statement about what is ahead), read from its content."""
+    was said, in a statement about what is ahead), read from its content.  A planned
+    value of a lasting attribute ("is moving to Berlin next month") fills no slot yet: it
+    is a plan, dated where the day can be read."""
     slot = read_slot(content)
     event = None
     dated = slot is not None and (slot.attribute.startswith(EVENT_PREFIX)
                                   or slot.attribute == DEADLINE)
-    if dated or _AHEAD.search(content):
+    if dated or _AHEAD.search(content) or states_a_plan(content):
         moment = event_time(content, said_at)
         if moment is not None and moment.date() >= said_at.date():
             event = moment
+    if slot is not None and not dated and not slot.ended and (
+            states_a_plan(content) or (event is not None and event.date() > said_at.date())):
+        slot = None
     return slot, event

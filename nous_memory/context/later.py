@@ -1,0 +1,232 @@
+"""A current value that something said later may have replaced, where no rule read a change.
+
+People tell changes in more ways than any list of phrases: "first week at Initech done!",
+"the landlord put my rent up to 1450", "my new GP is Dr. Okafor".  So a slot's value is
+shown as current only while nothing its person said *later* bears on the same thing,
+decided by meaning and by the values a statement names, never by its wording:
+
+- the later statement is a person's own (a turn of theirs or a fact from one; not the
+  assistant's, not a bare question) and was said after the value was;
+- it is about the same subject: the user's own value is borne on by a statement in the
+  first person that is not about someone of theirs ("my sister ..."); another subject's
+  by a statement that names it;
+- it names a value the fact does not hold (a number, a time, a name-like word the query
+  does not hold either) and does not name the fact's own value;
+- it does not tell what is ahead (a plan replaces nothing yet);
+- it is close in meaning to the fact: raw cosine of their stored vectors at least
+  ``LATER_COSINE``.
+
+Such a value is no longer called current.  The latest statement that bears on it goes
+above it in "About the user now" (cut to its sentences that name the new values), the
+value says when its person said more ("(older: the user said more on 15 May 2024)"), and
+other texts stating it are marked older.  A rule cannot always tell a change from a
+mention (a visit to another city reads like a move), so both are shown with their dates
+and neither is called current: the reader decides, which is better than a confident
+wrong answer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from ..memories.fact_slots import SELF, states_a_plan
+from ..memories.slot_words import PEOPLE
+from .model import Candidate, Section
+from .now import OldValue
+
+# Set on the tuning half of bench/staleness.py's histories with the bundled model: a
+# restatement of a value with another one ("the landlord put my rent up to 1450" against
+# "The user pays 1300 in rent") scores 0.5-0.75, an unrelated later turn of the same
+# person under 0.2.
+LATER_COSINE = 0.3
+MAX_LATER = 24  # statements compared per call (the most recent ones that name values)
+QUOTE_WORDS = 40  # a later statement shown above the value: its sentences with values
+
+_SPEAKER = re.compile(r"^([^:\n]{1,40}):\s*")
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+_TOKEN = re.compile(r"[A-Za-z0-9£$€][\w'\u2019.:/,-]*[\w%]|[A-Za-z0-9]")
+_THIRD_PERSON = re.compile(r"\W*(?:he|she|they|his|her|their|he's|she's|they're)\b",
+                           re.IGNORECASE)
+_MY_PERSON = re.compile(r"\b(?:my|our)\s+(?P<who>\w+)(?:\s+(?P<then>\w+))?", re.IGNORECASE)
+_NOT_VALUES = frozenset("i i'm im i've i'd i'll ok okay".split())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Later:
+    """A person's statement that names values, said at ``said``."""
+
+    cand: Candidate
+    said: datetime
+    speaker: str
+    body: str
+    values: frozenset[str]  # lower case
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(_norm(t) for t in _TOKEN.findall(text))
+
+
+def _norm(token: str) -> str:
+    return token.lower().replace("\u2019", "'").removesuffix("'s").strip(".,:/-'")
+
+
+def named_values(body: str) -> frozenset[str]:
+    """What a statement names: numbers and times, and name-like words inside a sentence
+    (capitalised, not its first word, not "I")."""
+    out: set[str] = set()
+    for sentence in _SENTENCE.findall(body):
+        for index, token in enumerate(_TOKEN.findall(sentence)):
+            low = _norm(token)
+            if not low or low in _NOT_VALUES:
+                continue
+            if any(ch.isdigit() for ch in token) or (
+                    index > 0 and token[0].isupper() and len(low) > 1):
+                out.add(low)
+    return frozenset(out)
+
+
+def later_statements(candidates: Iterable[Candidate]) -> list[Later]:
+    """The candidates that are a person's own statements naming values, newest first."""
+    out: list[Later] = []
+    for cand in candidates:
+        if cand.said_at is None or cand.section is Section.NOW:
+            continue
+        if cand.chunk_no is not None:
+            found = _SPEAKER.match(cand.text)
+            if found is None:
+                continue
+            speaker, body = found.group(1).strip().lower(), cand.text[found.end():]
+            if speaker in ("assistant", "system", "tool"):
+                continue
+        elif cand.kind == "fact":
+            speaker, body = "", cand.text
+        else:
+            continue
+        if body.rstrip().endswith("?") and "." not in body:
+            continue  # a bare question is not evidence of its answer
+        if states_a_plan(body):
+            continue  # what is ahead has not replaced anything yet (it is upcoming)
+        values = named_values(body)
+        if values:
+            out.append(Later(cand=cand, said=cand.said_at, speaker=speaker, body=body,
+                             values=values))
+    out.sort(key=lambda s: s.said, reverse=True)
+    return out[:MAX_LATER]
+
+
+def _about(subject: str, later: Later) -> bool:
+    """Whether the statement is about the slot's subject: a person's own turn is about
+    them unless it speaks of someone of theirs ("my sister ...", "she ...")."""
+    body = later.body
+    if subject == SELF:
+        if later.cand.kind == "fact":
+            return body.lower().startswith(("the user ", "the user's ", "user "))
+        people = [(w or "").lower().removesuffix("s") for m in _MY_PERSON.finditer(body)
+                  for w in (m.group("who"), m.group("then"))]
+        return (not any(who in PEOPLE for who in people)
+                and _THIRD_PERSON.match(body) is None)
+    words = _words(body)
+    wanted = [w for w in subject.replace("user's", " ").split() if w]
+    return bool(wanted) and all(w in words for w in wanted)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Contest:
+    """A current value and the latest statement that bears on it."""
+
+    fact: UUID
+    later: Later
+    value: str
+
+
+def contests(now: Sequence[Candidate], rows: Mapping[UUID, Mapping[str, Any]],
+             later: Sequence[Later], cosines: Mapping[tuple[UUID, UUID, int | None], float],
+             query_words: Iterable[str]) -> list[Contest]:
+    """For each current value, the latest statement that bears on it, if any."""
+    asked = frozenset(query_words)
+    out: list[Contest] = []
+    for cand in now:
+        row = rows.get(cand.memory_id)
+        if row is None or cand.since is None:
+            continue
+        value = (row["slot_value"] or "").lower()
+        own = _words(cand.text) | _words(value)
+        for stmt in later:  # newest first
+            if stmt.said <= cand.since or stmt.cand.memory_id == cand.memory_id:
+                continue
+            new = {v for v in stmt.values if v not in own and v not in asked}
+            if not new or (value and re.search(r"(?<!\w)" + re.escape(value) + r"(?!\w)",
+                                               stmt.body.lower())):
+                continue
+            key = (cand.memory_id, stmt.cand.memory_id, stmt.cand.chunk_no)
+            if cosines.get(key, -1.0) < LATER_COSINE:
+                continue
+            if not _about(row["slot_subject"] or SELF, stmt):
+                continue
+            out.append(Contest(fact=cand.memory_id, later=stmt, value=value))
+            break
+    return out
+
+
+def quote(later: Later) -> str:
+    """The statement as shown above the value: its sentences naming values, whole."""
+    kept = [s.strip() for s in _SENTENCE.findall(later.body) if named_values(s)]
+    words = " ".join(kept or [later.body.strip()]).split()
+    body = " ".join(words[:QUOTE_WORDS]) + (" ..." if len(words) > QUOTE_WORDS else "")
+    return f"{later.speaker}: {body}" if later.speaker else body
+
+
+def apply_contests(candidates: Sequence[Candidate], found: Sequence[Contest], *,
+                   current_only: bool) -> list[Candidate]:
+    """The candidates with each contested value no longer current (left out with
+    ``current_only``) and its latest later statement moved just above it."""
+    if not found:
+        return list(candidates)
+    by_fact = {c.fact: c for c in found}
+    moved = {(c.later.cand.memory_id, c.later.cand.chunk_no) for c in found}
+    out: list[Candidate] = []
+    for cand in candidates:
+        if cand.section is not Section.NOW and (cand.memory_id, cand.chunk_no) in moved:
+            continue
+        contest = by_fact.get(cand.memory_id) if cand.section is Section.NOW else None
+        if contest is None:
+            out.append(cand)
+            continue
+        stmt = contest.later
+        out.append(dataclasses.replace(stmt.cand, section=Section.NOW, pinned=True,
+                                       text=quote(stmt), score=cand.score + 1e-6,
+                                       stale_on=None, retold_on=None))
+        if not current_only:
+            out.append(dataclasses.replace(cand, since=None, newer_on=stmt.said))
+    return _unique(out)
+
+
+def _unique(candidates: list[Candidate]) -> list[Candidate]:
+    """A statement that bears on two values is shown once, above the first."""
+    seen: set[tuple[UUID, int | None, Section]] = set()
+    out: list[Candidate] = []
+    for cand in candidates:
+        key = (cand.memory_id, cand.chunk_no, cand.section)
+        if cand.section is Section.NOW and key in seen:
+            continue
+        seen.add(key)
+        out.append(cand)
+    return out
+
+
+def contested_olds(found: Sequence[Contest]) -> list[OldValue]:
+    """A contested value as an old one, so other texts stating it are marked older."""
+    out: list[OldValue] = []
+    for contest in found:
+        value = contest.value.strip()
+        if len(value) >= 3 and not value.replace(" ", "").isdigit():
+            out.append(OldValue(old=re.compile(r"(?<!\w)" + re.escape(value) + r"(?:s|es)?(?!\w)",
+                                               re.IGNORECASE),
+                                current=None, until=contest.later.said))
+    return out

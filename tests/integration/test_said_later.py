@@ -1,0 +1,100 @@
+"""Never call an old value current: a later statement no rule reads as a change still keeps
+the old value from being called current, and puts itself above it (by meaning and by
+the values it names, not by its phrase)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from nous_memory import MemoryStore
+from nous_memory.facts.learning import LearnAction
+from nous_memory.memories.kinds import Status
+
+from .test_current_truth import JAN, MAY
+
+
+def _session(day: str, *turns: str) -> dict[str, Any]:
+    return {"started_at": f"{day}T10:00:00+00:00",
+            "turns": [{"role": "user" if i % 2 == 0 else "assistant", "content": t}
+                      for i, t in enumerate(turns)]}
+
+
+def _lines(text: str, word: str) -> list[int]:
+    return [i for i, line in enumerate(text.splitlines()) if word.lower() in line.lower()]
+
+
+# each: what was said first, what was said later (no change phrase a rule reads as the
+# slot), the question, the old value and the new one
+LATER = [
+    ("My rent is 1300 a month for the flat.", "Ugh, the landlord put my rent up to 1450.",
+     "How much rent do I pay?", "1300", "1450"),
+    ("Our standup is at 9:00 every morning.", "The standup moved to 9:30, finally some sleep.",
+     "What time is standup?", "9:00", "9:30"),
+]
+
+
+@pytest.mark.parametrize(("first", "later", "question", "old", "new"), LATER)
+async def test_a_later_statement_keeps_the_old_value_from_being_current(
+        store: MemoryStore, first: str, later: str, question: str, old: str,
+        new: str) -> None:
+    await store.ingest("a", [_session("2024-01-10", first, "Noted."),
+                             _session("2024-05-10", later, "Got it.")])
+    await store.worker().drain()
+    ctx = await store.assemble_context("a", question, budget_tokens=600,
+                                       as_of="2024-06-10T10:00:00Z")
+    text = ctx.text
+    stating_old = [line for line in text.splitlines() if old in line and new not in line]
+    assert stating_old and all("(older:" in line for line in stating_old), text
+    assert not any("(current" in line for line in stating_old), text
+    assert min(_lines(text, new)) < min(_lines(text, old)), text
+    now = text.split("## ")[1]  # "About the user now": the later statement, then the value
+    assert now.startswith("About the user now") and new in now, text
+    assert "(older: the user said more on 10 May 2024)" in now, text
+    clean = await store.assemble_context("a", question, budget_tokens=600,
+                                         as_of="2024-06-10T10:00:00Z", current_only=True)
+    assert not any(old in line and new not in line for line in clean.text.splitlines())
+
+
+async def test_a_mention_of_another_value_without_its_person_changes_nothing(
+        store: MemoryStore) -> None:
+    await store.ingest("a", [_session("2024-01-10", "I live in Lisbon with my cat.", "Nice."),
+                             _session("2024-05-10", "My sister Ana moved to Seville.", "Oh!")])
+    await store.worker().drain()
+    ctx = await store.assemble_context("a", "Which city do I live in?", budget_tokens=600,
+                                       as_of="2024-06-10T10:00:00Z")
+    lisbon = [line for line in ctx.text.splitlines() if "Lisbon" in line]
+    assert any("(current, since 10 Jan 2024)" in line for line in lisbon), ctx.text
+
+
+async def test_a_plan_is_not_yet_the_value(store: MemoryStore) -> None:
+    await store.ingest("a", [
+        _session("2024-01-10", "I live in Lisbon.", "Nice."),
+        _session("2024-05-10", "I'm moving to Berlin for work next month!", "Exciting!")])
+    await store.worker().drain()
+    ctx = await store.assemble_context("a", "Where do I live?", budget_tokens=600,
+                                       as_of="2024-05-12T10:00:00Z")
+    assert not any("Berlin" in line and "(current" in line
+                   for line in ctx.text.splitlines()), ctx.text
+    assert any("Lisbon" in line and "(current" in line
+               for line in ctx.text.splitlines()), ctx.text
+
+
+async def test_a_renamed_pet_supersedes_its_old_name(store: MemoryStore) -> None:
+    miso = await store.learn_fact("a", "The user's cat is named Miso.", valid_from=JAN)
+    tofu = await store.learn_fact("a", "The user's cat is named Tofu.", valid_from=MAY)
+    assert tofu.action is LearnAction.SUPERSEDED and tofu.decided_by == "slot"
+    assert miso.fact is not None
+    assert (await store.get("a", miso.fact.id)).status is Status.SUPERSEDED
+
+
+async def test_a_title_stays_with_its_name(store: MemoryStore) -> None:
+    await store.ingest("a", [
+        _session("2024-01-10", "My GP is Dr. Smith at the Elm Street practice.", "Good."),
+        _session("2024-05-10", "My new GP is Dr. Okafor, she's lovely.", "Glad to hear.")])
+    await store.worker().drain()
+    facts = [m for m in (await store.list("a", kind="fact")).items
+             if m.status is Status.ACTIVE]
+    values = {m.fact.slot_value for m in facts if m.fact.slot_attribute == "gp"}
+    assert values == {"dr okafor"}, [m.summary for m in facts]
