@@ -44,7 +44,18 @@ from .extraction import (
     query_digest,
     source_text,
 )
-from .later import Contest, apply_contests, contested_olds, contests, later_statements
+from .later import (
+    Contest,
+    Retelling,
+    apply_contests,
+    contested_olds,
+    contests,
+    key,
+    later_statements,
+    promote,
+    retellings,
+    retold_olds,
+)
 from .model import (
     DEFAULT_BUDGET_TOKENS,
     MIN_BUDGET_TOKENS,
@@ -69,6 +80,7 @@ from .now import (
 from .recall import Recaller
 from .recall import parse_request as parse_recall_request
 from .refs import make_ref
+from .restated import asks_how_things_stand
 from .sections import assemble, order_section
 from .truncation import truncate
 
@@ -223,10 +235,11 @@ class ContextAssembler:
             always_rows = await always
             fetched = time.perf_counter()
             merged = self._merge(req, recalled, always_rows, cues, moment)
-            found = await self._said_later(agent, merged, recalled, always_rows, cues)
-            candidates = mark_old(apply_contests(merged, found, current_only=current_only),
-                                  old_values(always_rows) + contested_olds(found),
-                                  current_only=current_only)
+            found, told = await self._said_later(agent, merged, recalled, always_rows,
+                                                 cues, req.query)
+            shown = promote(apply_contests(merged, found, current_only=current_only), told)
+            candidates = mark_old(shown, old_values(always_rows) + contested_olds(found)
+                                  + retold_olds(told), current_only=current_only)
             candidates, hits, misses, queued = await self._tier2(req, candidates, tier2)
         finally:  # on failure, the reads still under way are stopped and their errors taken
             tasks = [t for t in (always, tier2.rows if tier2 else None) if t is not None]
@@ -299,26 +312,27 @@ class ContextAssembler:
 
     async def _said_later(self, agent: str, merged: Sequence[Candidate],
                           recalled: Sequence[Candidate],
-                          always_rows: Sequence[Mapping[str, Any]], cues: QueryCues
-                          ) -> list[Contest]:
-        """The current values shown that a later statement bears on (``later.py``): one
-        short read of the pairs' cosines, only when there are such pairs."""
+                          always_rows: Sequence[Mapping[str, Any]], cues: QueryCues,
+                          query: str) -> tuple[list[Contest], list[Retelling]]:
+        """What people said later that bears on what is shown (``later.py``): the
+        current values it contests, and the statements it tells otherwise (for a
+        question about how things stand).  One short read of the pairs' cosines, only
+        when there are such pairs."""
         now = [c for c in merged if c.section is Section.NOW and c.since is not None]
-        if not now:
-            return []
-        earliest = min(c.since for c in now if c.since is not None)
-        later = [s for s in later_statements(recalled) if s.said > earliest]
-        if not later:
-            return []
-        chunks = [s.cand for s in later if s.cand.chunk_no is not None]
+        statements = later_statements(recalled)
+        state = asks_how_things_stand(query)
+        if len(statements) + len(now) < 2 or not (now or state):
+            return [], []
+        items = [*now, *(s.cand for s in statements)]
         rows = await self._db.read(
-            "context_later_cosines", agent, [c.memory_id for c in now],
-            [c.memory_id for c in chunks], [c.chunk_no for c in chunks],
-            [s.cand.memory_id for s in later if s.cand.chunk_no is None],
-            self._embeddings.model_name)
-        cosines = {(r["fact_id"], r["memory_id"], r["chunk_no"]): r["cosine"] for r in rows}
+            "context_later_cosines", agent, [c.memory_id for c in items],
+            [key(c)[1] for c in items], self._embeddings.model_name)
+        cosines = {((r["a_id"], r["a_chunk"]), (r["b_id"], r["b_chunk"])): r["cosine"]
+                   for r in rows}
         slots = {r["id"]: r for r in always_rows if r["part"] in ("now", "near")}
-        return contests(now, slots, later, cosines, cues.words)
+        found = contests(now, slots, statements, cosines, cues.words)
+        told = retellings(statements, cosines, frozenset(cues.words)) if state else []
+        return found, told
 
     def _start_tier2_read(self, req: ContextRequest, recalled: list[Candidate]
                           ) -> Tier2Read | None:

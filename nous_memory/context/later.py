@@ -48,6 +48,7 @@ LATER_COSINE = 0.3
 MAX_LATER = 24  # statements compared per call (the most recent ones that name values)
 QUOTE_WORDS = 40  # a later statement shown above the value: its sentences with values
 
+Key = tuple[UUID, int]  # a memory, and its chunk's number (-1: the memory itself)
 _SPEAKER = re.compile(r"^([^:\n]{1,40}):\s*")
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _TOKEN = re.compile(r"[A-Za-z0-9£$€][\w'\u2019.:/,-]*[\w%]|[A-Za-z0-9]")
@@ -77,10 +78,13 @@ def _norm(token: str) -> str:
 
 
 def named_values(body: str) -> frozenset[str]:
-    """What a statement names: numbers and times, and name-like words inside a sentence
-    (capitalised, not its first word, not "I")."""
+    """What a statement names as so: numbers and times, and name-like words inside a
+    sentence (capitalised, not its first word, not "I"); never in a question or in a
+    sentence that tells what is ahead (a plan replaces nothing yet)."""
     out: set[str] = set()
     for sentence in _SENTENCE.findall(body):
+        if sentence.rstrip().endswith("?") or states_a_plan(sentence):
+            continue
         for index, token in enumerate(_TOKEN.findall(sentence)):
             low = _norm(token)
             if not low or low in _NOT_VALUES:
@@ -108,10 +112,6 @@ def later_statements(candidates: Iterable[Candidate]) -> list[Later]:
             speaker, body = "", cand.text
         else:
             continue
-        if body.rstrip().endswith("?") and "." not in body:
-            continue  # a bare question is not evidence of its answer
-        if states_a_plan(body):
-            continue  # what is ahead has not replaced anything yet (it is upcoming)
         values = named_values(body)
         if values:
             out.append(Later(cand=cand, said=cand.said_at, speaker=speaker, body=body,
@@ -146,7 +146,7 @@ class Contest:
 
 
 def contests(now: Sequence[Candidate], rows: Mapping[UUID, Mapping[str, Any]],
-             later: Sequence[Later], cosines: Mapping[tuple[UUID, UUID, int | None], float],
+             later: Sequence[Later], cosines: Mapping[tuple[Key, Key], float],
              query_words: Iterable[str]) -> list[Contest]:
     """For each current value, the latest statement that bears on it, if any."""
     asked = frozenset(query_words)
@@ -164,8 +164,7 @@ def contests(now: Sequence[Candidate], rows: Mapping[UUID, Mapping[str, Any]],
             if not new or (value and re.search(r"(?<!\w)" + re.escape(value) + r"(?!\w)",
                                                stmt.body.lower())):
                 continue
-            key = (cand.memory_id, stmt.cand.memory_id, stmt.cand.chunk_no)
-            if cosines.get(key, -1.0) < LATER_COSINE:
+            if _cosine(cosines, key(cand), key(stmt.cand)) < LATER_COSINE:
                 continue
             if not _about(row["slot_subject"] or SELF, stmt):
                 continue
@@ -230,3 +229,112 @@ def contested_olds(found: Sequence[Contest]) -> list[OldValue]:
                                                re.IGNORECASE),
                                 current=None, until=contest.later.said))
     return out
+
+
+# Two statements of a person told otherwise: as close in meaning as this (stored vectors,
+# raw cosine), each naming a value the other does not.  Set on the tuning half of
+# bench/staleness.py's histories.
+TOLD_OTHERWISE_COSINE = 0.4
+MAX_PROMOTED = 3  # latest tellings shown above the rest, per call
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Retelling:
+    """An earlier statement, and the latest one that told the same thing otherwise."""
+
+    earlier: Later
+    later: Later
+    old: frozenset[str]  # the values only the earlier one names
+
+
+def _same_subject(a: Later, b: Later) -> bool:
+    """Both about the person themselves, or both about the same someone or something
+    (a word naming them in both)."""
+    a_self, b_self = _about(SELF, a), _about(SELF, b)
+    if a_self and b_self:
+        return True
+    if a_self or b_self:
+        return False
+    return bool(_people(a.body) & _people(b.body))
+
+
+def _people(body: str) -> frozenset[str]:
+    return frozenset(w for w in _words(body) if w in PEOPLE) | named_values(body)
+
+
+def retellings(statements: Sequence[Later],
+               cosines: Mapping[tuple[Key, Key], float],
+               asked: frozenset[str]) -> list[Retelling]:
+    """Each earlier statement with the latest statement of the same person that tells
+    the same thing with another value (close in meaning, both naming values the other
+    does not)."""
+    out: list[Retelling] = []
+    for earlier in statements:
+        for later in statements:  # newest first
+            if later.said <= earlier.said or later.speaker != earlier.speaker:
+                continue
+            new = later.values - earlier.values - asked
+            old = earlier.values - later.values - asked
+            if not new or not old:
+                continue
+            if _cosine(cosines, key(earlier.cand), key(later.cand)) < TOLD_OTHERWISE_COSINE:
+                continue
+            if not _same_subject(earlier, later):
+                continue
+            out.append(Retelling(earlier=earlier, later=later, old=frozenset(old)))
+            break
+    return out
+
+
+def _cosine(cosines: Mapping[tuple[Key, Key], float], a: Key, b: Key) -> float:
+    return cosines.get((a, b), cosines.get((b, a), -1.0))
+
+
+def key(cand: Candidate) -> Key:
+    return (cand.memory_id, -1 if cand.chunk_no is None else cand.chunk_no)
+
+
+def promote(candidates: Sequence[Candidate], found: Sequence[Retelling]) -> list[Candidate]:
+    """The latest tellings (told otherwise by nothing after them) moved to the top of
+    "About the user now", newest first, so they come before what they retell."""
+    earlier = {key(r.earlier.cand) for r in found}
+    earlier |= {key(c) for c in candidates if c.section is Section.NOW}  # shown there
+    latest: dict[Key, Later] = {}
+    for r in found:
+        if key(r.later.cand) not in earlier:
+            latest.setdefault(key(r.later.cand), r.later)
+    chosen = sorted(latest.values(), key=lambda s: s.said, reverse=True)[:MAX_PROMOTED]
+    if not chosen:
+        return list(candidates)
+    moved = {key(s.cand) for s in chosen}
+    top = max((c.score for c in candidates if c.section is Section.NOW), default=0.0)
+    out = [dataclasses.replace(s.cand, section=Section.NOW, pinned=True, text=quote(s),
+                               score=top + 1.0 + i, stale_on=None, retold_on=None)
+           for i, s in enumerate(reversed(chosen))]
+    out += [c for c in candidates
+            if key(c) not in moved or c.section is Section.NOW]
+    return out
+
+
+def retold_olds(found: Sequence[Retelling]) -> list[OldValue]:
+    """The values only an earlier telling names, as old ones (marked where stated)."""
+    out: list[OldValue] = []
+    for r in found:
+        for value in sorted(r.old):
+            if _markable(value):
+                out.append(OldValue(old=re.compile(r"(?<!\w)" + re.escape(value) + r"(?!\w)",
+                                                   re.IGNORECASE),
+                                    current=None, until=r.later.said))
+    return out
+
+
+_YEAR = re.compile(r"^(?:19|20)\d\d$")
+
+
+def _markable(value: str) -> bool:
+    """A value distinctive enough to find in other texts: a word of three letters or
+    more, a time or an amount; not a small number or a year (every date holds one)."""
+    if any(ch.isalpha() for ch in value):
+        return len(value) >= 3
+    digits = sum(ch.isdigit() for ch in value)
+    return (":" in value or digits >= 3) and not _YEAR.match(value)

@@ -82,23 +82,24 @@ UNION ALL
  ORDER BY f.event_at, m.id LIMIT $12);
 
 -- name: context_later_cosines
--- How close in meaning each current value shown as "about the user now" ($2: its fact
--- ids) is to each statement said after it that might bear on the same thing: transcript
--- chunks ($3 episode ids, $4 chunk numbers, pairwise) and memories ($5).  Raw cosine of
--- the stored vectors, of the query's model ($6) only; at most a few dozen pairs a call.
-SELECT f.id AS fact_id, s.memory_id, s.chunk_no, 1 - (f.embedding <=> s.embedding) AS cosine
-FROM memories f
-CROSS JOIN LATERAL (
-    SELECT c.episode_id AS memory_id, c.chunk_no, c.embedding
-    FROM episode_chunks c
-    JOIN unnest($3::uuid[], $4::int[]) AS k(episode_id, chunk_no)
-      ON k.episode_id = c.episode_id AND k.chunk_no = c.chunk_no
-    WHERE c.agent_id = $1 AND c.embedding_model = $6
+-- How close in meaning the statements that might bear on one another are, pairwise: the
+-- current values shown and the people's statements among the candidates, each an item
+-- ($2 memory ids, $3 chunk numbers, -1 for a memory itself).  Raw cosine of the stored
+-- vectors of the query's model ($4) only; a few dozen items a call at most.
+WITH items AS (
+    SELECT k.memory_id, k.chunk_no, c.embedding
+    FROM unnest($2::uuid[], $3::int[]) AS k(memory_id, chunk_no)
+    JOIN episode_chunks c ON c.agent_id = $1 AND c.episode_id = k.memory_id
+                         AND c.chunk_no = k.chunk_no
+    WHERE c.embedding_model = $4
     UNION ALL
-    SELECT m.id, NULL::int, m.embedding
-    FROM memories m
-    WHERE m.agent_id = $1 AND m.id = ANY($5::uuid[]) AND m.embedding_model = $6) s
-WHERE f.agent_id = $1 AND f.id = ANY($2::uuid[]) AND f.embedding_model = $6;
+    SELECT k.memory_id, -1, m.embedding
+    FROM unnest($2::uuid[], $3::int[]) AS k(memory_id, chunk_no)
+    JOIN memories m ON m.agent_id = $1 AND m.id = k.memory_id
+    WHERE k.chunk_no = -1 AND m.embedding_model = $4)
+SELECT a.memory_id AS a_id, a.chunk_no AS a_chunk, b.memory_id AS b_id,
+       b.chunk_no AS b_chunk, 1 - (a.embedding <=> b.embedding) AS cosine
+FROM items a JOIN items b ON (a.memory_id, a.chunk_no) < (b.memory_id, b.chunk_no);
 
 -- name: context_tier2
 -- The complex records among the candidates ($2) with their unexpired extraction for this
