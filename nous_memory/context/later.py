@@ -36,7 +36,17 @@ from typing import Any
 from uuid import UUID
 
 from ..memories.fact_slots import SELF, states_a_plan
-from ..memories.slot_words import PEOPLE
+from ..memories.slot_words import (
+    CAR,
+    CAR_BRANDS,
+    COMMUTE,
+    COMMUTE_MEANS,
+    DIET,
+    DIETS,
+    PEOPLE,
+    PHONE,
+    PHONE_BRANDS,
+)
 from .model import Candidate, Section
 from .now import OldValue
 
@@ -52,9 +62,12 @@ Key = tuple[UUID, int]  # a memory, and its chunk's number (-1: the memory itsel
 _SPEAKER = re.compile(r"^([^:\n]{1,40}):\s*")
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _TOKEN = re.compile(r"[A-Za-z0-9£$€][\w'\u2019.:/,-]*[\w%]|[A-Za-z0-9]")
-_THIRD_PERSON = re.compile(r"\W*(?:he|she|they|his|her|their|he's|she's|they're)\b",
-                           re.IGNORECASE)
 _MY_PERSON = re.compile(r"\b(?:my|our)\s+(?P<who>\w+)(?:\s+(?P<then>\w+))?", re.IGNORECASE)
+# attributes whose values are a known kind of word: a value of theirs need not be
+# capitalised ("eating flexitarian these days")
+VALUE_WORDS: Mapping[str, frozenset[str]] = {
+    DIET: frozenset(DIETS), COMMUTE: frozenset(COMMUTE_MEANS), CAR: frozenset(CAR_BRANDS),
+    PHONE: frozenset(PHONE_BRANDS)}
 _NOT_VALUES = frozenset("i i'm im i've i'd i'll ok okay".split())
 
 
@@ -122,15 +135,14 @@ def later_statements(candidates: Iterable[Candidate]) -> list[Later]:
 
 def _about(subject: str, later: Later) -> bool:
     """Whether the statement is about the slot's subject: a person's own turn is about
-    them unless it speaks of someone of theirs ("my sister ...", "she ...")."""
+    them unless it speaks of someone of theirs ("my sister ...")."""
     body = later.body
     if subject == SELF:
         if later.cand.kind == "fact":
             return body.lower().startswith(("the user ", "the user's ", "user "))
         people = [(w or "").lower().removesuffix("s") for m in _MY_PERSON.finditer(body)
                   for w in (m.group("who"), m.group("then"))]
-        return (not any(who in PEOPLE for who in people)
-                and _THIRD_PERSON.match(body) is None)
+        return not any(who in PEOPLE for who in people)
     words = _words(body)
     wanted = [w for w in subject.replace("user's", " ").split() if w]
     return bool(wanted) and all(w in words for w in wanted)
@@ -157,10 +169,12 @@ def contests(now: Sequence[Candidate], rows: Mapping[UUID, Mapping[str, Any]],
             continue
         value = (row["slot_value"] or "").lower()
         own = _words(cand.text) | _words(value)
+        kinds = VALUE_WORDS.get(row["slot_attribute"] or "", frozenset())
         for stmt in later:  # newest first
             if stmt.said <= cand.since or stmt.cand.memory_id == cand.memory_id:
                 continue
-            new = {v for v in stmt.values if v not in own and v not in asked}
+            new = {v for v in stmt.values | (_words(stmt.body) & kinds)
+                   if v not in own and v not in asked}
             if not new or (value and re.search(r"(?<!\w)" + re.escape(value) + r"(?!\w)",
                                                stmt.body.lower())):
                 continue

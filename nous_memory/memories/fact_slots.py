@@ -406,11 +406,14 @@ def slot_and_event(content: str, said_at: datetime) -> tuple[Slot | None, dateti
     event = None
     dated = slot is not None and (slot.attribute.startswith(EVENT_PREFIX)
                                   or slot.attribute == DEADLINE)
-    if dated or _AHEAD.search(content) or states_a_plan(content):
+    lasting = slot is not None and not dated and not slot.ended
+    if dated or lasting or _AHEAD.search(content) or states_a_plan(content):
         moment = event_time(content, said_at)
         if moment is not None and moment.date() >= said_at.date():
             event = moment
-    if slot is not None and not dated and not slot.ended and (
-            states_a_plan(content) or (event is not None and event.date() > said_at.date())):
-        slot = None
+    if lasting and (states_a_plan(content)
+                    or (event is not None and event.date() > said_at.date())):
+        slot = None  # "we're moving to Berlin in April": a plan until April
+    elif lasting:
+        event = None
     return slot, event
