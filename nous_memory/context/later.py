@@ -68,6 +68,7 @@ _MY_PERSON = re.compile(r"\b(?:my|our)\s+(?P<who>\w+)(?:\s+(?P<then>\w+))?", re.
 VALUE_WORDS: Mapping[str, frozenset[str]] = {
     DIET: frozenset(DIETS), COMMUTE: frozenset(COMMUTE_MEANS), CAR: frozenset(CAR_BRANDS),
     PHONE: frozenset(PHONE_BRANDS)}
+_KNOWN_VALUES = frozenset().union(*VALUE_WORDS.values())
 _NOT_VALUES = frozenset("i i'm im i've i'd i'll ok okay".split())
 
 
@@ -126,7 +127,7 @@ def later_statements(candidates: Iterable[Candidate]) -> list[Later]:
         else:
             continue
         values = named_values(body)
-        if values:
+        if values or _words(body) & _KNOWN_VALUES:
             out.append(Later(cand=cand, said=cand.said_at, speaker=speaker, body=body,
                              values=values))
     out.sort(key=lambda s: s.said, reverse=True)
@@ -313,8 +314,13 @@ def promote(candidates: Sequence[Candidate], found: Sequence[Retelling]) -> list
     "About the user now", newest first, so they come before what they retell."""
     earlier = {key(r.earlier.cand) for r in found}
     earlier |= {key(c) for c in candidates if c.section is Section.NOW}  # shown there
+    current = [_words(c.text) for c in candidates
+               if c.section is Section.NOW and c.since is not None]
     latest: dict[Key, Later] = {}
     for r in found:
+        new = r.later.values - r.earlier.values
+        if any(new & shown for shown in current):
+            continue  # a current value shown already says it
         if key(r.later.cand) not in earlier:
             latest.setdefault(key(r.later.cand), r.later)
     chosen = sorted(latest.values(), key=lambda s: s.said, reverse=True)[:MAX_PROMOTED]

@@ -1,0 +1,100 @@
+"""later.py: which later statements bear on a current value, decided by values and meaning
+(the cosines given), and how the context shows them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from uuid import uuid4
+
+from nous_memory.context.later import (
+    LATER_COSINE,
+    TOLD_OTHERWISE_COSINE,
+    apply_contests,
+    contests,
+    key,
+    later_statements,
+    named_values,
+    promote,
+    retellings,
+)
+from nous_memory.context.model import Candidate, Section
+from nous_memory.memories.slot_words import DIET
+
+JAN, MAY = datetime(2024, 1, 10, tzinfo=UTC), datetime(2024, 5, 10, tzinfo=UTC)
+
+
+def _fact(text: str, since: datetime = JAN) -> Candidate:
+    ident = uuid4()
+    return Candidate(ref=f"fact:{ident.hex[:8]}", memory_id=ident, kind="fact",
+                     section=Section.NOW, text=text, score=3.0, pinned=True, since=since)
+
+
+def _turn(text: str, said: datetime = MAY, speaker: str = "user") -> Candidate:
+    ident = uuid4()
+    return Candidate(ref=f"episode:{ident.hex[:8]}#c0", memory_id=ident, kind="chunk",
+                     section=Section.EXCERPTS, text=f"{speaker}: {text}", score=0.5,
+                     chunk_no=0, said_at=said)
+
+
+def _row(fact: Candidate, value: str, subject: str = "user", attribute: str = "rent"
+         ) -> dict[str, object]:
+    return {"id": fact.memory_id, "slot_value": value, "slot_subject": subject,
+            "slot_attribute": attribute}
+
+
+def test_values_are_numbers_and_names_never_in_a_plan_or_a_question() -> None:
+    assert named_values("Ugh, the landlord put my rent up to 1450.") == {"1450"}
+    assert named_values("first week at Fintly done! the onboarding was a blur") == {"fintly"}
+    assert named_values("We're moving to Berlin next month. Can you help with Vienna?") == set()
+    assert named_values("I'm fine") == set()
+
+
+def test_a_later_statement_with_another_value_and_close_in_meaning_contests() -> None:
+    fact, turn = _fact("The user's rent is 1300 a month."), _turn("the landlord put my rent "
+                                                                    "up to 1450")
+    later = later_statements([turn])
+    rows = {fact.memory_id: _row(fact, "1300 a month")}
+    close = {(key(fact), key(turn)): LATER_COSINE + 0.1}
+    (found,) = contests([fact], rows, later, close, ["rent"])
+    assert found.later.cand is turn
+    shown = apply_contests([fact, turn], [found], current_only=False)
+    assert [c.section for c in shown] == [Section.NOW, Section.NOW]  # the turn first
+    assert shown[0].memory_id == turn.memory_id and shown[1].since is None
+    assert shown[1].newer_on == MAY
+    assert [c.memory_id for c in apply_contests([fact, turn], [found], current_only=True)
+            ] == [turn.memory_id]
+    far = {(key(fact), key(turn)): LATER_COSINE - 0.1}
+    assert contests([fact], rows, later, far, ["rent"]) == []
+
+
+def test_no_contest_from_the_assistant_an_earlier_turn_the_same_value_or_another_person(
+        ) -> None:
+    fact = _fact("The user lives in Lisbon.")
+    rows = {fact.memory_id: _row(fact, "lisbon", attribute="home")}
+    turns = [_turn("Sounds like Madrid suits you.", speaker="assistant"),
+             _turn("I live in Porto now.", said=datetime(2023, 12, 1, tzinfo=UTC)),
+             _turn("Lisbon is lovely, Alfama especially."),
+             _turn("My sister Ana moved to Seville.")]
+    close = {(key(fact), key(t)): 0.9 for t in turns}
+    assert contests([fact], rows, later_statements(turns), close, ["live"]) == []
+
+
+def test_a_value_of_a_known_kind_counts_in_lower_case() -> None:
+    fact, turn = _fact("The user is pescatarian."), _turn("eating flexitarian these days")
+    rows = {fact.memory_id: _row(fact, "pescatarian", attribute=DIET)}
+    close = {(key(fact), key(turn)): 0.5}
+    assert len(contests([fact], rows, later_statements([turn]), close, ["diet"])) == 1
+
+
+def test_the_latest_telling_goes_first_and_the_earlier_values_are_old() -> None:
+    first = _turn("standup 9:15 daily, remind me", said=JAN)
+    second = _turn("they pushed standup to 10:15 for the US folks")
+    statements = later_statements([first, second])
+    close = {(key(first), key(second)): TOLD_OTHERWISE_COSINE + 0.1}
+    (told,) = retellings(statements, close, frozenset({"standup"}))
+    assert told.earlier.cand is first and told.later.cand is second
+    assert told.old == {"9:15"}
+    shown = promote([first, second], [told])
+    assert shown[0].memory_id == second.memory_id and shown[0].section is Section.NOW
+    assert [c.memory_id for c in shown[1:]] == [first.memory_id]
+    assert retellings(statements, {}, frozenset()) == []  # not close in meaning
