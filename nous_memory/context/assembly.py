@@ -319,7 +319,9 @@ class ContextAssembler:
         question about how things stand).  One short read of the pairs' cosines, only
         when there are such pairs."""
         now = [c for c in merged if c.section is Section.NOW and c.since is not None]
-        statements = later_statements(recalled)
+        shown = {c.memory_id for c in merged if c.section is Section.NOW}
+        statements = [s for s in later_statements(recalled)
+                      if s.cand.chunk_no is not None or s.cand.memory_id not in shown]
         state = asks_how_things_stand(query)
         if len(statements) + len(now) < 2 or not (now or state):
             return [], []

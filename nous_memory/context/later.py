@@ -69,6 +69,9 @@ VALUE_WORDS: Mapping[str, frozenset[str]] = {
     DIET: frozenset(DIETS), COMMUTE: frozenset(COMMUTE_MEANS), CAR: frozenset(CAR_BRANDS),
     PHONE: frozenset(PHONE_BRANDS)}
 _KNOWN_VALUES = frozenset().union(*VALUE_WORDS.values())
+_ASKING = re.compile(r"\W*(?:do|does|did|can|could|would|will|should|shall|is|are|was|were|"
+                     r"have|has|any|what|what's|how|why|where|when|which|who|whose)\b",
+                     re.IGNORECASE)
 _NOT_VALUES = frozenset("i i'm im i've i'd i'll ok okay".split())
 
 
@@ -88,7 +91,7 @@ def _words(text: str) -> frozenset[str]:
 
 
 def _norm(token: str) -> str:
-    return token.lower().replace("\u2019", "'").removesuffix("'s").strip(".,:/-'")
+    return token.lower().replace("\u2019", "'").removesuffix("'s").strip(".,:/-'$£€")
 
 
 def named_values(body: str) -> frozenset[str]:
@@ -97,13 +100,13 @@ def named_values(body: str) -> frozenset[str]:
     sentence that tells what is ahead (a plan replaces nothing yet)."""
     out: set[str] = set()
     for sentence in _SENTENCE.findall(body):
-        if sentence.rstrip().endswith("?") or states_a_plan(sentence):
-            continue
+        if _ASKING.match(sentence) or states_a_plan(sentence):
+            continue  # "Is it 9:30?" asks; "Rent is $950, is that normal?" tells
         for index, token in enumerate(_TOKEN.findall(sentence)):
             low = _norm(token)
             if not low or low in _NOT_VALUES:
                 continue
-            if any(ch.isdigit() for ch in token) or (
+            if any(ch.isdigit() for ch in token) or low in _KNOWN_VALUES or (
                     index > 0 and token[0].isupper() and len(low) > 1):
                 out.add(low)
     return frozenset(out)
@@ -127,7 +130,7 @@ def later_statements(candidates: Iterable[Candidate]) -> list[Later]:
         else:
             continue
         values = named_values(body)
-        if values or _words(body) & _KNOWN_VALUES:
+        if values:
             out.append(Later(cand=cand, said=cand.said_at, speaker=speaker, body=body,
                              values=values))
     out.sort(key=lambda s: s.said, reverse=True)
@@ -139,8 +142,9 @@ def _about(subject: str, later: Later) -> bool:
     them unless it speaks of someone of theirs ("my sister ...")."""
     body = later.body
     if subject == SELF:
-        if later.cand.kind == "fact":
-            return body.lower().startswith(("the user ", "the user's ", "user "))
+        low = body.lower()
+        if later.cand.kind == "fact" and low.startswith(("the user ", "the user's ")):
+            return True
         people = [(w or "").lower().removesuffix("s") for m in _MY_PERSON.finditer(body)
                   for w in (m.group("who"), m.group("then"))]
         return not any(who in PEOPLE for who in people)
@@ -200,6 +204,9 @@ def apply_contests(candidates: Sequence[Candidate], found: Sequence[Contest], *,
                    current_only: bool) -> list[Candidate]:
     """The candidates with each contested value no longer current (left out with
     ``current_only``) and its latest later statement moved just above it."""
+    if current_only:  # a value its slot's later value replaced (now.py) goes too
+        candidates = [c for c in candidates
+                      if not (c.section is Section.NOW and c.newer_on is not None)]
     if not found:
         return list(candidates)
     by_fact = {c.fact: c for c in found}

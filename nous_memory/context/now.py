@@ -78,7 +78,34 @@ def now_candidates(rows: Sequence[Mapping[str, Any]], cues: QueryCues) -> list[C
             continue
         chosen[row["id"]] = _candidate(row, Section.NOW, score + cosine,
                                        since=row["valid_from"])
-    return list(chosen.values())
+    return _one_current_per_slot(list(chosen.values()), rows)
+
+
+def _one_current_per_slot(cands: list[Candidate], rows: Sequence[Mapping[str, Any]]
+                          ) -> list[Candidate]:
+    """Two active values of one slot (written by a path that stores without deciding,
+    such as a key-value put) are not both current: the one said last is, and goes first;
+    the other says when its successor was said."""
+    slot = {r["id"]: (r["slot_subject"], r["slot_attribute"]) for r in rows
+            if r["part"] in ("now", "near")}
+    latest: dict[tuple[Any, Any], Candidate] = {}
+    for cand in cands:
+        key = slot.get(cand.memory_id)
+        if key is None or cand.since is None or key[1].startswith(EVENT_PREFIX):
+            continue
+        best = latest.get(key)
+        if best is None or (best.since is not None and cand.since > best.since):
+            latest[key] = cand
+    out: list[Candidate] = []
+    for cand in cands:
+        key = slot.get(cand.memory_id)
+        winner = latest.get(key) if key is not None else None
+        if winner is None or winner is cand or winner.since is None:
+            out.append(cand)
+        else:
+            out.append(dataclasses.replace(cand, since=None, newer_on=winner.since,
+                                           score=min(cand.score, winner.score) - 1e-6))
+    return out
 
 
 def upcoming_candidates(rows: Sequence[Mapping[str, Any]], cues: QueryCues,

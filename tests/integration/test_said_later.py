@@ -98,3 +98,21 @@ async def test_a_title_stays_with_its_name(store: MemoryStore) -> None:
              if m.status is Status.ACTIVE]
     values = {m.fact.slot_value for m in facts if m.fact.slot_attribute == "gp"}
     assert values == {"dr okafor"}, [m.summary for m in facts]
+
+
+async def test_two_values_stored_without_deciding_are_not_both_current(
+        store: MemoryStore) -> None:
+    # remember() stores what it is given (a key-value put does the same): the read decides
+    await store.remember("a", "fact", content="I live in Lisbon.", valid_from=JAN)
+    await store.remember("a", "fact", content="We moved to Porto.", valid_from=MAY)
+    ctx = await store.assemble_context("a", "Where do I live?", budget_tokens=400,
+                                       as_of="2024-06-10T10:00:00Z")
+    lines = ctx.text.splitlines()
+    porto = [i for i, line in enumerate(lines) if "Porto" in line]
+    lisbon = [i for i, line in enumerate(lines) if "Lisbon" in line]
+    assert porto and lisbon and min(porto) < min(lisbon), ctx.text
+    assert "(current, since 10 May 2024)" in lines[porto[0]], ctx.text
+    assert all("(older:" in lines[i] for i in lisbon), ctx.text
+    clean = await store.assemble_context("a", "Where do I live?", budget_tokens=400,
+                                         as_of="2024-06-10T10:00:00Z", current_only=True)
+    assert "Lisbon" not in clean.text and "Porto" in clean.text
