@@ -13,7 +13,8 @@ import re
 
 TAG = "nous-memory"
 # only the exact form ``wrap`` writes, so a user typing "<nous-memory" loses nothing
-_OPEN = rf'<{TAG} kind="[a-z_]+">'
+# a block inside a JSON string (a tool's result, stored as it came) has its quotes escaped
+_OPEN = rf'<{TAG} kind=\\?"[a-z_]+\\?">'
 _BLOCK = re.compile(rf"{_OPEN}.*?</{TAG}>", re.S)
 _MARKER = re.compile(rf"{_OPEN}|</{TAG}>")
 

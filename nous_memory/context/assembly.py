@@ -77,12 +77,13 @@ from .now import (
     old_values,
     upcoming_candidates,
 )
+from .ordering import acknowledgement
 from .recall import Recaller
 from .recall import parse_request as parse_recall_request
 from .refs import make_ref
 from .restated import asks_how_things_stand
 from .sections import assemble, order_section
-from .truncation import truncate
+from .truncation import query_terms, truncate
 
 _log = logging.getLogger(__name__)
 
@@ -238,8 +239,9 @@ class ContextAssembler:
             found, told = await self._said_later(agent, merged, recalled, always_rows,
                                                  cues, req.query)
             shown = promote(apply_contests(merged, found, current_only=current_only), told)
-            candidates = mark_old(shown, old_values(always_rows) + contested_olds(found)
-                                  + retold_olds(told), current_only=current_only)
+            candidates = last_acknowledgements(
+                mark_old(shown, old_values(always_rows) + contested_olds(found)
+                         + retold_olds(told), current_only=current_only), req.query)
             candidates, hits, misses, queued = await self._tier2(req, candidates, tier2)
         finally:  # on failure, the reads still under way are stopped and their errors taken
             tasks = [t for t in (always, tier2.rows if tier2 else None) if t is not None]
@@ -415,6 +417,16 @@ class ContextAssembler:
         while self._background:
             await asyncio.gather(*list(self._background), return_exceptions=True)
         await self._access.flush()
+
+
+def last_acknowledgements(candidates: list[Candidate], query: str) -> list[Candidate]:
+    """An acknowledgement ("Got it, thanks for telling me.") after every other item of
+    its section, an older statement marked as such included: it says nothing itself."""
+    asked = query_terms(query)
+    floor = min((c.score for c in candidates), default=0.0)
+    return [dataclasses.replace(c, score=floor - 1.0 - c.score / (1 + abs(c.score)))
+            if c.chunk_no is not None and acknowledgement(c.text, asked) else c
+            for c in candidates]
 
 
 def _ms(start: float, end: float) -> float:

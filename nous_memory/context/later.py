@@ -106,8 +106,10 @@ def named_values(body: str) -> frozenset[str]:
             low = _norm(token)
             if not low or low in _NOT_VALUES:
                 continue
+            if index == 0 and not low.replace(":", "").replace(".", "").isdigit():
+                continue  # a sentence's first word is its subject, or says nothing
             if any(ch.isdigit() for ch in token) or low in _KNOWN_VALUES or (
-                    index > 0 and token[0].isupper() and len(low) > 1):
+                    token[0].isupper() and len(low) > 1):
                 out.add(low)
     return frozenset(out)
 
@@ -143,8 +145,9 @@ def _about(subject: str, later: Later) -> bool:
     body = later.body
     if subject == SELF:
         low = body.lower()
-        if later.cand.kind == "fact" and low.startswith(("the user ", "the user's ")):
-            return True
+        if later.cand.kind == "fact" and not low.startswith(
+                ("the user ", "the user's ", "i ", "i'm ", "i've ", "my ", "we ", "our ")):
+            return False  # a fact says whom it is about first
         people = [(w or "").lower().removesuffix("s") for m in _MY_PERSON.finditer(body)
                   for w in (m.group("who"), m.group("then"))]
         return not any(who in PEOPLE for who in people)
@@ -347,11 +350,14 @@ def retold_olds(found: Sequence[Retelling]) -> list[OldValue]:
     """The values only an earlier telling names, as old ones (marked where stated)."""
     out: list[OldValue] = []
     for r in found:
+        new = sorted(r.later.values - r.earlier.values)  # a text holding one is not old
+        current = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, new)) + r")(?!\w)",
+                             re.IGNORECASE) if new else None
         for value in sorted(r.old):
             if _markable(value):
                 out.append(OldValue(old=re.compile(r"(?<!\w)" + re.escape(value) + r"(?!\w)",
                                                    re.IGNORECASE),
-                                    current=None, until=r.later.said))
+                                    current=current, until=r.later.said))
     return out
 
 

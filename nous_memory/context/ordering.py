@@ -139,9 +139,14 @@ class _Kind:
 
     @property
     def bare(self) -> bool:
-        """A question (or an assistant turn) with no word beyond the query's."""
+        """A question (or an assistant turn) with no word beyond the query's; or a short
+        assistant turn that names nothing ("Got it, thanks for telling me."): no value,
+        no word of the query.  It ranks by the turns before it, indexed with it, and says
+        nothing of its own."""
         if not (self.question or self.assistant):
             return False
+        if self.assistant and _says_nothing(self.body, self._asked):
+            return True
         if self._has_own is None:
             self._has_own = next(self.own_terms(), None) is not None
         return not self._has_own
@@ -154,6 +159,30 @@ class _Kind:
         if not all(term in self.lower for term in other._probe):
             return False
         return other.own <= (self.own | self._asked)
+
+
+SHORT_WORDS = 12  # an acknowledgement's length at most
+_VALUE_TOKEN = re.compile(r"\d|(?<=[a-z,;] )[A-Z]")
+_WORDS = re.compile(r"[a-z']+")
+
+
+def acknowledgement(text: str, asked: frozenset[str]) -> bool:
+    """An assistant's turn (``"assistant: ..."``) that says nothing for this query."""
+    found = _SPEAKER.match(text)
+    return (found is not None and found.group(0).rstrip(": \t").lower() == "assistant"
+            and _says_nothing(text[found.end():], asked))
+
+
+def _says_nothing(body: str, asked: frozenset[str]) -> bool:
+    """A short text that names no value (a number, a name inside a sentence), holds no
+    word of the query and at most one word of substance (four letters or more, not a
+    courtesy): "Got it, thanks for telling me."."""
+    words = _WORDS.findall(body.lower())
+    if not words or len(words) > SHORT_WORDS or _VALUE_TOKEN.search(body):
+        return False
+    if any(term in word for word in words for term in asked):
+        return False
+    return sum(1 for w in words if len(w) >= 4 and w not in COURTESY_WORDS) <= 1
 
 
 def said_not_asked(rows: list[Row], query: str,

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from .. import blocks
 from ..memories.messages import TranscriptMessage as TranscriptMessage
 from ..tokens import count_tokens
 from .dates import date_line
@@ -94,7 +95,11 @@ def chunk_messages(messages: Sequence[TranscriptMessage], *, max_tokens: int,
     """
     if max_turns < 1 or context_turns < 0:
         raise ValueError("max_turns must be >= 1 and context_turns >= 0")
-    spoken = [m for m in messages if m.content.strip()]
+    # what the store itself put into the conversation (a context a memory tool returned,
+    # a summary) is never evidence again: it is left out of the chunks
+    spoken = [m if blocks.TAG not in m.content else replace(m, content=blocks.strip(m.content))
+              for m in messages]
+    spoken = [m for m in spoken if m.content.strip()]
     groups: list[list[TranscriptMessage]] = []
     group: list[TranscriptMessage] = []
     used = 0
@@ -117,7 +122,7 @@ def chunk_messages(messages: Sequence[TranscriptMessage], *, max_tokens: int,
     chunks: list[Chunk] = []
     # only the last context_turns spoken messages are ever context
     history: deque[TranscriptMessage] = deque(
-        (m for m in before if m.content.strip()), maxlen=context_turns)
+        (m for m in before if blocks.strip(m.content)), maxlen=context_turns)
     for index, group in enumerate(groups):
         chunks.append(_make(group, first_chunk_no + index, list(history),
                             one_line_tokens.get(index)))

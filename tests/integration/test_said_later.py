@@ -116,3 +116,19 @@ async def test_two_values_stored_without_deciding_are_not_both_current(
     clean = await store.assemble_context("a", "Where do I live?", budget_tokens=400,
                                          as_of="2024-06-10T10:00:00Z", current_only=True)
     assert "Lisbon" not in clean.text and "Porto" in clean.text
+
+
+async def test_an_acknowledgement_is_not_evidence(store: MemoryStore) -> None:
+    await store.ingest("a", [
+        _session("2024-01-10", "My manager is Priya Shah, she runs the data team.",
+                 "Got it, thanks for telling me."),
+        _session("2024-05-10", "Priya moved on, my manager is Tom Berg now.",
+                 "Got it, thanks for telling me.")])
+    await store.worker().drain()
+    ctx = await store.assemble_context("a", "Who is my manager?", budget_tokens=600,
+                                       as_of="2024-06-10T10:00:00Z")
+    excerpts = ctx.text.split("## Excerpts (verbatim)\n", 1)[1].splitlines()[:-1]
+    assert "Got it" not in excerpts[0], ctx.text
+    told = [i for i, line in enumerate(excerpts) if "Got it" not in line]
+    acks = [i for i, line in enumerate(excerpts) if "Got it" in line]
+    assert not acks or max(told) < min(acks), ctx.text

@@ -51,3 +51,18 @@ def test_multi_turn_chunks_stop_at_turns_or_tokens() -> None:
 def test_index_text_without_context_is_the_content() -> None:
     assert index_text("Ana: hi", "") == "Ana: hi"
     assert index_text("Ana: hi", "Bo: yo") == "Bo: yo\nAna: hi"
+
+
+def test_a_block_the_store_wrote_is_never_chunked_again() -> None:
+    import json
+
+    from nous_memory import blocks
+
+    context = blocks.wrap("## About the user now\n[fact:1] The user lives in Porto.", "context")
+    turns = [msg(0, "Where do I live?"),
+             TranscriptMessage(seq=1, role="tool", content=json.dumps({"text": context})),
+             TranscriptMessage(seq=2, role="tool", content=context),
+             msg(3, f"Thanks. {context} Also I love hiking.")]
+    chunks = chunk_messages(turns, max_tokens=160)
+    assert not any("Porto" in c.content or "Porto" in c.context for c in chunks)
+    assert chunks[-1].content == "Ana: Thanks.  Also I love hiking."
