@@ -239,10 +239,11 @@ class ContextAssembler:
             found, told = await self._said_later(agent, merged, recalled, always_rows,
                                                  cues, req.query)
             shown = promote(apply_contests(merged, found, current_only=current_only), told)
+            shown, hits, misses, queued = await self._tier2(req, shown, tier2)
+            # old values are marked in the texts as shown (a record's tier-2 text too)
             candidates = last_acknowledgements(
                 mark_old(shown, old_values(always_rows) + contested_olds(found)
                          + retold_olds(told), current_only=current_only), req.query)
-            candidates, hits, misses, queued = await self._tier2(req, candidates, tier2)
         finally:  # on failure, the reads still under way are stopped and their errors taken
             tasks = [t for t in (always, tier2.rows if tier2 else None) if t is not None]
             for task in tasks:
