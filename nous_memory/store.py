@@ -23,6 +23,7 @@ from .conversing import ConversationView
 from .db import Database, EmbeddedServer, SchemaStatus
 from .db.setup import ensure_database, prepare_schema, redact_dsn, waiting_for_database
 from .embeddings import Embedder, embedder_from_settings
+from .episodes.statements import compound_statements
 from .errors import DatabaseError
 from .facts.learning import FactHistory, LearnResult
 from .llm import UsageRow, usage_by_agent
@@ -259,13 +260,19 @@ class MemoryStore(OwnerView, ConversationView):
         recorded as a past value, or rejected (with the reason).  ``instructions``: the
         prompt the fact was extracted with, so a fact that merely restates it is rejected.
         ``valid_from``: when it was said (default now); a value said before its slot's
-        current one goes into the history, never current."""
+        current one goes into the history, never current.  A person's text of several
+        statements ("I live in Lisbon and I have a dog called Pepper") is learned as the
+        facts the close would learn from it; the first is the result, the rest ``also``."""
         fields = {k: v for k, v in {
             "subject": subject, "category": category, "confidence": confidence,
             "source": source, "source_episode_id": source_episode_id,
             "valid_from": valid_from}.items() if v is not None}
-        return await self.facts.learn(agent_id, content, instructions=instructions,
-                                      source_kind=source_kind, **fields)
+        # a person's compound statement is split as the close splits it, one fact each
+        parts = compound_statements(content) if isinstance(content, str) else []
+        results = [await self.facts.learn(agent_id, part, instructions=instructions,
+                                          source_kind=source_kind, **fields)
+                   for part in parts or [content]]
+        return results[0].model_copy(update={"also": results[1:]})
 
     async def fact_history(self, agent_id: str, fact_id: UUID | str) -> FactHistory:
         """Every version of a fact (supersession chain, oldest first) and its events."""

@@ -132,6 +132,17 @@ def extract_statements(messages: Sequence[TranscriptMessage]) -> list[Statement]
     return found
 
 
+def compound_statements(text: str) -> list[str]:
+    """A text of several clauses that states facts of its speaker, as the facts the close
+    would learn from it ("I live in Lisbon and I have a dog called Pepper": two); [] when
+    it is one statement, or states none of the speaker's own."""
+    parts = list(clauses(blocks.strip(text)))
+    if len(parts) < 2:
+        return []
+    found = extract_statements([TranscriptMessage(seq=0, role="user", content=text)])
+    return [statement.content for statement in found]
+
+
 def clauses(text: str) -> Iterable[str]:
     """Declarative clauses: quotes, questions, conditionals and parentheticals removed,
     and a subordinate clause of a doubtful main clause with it."""

@@ -28,7 +28,9 @@ class LearnAction(StrEnum):
 
 
 class LearnResult(BaseModel):
-    """What learn_fact did.  ``related`` holds the fact confirmed, replaced or flagged."""
+    """What learn_fact did.  ``related`` holds the fact confirmed, replaced or flagged;
+    ``also``: what was learned of a text's other statements ("I live in Lisbon and I have
+    a dog called Pepper" is two facts), each decided on its own."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -38,6 +40,7 @@ class LearnResult(BaseModel):
     similarity: float | None = None
     decided_by: str | None = None
     related: list[UUID] = []
+    also: list[LearnResult] = []
 
 
 class FactHistory(BaseModel):

@@ -143,6 +143,10 @@ async def _learn_fact(store: MemoryStore, agent: str, args: Mapping[str, Any],
                             "related": [make_ref(Kind.FACT, r) for r in result.related]}
     if result.fact is not None:
         data.update(_memory_data(result.fact))
+    if result.also:  # a compound statement: the other facts learned from it
+        data["also"] = [{"action": other.action.value, **(_memory_data(other.fact)
+                                                         if other.fact else {})}
+                        for other in result.also]
     return ToolResult(text=render.learned(result), data=data)
 
 

@@ -204,8 +204,10 @@ def learned(result: LearnResult) -> str:
         "reactivated": f"Known before: {mine} is current again" + (
             f"; it supersedes {others}" if others else ""),
     }.get(result.action.value, f"Fact {result.action.value}: {mine}")
-    return text + ":\n" + block([item_line(ref(result.fact), result.fact.summary), *reason],
-                                 "saved")
+    out = text + ":\n" + block([item_line(ref(result.fact), result.fact.summary), *reason],
+                                "saved")
+    # the text's other statements, each learned on its own
+    return "\n".join([out, *(learned(other) for other in result.also)])
 
 
 _PLACED = {"restored": "", "confirmed": "; a current fact says the same: it is confirmed "

@@ -132,3 +132,30 @@ async def test_an_acknowledgement_is_not_evidence(store: MemoryStore) -> None:
     told = [i for i, line in enumerate(excerpts) if "Got it" not in line]
     acks = [i for i, line in enumerate(excerpts) if "Got it" in line]
     assert not acks or max(told) < min(acks), ctx.text
+
+
+async def test_a_compound_statement_is_learned_as_its_facts(store: MemoryStore) -> None:
+    both = await store.learn_fact("a", "I live in Lisbon and I have a dog called Pepper",
+                                  valid_from=JAN)
+    facts = [both, *both.also]
+    assert len(facts) == 2 and all(r.action is LearnAction.CREATED for r in facts)
+    slots = {(r.fact.fact.slot_attribute, r.fact.fact.slot_value)
+             for r in facts if r.fact is not None}
+    assert slots == {("home", "lisbon"), ("pet:dog", "pepper")}
+    juno = await store.learn_fact("a", "Pepper passed away; we adopted a puppy named Juno",
+                                  valid_from=MAY)
+    assert juno.fact is not None and juno.fact.fact.slot_value == "juno"
+    assert juno.action is LearnAction.SUPERSEDED  # the dog Juno after the dog Pepper
+    moved = await store.learn_fact("a", "We moved to Porto", valid_from=MAY)
+    assert moved.action is LearnAction.SUPERSEDED and moved.also == []
+
+
+async def test_the_learn_tool_says_every_fact_of_a_compound_statement(
+        store: MemoryStore) -> None:
+    from nous_memory.tools import ToolBox
+
+    box = ToolBox(store, agent_id="a")
+    result = await box.call("memory_learn_fact",
+                            {"content": "I live in Lisbon and I have a dog called Pepper"})
+    assert "lives in Lisbon" in result.text and "dog called Pepper" in result.text
+    assert len(result.data["also"]) == 1

@@ -1402,7 +1402,9 @@ export interface components {
         LearnAction: "created" | "confirmed" | "merged" | "superseded" | "reactivated" | "past" | "rejected";
         /**
          * LearnResult
-         * @description What learn_fact did.  ``related`` holds the fact confirmed, replaced or flagged.
+         * @description What learn_fact did.  ``related`` holds the fact confirmed, replaced or flagged;
+         *     ``also``: what was learned of a text's other statements ("I live in Lisbon and I have
+         *     a dog called Pepper" is two facts), each decided on its own.
          */
         LearnResult: {
             action: components["schemas"]["LearnAction"];
@@ -1418,6 +1420,11 @@ export interface components {
              * @default []
              */
             related?: string[];
+            /**
+             * Also
+             * @default []
+             */
+            also?: components["schemas"]["LearnResult"][];
         };
         /**
          * Memory
