@@ -50,8 +50,9 @@ async def test_learn_creates_then_exact_duplicate_confirms(client: httpx.AsyncCl
     created = await learn(client, {"content": "Maria works at the Lisbon office",
                                    "subject": "Maria", "category": "work", "confidence": 0.6,
                                    "source": "chat", "source_kind": "extracted"})
-    assert set(created) == {"action", "fact", "reason", "similarity", "decided_by", "related"}
-    assert created["action"] == "created"
+    assert set(created) == {"action", "fact", "reason", "similarity", "decided_by", "related",
+                            "also"}
+    assert created["action"] == "created" and created["also"] == []
     assert created["reason"] is None and created["related"] == []
     fact = created["fact"]
     assert fact["agent_id"] == A and fact["kind"] == "fact" and fact["status"] == "active"
