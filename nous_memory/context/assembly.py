@@ -54,6 +54,7 @@ from .later import (
     later_statements,
     promote,
     retellings,
+    retold_facts,
     retold_olds,
 )
 from .model import (
@@ -337,7 +338,7 @@ class ContextAssembler:
         slots = {r["id"]: r for r in always_rows if r["part"] in ("now", "near")}
         found = contests(now, slots, statements, cosines, cues.words)
         told = retellings(statements, cosines, frozenset(cues.words)) if state else []
-        return found, told
+        return found + retold_facts(now, slots, told, found), told
 
     def _start_tier2_read(self, req: ContextRequest, recalled: list[Candidate]
                           ) -> Tier2Read | None:

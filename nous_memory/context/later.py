@@ -245,6 +245,27 @@ def _unique(candidates: list[Candidate]) -> list[Candidate]:
     return out
 
 
+def retold_facts(now: Sequence[Candidate], rows: Mapping[UUID, Mapping[str, Any]],
+                 told: Sequence[Retelling], found: Sequence[Contest]) -> list[Contest]:
+    """A current value whose statement was told otherwise later is contested by that
+    later telling: the value is in the earlier statement and not in the later one."""
+    done = {c.fact for c in found}
+    out: list[Contest] = []
+    for cand in now:
+        row = rows.get(cand.memory_id)
+        if row is None or cand.since is None or cand.memory_id in done:
+            continue
+        value = (row["slot_value"] or "").lower()
+        pattern = re.compile(r"(?<!\w)" + re.escape(value) + r"(?!\w)") if value else None
+        for r in sorted(told, key=lambda t: t.later.said, reverse=True):
+            if (pattern is not None and r.later.said > cand.since
+                    and pattern.search(r.earlier.body.lower())
+                    and not pattern.search(r.later.body.lower())):
+                out.append(Contest(fact=cand.memory_id, later=r.later, value=value))
+                break
+    return out
+
+
 def contested_olds(found: Sequence[Contest]) -> list[OldValue]:
     """A contested value as an old one, so other texts stating it are marked older."""
     out: list[OldValue] = []
