@@ -47,6 +47,7 @@ from ..memories.slot_words import (
     PHONE,
     PHONE_BRANDS,
 )
+from ..words import MONTH_NAMES, WEEKDAY_NAMES
 from .model import Candidate, Section
 from .now import OldValue
 
@@ -74,6 +75,32 @@ _ASKING = re.compile(r"\W*(?:do|does|did|can|could|would|will|should|shall|is|ar
                      r"have|has|any|what|what's|how|why|where|when|which|who|whose)\b",
                      re.IGNORECASE)
 _NOT_VALUES = frozenset("i i'm im i've i'd i'll ok okay".split())
+
+
+_TIME = re.compile(r"^\d{1,2}(?::\d\d)?(?:am|pm|h)?$|^\d{1,2}:\d\d$")
+_CALENDAR = frozenset(WEEKDAY_NAMES) | frozenset(MONTH_NAMES) | frozenset(
+    w + "s" for w in WEEKDAY_NAMES)
+
+
+def value_kind(value: str) -> str:
+    """What kind of value a word is: a time, a day or month, another number, a word of a
+    known kind (a diet, a means of travel, ...), or a name.  A value is told otherwise
+    only by a value of its kind: a dentist's "8 July at 3pm" does not retell "Porto"."""
+    low = value.lower()
+    if low in _CALENDAR or re.fullmatch(r"\d{1,2}(?:st|nd|rd|th)", low):
+        return "day"
+    if _TIME.match(low) and (":" in low or low.endswith(("am", "pm", "h"))):
+        return "time"
+    if any(ch.isdigit() for ch in low):
+        return "number"
+    for attribute, words in VALUE_WORDS.items():
+        if low in words:
+            return attribute
+    return "name"
+
+
+def _kinds(values: Iterable[str]) -> frozenset[str]:
+    return frozenset(value_kind(v) for v in values)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -184,6 +211,8 @@ def contests(now: Sequence[Candidate], rows: Mapping[UUID, Mapping[str, Any]],
                 continue
             new = {v for v in stmt.values | (_words(stmt.body) & kinds)
                    if v not in own and v not in asked}
+            if value and new and not _kinds(new) & _kinds(value.split()):
+                continue  # another kind of value: not this one told otherwise
             if not new or (value and re.search(r"(?<!\w)" + re.escape(value) + r"(?!\w)",
                                                stmt.body.lower())):
                 continue
@@ -321,7 +350,7 @@ def retellings(statements: Sequence[Later],
                 continue
             new = later.values - earlier.values - asked
             old = earlier.values - later.values - asked
-            if not new or not old:
+            if not new or not old or not _kinds(new) & _kinds(old):
                 continue
             if _cosine(cosines, key(earlier.cand), key(later.cand)) < TOLD_OTHERWISE_COSINE:
                 continue

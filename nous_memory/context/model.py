@@ -98,6 +98,7 @@ class Candidate:
     retold_on: datetime | None = None  # its person told the value again, otherwise, then
     since: datetime | None = None  # a current value of a slot: held since then
     newer_on: datetime | None = None  # a slot's value its person said more of, then
+    ended: bool = False  # a current slot fact that ends its value ("left Zenith")
     event_at: datetime | None = None  # an upcoming plan: when it happens
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..memories.fact_slots import SELF, attribute_family, query_attributes
+from ..memories.fact_slots import SELF, attribute_family, query_attributes, read_slot
 from ..memories.kinds import Kind
 from ..memories.slot_words import CORE_ATTRIBUTES, EVENT_PREFIX
 from ..tokens import count_tokens
@@ -77,7 +77,7 @@ def now_candidates(rows: Sequence[Mapping[str, Any]], cues: QueryCues) -> list[C
         else:
             continue
         chosen[row["id"]] = _candidate(row, Section.NOW, score + cosine,
-                                       since=row["valid_from"])
+                                       since=row["valid_from"], ended=_ends(row))
     return _one_current_per_slot(list(chosen.values()), rows)
 
 
@@ -136,12 +136,20 @@ def _names(subject: str, cues: QueryCues) -> bool:
     return all(word in cues.words for word in subject.split())
 
 
+def _ends(row: Mapping[str, Any]) -> bool:
+    """Whether the fact ends its slot's value ("The user left Zenith in March"): read
+    from its text, as it was when learned."""
+    slot = read_slot(row["summary"] or "")
+    return slot is not None and slot.ended
+
+
 def _candidate(row: Mapping[str, Any], section: Section, score: float, *,
-               since: datetime | None = None, event_at: datetime | None = None) -> Candidate:
+               since: datetime | None = None, event_at: datetime | None = None,
+               ended: bool = False) -> Candidate:
     kind = Kind(row["kind"])
     return Candidate(ref=make_ref(kind, row["id"]), memory_id=row["id"], kind=kind.value,
                      section=section, text=row["summary"], score=score, pinned=True,
-                     cosine=row["cosine"], since=since, event_at=event_at)
+                     cosine=row["cosine"], since=since, event_at=event_at, ended=ended)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

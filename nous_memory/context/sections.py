@@ -35,14 +35,15 @@ class Assembled:
 def item_line(ref: str, text: str, said_at: datetime | None = None, *,
               stale_on: datetime | None = None, since: datetime | None = None,
               event_at: datetime | None = None, retold_on: datetime | None = None,
-              newer_on: datetime | None = None) -> str:
+              newer_on: datetime | None = None, ended: bool = False) -> str:
     """``[ref] (date) text``: one item, with the day it was said when known; inner lines
     indented; the store's own tags neutralised so an item can never close the block
     early (episode close strips the whole block).  What no longer holds says so in words
     ("(older: superseded on 20 May 2024)"), so a reader with no sense of dates still
     answers with the current value; a current value says since when; a plan says when;
     a value its person told again, otherwise, says when ("(older: told again on ...)"),
-    and so does one its person said more of later ("(older: the user said more on ...)")."""
+    and so does one its person said more of later ("(older: the user said more on ...)");
+    a value that ended says when ("(ended on ...)"), never that it is current."""
     body = text.replace(_TAG_CLOSE, "</nous_memory").replace(_TAG_OPEN, "<nous_memory")
     lines = [" ".join(line.split()) for line in body.strip().splitlines()]
     if event_at is not None:
@@ -51,6 +52,7 @@ def item_line(ref: str, text: str, said_at: datetime | None = None, *,
     else:
         when = f"({said_at:%a %-d %b %Y}) " if said_at is not None else ""
     note = (f" (older: superseded on {stale_on:%-d %b %Y})" if stale_on is not None
+            else f" (ended on {since:%-d %b %Y})" if since is not None and ended
             else f" (current, since {since:%-d %b %Y})" if since is not None
             else f" (older: told again on {retold_on:%-d %b %Y})" if retold_on is not None
             else f" (older: the user said more on {newer_on:%-d %b %Y})"
@@ -130,7 +132,8 @@ def assemble(candidates: Sequence[Candidate], budgets: Mapping[Section, int],
         for cand in order_section(by_section[section]):
             line = item_line(cand.ref, cand.text, cand.said_at, stale_on=cand.stale_on,
                              since=cand.since, event_at=cand.event_at,
-                             retold_on=cand.retold_on, newer_on=cand.newer_on)
+                             retold_on=cand.retold_on, newer_on=cand.newer_on,
+                             ended=cand.ended)
             line_cost = count_line(line)
             cost = line_cost + (0 if started else header_cost)
             if cost > left or cost > remaining:
