@@ -134,3 +134,17 @@ async def test_the_pre_model_hook_puts_context_before_the_model(store: MemorySto
     assert sent[0].type == "system" and "Beatrice lives in Lisbon" in str(sent[0].content)
     assert [m.type for m in sent[1:]] == ["human"]
     assert [m.type for m in out["messages"]] == ["human", "ai"]  # the state is unchanged
+
+
+async def test_a_newer_put_of_one_slot_is_the_current_value(store: MemoryStore) -> None:
+    """A put stores what it is given; the read decides which of two values is current."""
+    lg = NousMemoryStore(store, agent_id="lg-move")
+    await lg.aput(("memories",), "home-1", {"content": "I live in Lisbon"})
+    await lg.aput(("memories",), "home-2", {"content": "We moved to Porto"})
+    context = await store.assemble_context("lg-move", "Where do I live?", budget_tokens=400)
+    lines = context.text.splitlines()
+    porto = next(i for i, line in enumerate(lines) if "Porto" in line)
+    lisbon = [i for i, line in enumerate(lines) if "Lisbon" in line]
+    assert "(current" in lines[porto] and lisbon and porto < min(lisbon), context.text
+    assert all("(current" not in lines[i] for i in lisbon), context.text
+    assert {i.key for i in await lg.asearch(("memories",), limit=10)} == {"home-1", "home-2"}
