@@ -181,7 +181,11 @@ def old_values(rows: Sequence[Mapping[str, Any]]) -> list[OldValue]:
 def mark_old(candidates: Sequence[Candidate], olds: Sequence[OldValue], *,
              current_only: bool) -> list[Candidate]:
     """Recalled texts stating an old value (and not the current one) marked older and
-    ranked below the rest of their section; left out with ``current_only``."""
+    ranked below the rest of their section; left out with ``current_only``, as is a
+    telling its person told again otherwise (``retold_on``)."""
+    if current_only:
+        candidates = [c for c in candidates if c.retold_on is None
+                      or c.section in (Section.NOW, Section.UPCOMING)]
     if not olds:
         return list(candidates)
     out: list[Candidate] = []
