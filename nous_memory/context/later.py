@@ -130,12 +130,15 @@ def named_values(body: str) -> frozenset[str]:
     for sentence in _SENTENCE.findall(body):
         if _ASKING.match(sentence) or states_a_plan(sentence):
             continue  # "Is it 9:30?" asks; "Rent is $950, is that normal?" tells
-        for index, token in enumerate(_TOKEN.findall(sentence)):
+        tokens = _TOKEN.findall(sentence)
+        for index, token in enumerate(tokens):
             low = _norm(token)
             if not low or low in _NOT_VALUES:
                 continue
-            if index == 0 and not low.replace(":", "").replace(".", "").isdigit():
-                continue  # a sentence's first word is its subject, or says nothing
+            if index == 0 and not low.replace(":", "").replace(".", "").isdigit() and not (
+                    len(tokens) > 1 and tokens[1][:1].isupper()
+                    and _norm(tokens[1]) not in _NOT_VALUES):
+                continue  # a sentence's first word, unless a name of two ("Henrik Dahl")
             if any(ch.isdigit() for ch in token) or low in _KNOWN_VALUES or (
                     token[0].isupper() and len(low) > 1):
                 out.add(low)
