@@ -44,19 +44,6 @@ from .extraction import (
     query_digest,
     source_text,
 )
-from .later import (
-    Contest,
-    Retelling,
-    apply_contests,
-    contested_olds,
-    contests,
-    key,
-    later_statements,
-    promote,
-    retellings,
-    retold_facts,
-    retold_olds,
-)
 from .model import (
     DEFAULT_BUDGET_TOKENS,
     MIN_BUDGET_TOKENS,
@@ -78,13 +65,13 @@ from .now import (
     old_values,
     upcoming_candidates,
 )
-from .ordering import acknowledgement
+from .ordering import last_acknowledgements
 from .recall import Recaller
 from .recall import parse_request as parse_recall_request
 from .refs import make_ref
-from .restated import asks_how_things_stand
+from .said_later import said_later
 from .sections import assemble, order_section
-from .truncation import query_terms, truncate
+from .truncation import truncate
 
 _log = logging.getLogger(__name__)
 
@@ -237,14 +224,14 @@ class ContextAssembler:
             always_rows = await always
             fetched = time.perf_counter()
             merged = self._merge(req, recalled, always_rows, cues, moment)
-            found, told = await self._said_later(agent, merged, recalled, always_rows,
-                                                 cues, req.query)
-            shown = promote(apply_contests(merged, found, current_only=current_only), told)
+            later = await said_later(self._db, self._embeddings.model_name, agent, merged,
+                                     recalled, always_rows, cues, req.query)
+            shown = later.shown(merged, current_only=current_only)
             shown, hits, misses, queued = await self._tier2(req, shown, tier2)
             # old values are marked in the texts as shown (a record's tier-2 text too)
             candidates = last_acknowledgements(
-                mark_old(shown, old_values(always_rows) + contested_olds(found)
-                         + retold_olds(told), current_only=current_only), req.query)
+                mark_old(shown, old_values(always_rows) + later.olds(),
+                         current_only=current_only), req.query)
         finally:  # on failure, the reads still under way are stopped and their errors taken
             tasks = [t for t in (always, tier2.rows if tier2 else None) if t is not None]
             for task in tasks:
@@ -313,32 +300,6 @@ class ContextAssembler:
                                  text=row["summary"], score=float(row["importance"]),
                                  pinned=True))
         return out
-
-    async def _said_later(self, agent: str, merged: Sequence[Candidate],
-                          recalled: Sequence[Candidate],
-                          always_rows: Sequence[Mapping[str, Any]], cues: QueryCues,
-                          query: str) -> tuple[list[Contest], list[Retelling]]:
-        """What people said later that bears on what is shown (``later.py``): the
-        current values it contests, and the statements it tells otherwise (for a
-        question about how things stand).  One short read of the pairs' cosines, only
-        when there are such pairs."""
-        now = [c for c in merged if c.section is Section.NOW and c.since is not None]
-        shown = {c.memory_id for c in merged if c.section is Section.NOW}
-        statements = [s for s in later_statements(recalled)
-                      if s.cand.chunk_no is not None or s.cand.memory_id not in shown]
-        state = asks_how_things_stand(query)
-        if len(statements) + len(now) < 2 or not (now or state):
-            return [], []
-        items = [*now, *(s.cand for s in statements)]
-        rows = await self._db.read(
-            "context_later_cosines", agent, [c.memory_id for c in items],
-            [key(c)[1] for c in items], self._embeddings.model_name)
-        cosines = {((r["a_id"], r["a_chunk"]), (r["b_id"], r["b_chunk"])): r["cosine"]
-                   for r in rows}
-        slots = {r["id"]: r for r in always_rows if r["part"] in ("now", "near")}
-        found = contests(now, slots, statements, cosines, cues.words)
-        told = retellings(statements, cosines, frozenset(cues.words)) if state else []
-        return found + retold_facts(now, slots, told, found), told
 
     def _start_tier2_read(self, req: ContextRequest, recalled: list[Candidate]
                           ) -> Tier2Read | None:
@@ -419,16 +380,6 @@ class ContextAssembler:
         while self._background:
             await asyncio.gather(*list(self._background), return_exceptions=True)
         await self._access.flush()
-
-
-def last_acknowledgements(candidates: list[Candidate], query: str) -> list[Candidate]:
-    """An acknowledgement ("Got it, thanks for telling me.") after every other item of
-    its section, an older statement marked as such included: it says nothing itself."""
-    asked = query_terms(query)
-    floor = min((c.score for c in candidates), default=0.0)
-    return [dataclasses.replace(c, score=floor - 1.0 - c.score / (1 + abs(c.score)))
-            if c.chunk_no is not None and acknowledgement(c.text, asked) else c
-            for c in candidates]
 
 
 def _ms(start: float, end: float) -> float:

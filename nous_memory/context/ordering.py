@@ -34,6 +34,7 @@ by itself (a turn with nothing of its own, "Happy to help!", is never ranked at 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -171,6 +172,17 @@ def acknowledgement(text: str, asked: frozenset[str]) -> bool:
     found = _SPEAKER.match(text)
     return (found is not None and found.group(0).rstrip(": \t").lower() == "assistant"
             and _says_nothing(text[found.end():], asked))
+
+
+def last_acknowledgements(candidates: Sequence[Any], query: str) -> list[Any]:
+    """Context candidates with each acknowledgement ("Got it, thanks for telling me.")
+    scored below every other item of its section, an older statement marked as such
+    included: it says nothing itself."""
+    asked = query_terms(query)
+    floor = min((c.score for c in candidates), default=0.0)
+    return [dataclasses.replace(c, score=floor - 1.0 - c.score / (1 + abs(c.score)))
+            if c.chunk_no is not None and acknowledgement(c.text, asked) else c
+            for c in candidates]
 
 
 def _says_nothing(body: str, asked: frozenset[str]) -> bool:

@@ -13,7 +13,7 @@ from collections import defaultdict
 from typing import Any
 
 from ..db import Database
-from ..memories.fact_slots import slot_and_event
+from ..memories.ahead import slot_and_event
 from .batches import FIRST_KEY
 
 PAGE = 1000

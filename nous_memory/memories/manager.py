@@ -26,9 +26,10 @@ from ..errors import (
     out_of_range,
 )
 from ..tokens import count_tokens
+from .ahead import slot_and_event
 from .changes import apply_changes, audit_values, refuse_cold_detail_edit
 from .fact_key import fact_hash
-from .fact_slots import SELF, slot_and_event
+from .fact_slots import SELF
 from .kinds import (
     MAX_BATCH_ITEMS,
     MAX_PAGE_SIZE,

@@ -6,18 +6,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from uuid import uuid4
 
-from nous_memory.context.later import (
-    LATER_COSINE,
-    TOLD_OTHERWISE_COSINE,
-    apply_contests,
-    contests,
-    key,
-    later_statements,
-    named_values,
-    promote,
-    retellings,
-)
+from nous_memory.context.later import LATER_COSINE, apply_contests, contests
 from nous_memory.context.model import Candidate, Section
+from nous_memory.context.retold import TOLD_OTHERWISE_COSINE, promote, retellings
+from nous_memory.context.tellings import key, later_statements, named_values
 from nous_memory.memories.slot_words import DIET
 
 JAN, MAY = datetime(2024, 1, 10, tzinfo=UTC), datetime(2024, 5, 10, tzinfo=UTC)

@@ -6,8 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from nous_memory.memories.ahead import slot_and_event
 from nous_memory.memories.event_time import event_time
-from nous_memory.memories.fact_slots import Slot, query_attributes, read_slot, slot_and_event
+from nous_memory.memories.fact_slots import Slot, query_attributes, read_slot
 
 SAID = datetime(2024, 5, 2, 10, tzinfo=UTC)  # a Thursday
 

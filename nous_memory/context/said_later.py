@@ -1,0 +1,67 @@
+"""What people said later that bears on what a context shows: one read, then the rules.
+
+The read is of the cosines between the current values shown and the people's
+statements among the candidates (``context_later_cosines``), made only when there are
+such pairs.  The rules are ``later.py`` (a current value a later statement bears on) and
+``retold.py`` (a telling and its retelling, for a question about how things stand).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..db import Database
+from .later import Contest, apply_contests, contested_olds, contests, retold_facts
+from .model import Candidate, Section
+from .now import OldValue, QueryCues
+from .restated import asks_how_things_stand
+from .retold import Retelling, promote, retellings, retold_olds
+from .tellings import key, later_statements
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SaidLater:
+    """The current values contested and the tellings retold, for one call."""
+
+    found: list[Contest]
+    told: list[Retelling]
+
+    def shown(self, candidates: Sequence[Candidate], *, current_only: bool
+              ) -> list[Candidate]:
+        """The candidates with contested values no longer current and the latest
+        statements first."""
+        return promote(apply_contests(candidates, self.found, current_only=current_only),
+                       self.told)
+
+    def olds(self) -> list[OldValue]:
+        """The values said otherwise later, to be marked older where a text states them."""
+        return contested_olds(self.found) + retold_olds(self.told)
+
+
+NOTHING = SaidLater(found=[], told=[])
+
+
+async def said_later(db: Database, model_name: str, agent: str,
+                     merged: Sequence[Candidate], recalled: Sequence[Candidate],
+                     always_rows: Sequence[Mapping[str, Any]], cues: QueryCues,
+                     query: str) -> SaidLater:
+    """What was said later of what ``merged`` shows (``recalled``: every ranked item, the
+    ones the context leaves out included, since a later statement may rank low)."""
+    now = [c for c in merged if c.section is Section.NOW and c.since is not None]
+    shown = {c.memory_id for c in merged if c.section is Section.NOW}
+    statements = [s for s in later_statements(recalled)
+                  if s.cand.chunk_no is not None or s.cand.memory_id not in shown]
+    state = asks_how_things_stand(query)
+    if len(statements) + len(now) < 2 or not (now or state):
+        return NOTHING
+    items = [*now, *(s.cand for s in statements)]
+    rows = await db.read("context_later_cosines", agent, [c.memory_id for c in items],
+                         [key(c)[1] for c in items], model_name)
+    cosines = {((r["a_id"], r["a_chunk"]), (r["b_id"], r["b_chunk"])): r["cosine"]
+               for r in rows}
+    slots = {r["id"]: r for r in always_rows if r["part"] in ("now", "near")}
+    found = contests(now, slots, statements, cosines, cues.words)
+    told = retellings(statements, cosines, frozenset(cues.words)) if state else []
+    return SaidLater(found=found + retold_facts(now, slots, told, found), told=told)

@@ -1,0 +1,204 @@
+"""A person's statements that name values ("tellings"), read for what they name.
+
+What a later statement names decides whether it bears on an earlier value (``later.py``,
+``retold.py``): numbers and times, days, name-like words inside a sentence, and for some
+attributes a word of a known kind (a diet, a means of travel); what kind each value is
+(a time is told otherwise only by a time); whether a statement is about its person or
+about someone of theirs.  Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+from ..memories.ahead import states_a_plan
+from ..memories.fact_slots import SELF
+from ..memories.slot_words import (
+    CAR,
+    CAR_BRANDS,
+    COMMUTE,
+    COMMUTE_MEANS,
+    DIET,
+    DIETS,
+    PEOPLE,
+    PHONE,
+    PHONE_BRANDS,
+)
+from ..words import MONTH_NAMES, WEEKDAY_NAMES
+from .model import Candidate, Section
+
+MAX_LATER = 24  # statements compared per call (the most recent ones that name values)
+QUOTE_WORDS = 40  # a later statement shown above the value: its sentences with values
+
+Key = tuple[UUID, int]  # a memory, and its chunk's number (-1: the memory itself)
+_SPEAKER = re.compile(r"^([^:\n]{1,40}):\s*")
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+_TOKEN = re.compile(r"[A-Za-z0-9£$€][\w'\u2019.:/,-]*[\w%]|[A-Za-z0-9]")
+_MY_PERSON = re.compile(r"\b(?:my|our)\s+(?P<who>\w+)(?:\s+(?P<then>\w+))?", re.IGNORECASE)
+# attributes whose values are a known kind of word: a value of theirs need not be
+# capitalised ("eating flexitarian these days")
+VALUE_WORDS: Mapping[str, frozenset[str]] = {
+    DIET: frozenset(DIETS), COMMUTE: frozenset(COMMUTE_MEANS), CAR: frozenset(CAR_BRANDS),
+    PHONE: frozenset(PHONE_BRANDS)}
+_KNOWN_VALUES = frozenset().union(*VALUE_WORDS.values())
+_ASKING = re.compile(r"\W*(?:do|does|did|can|could|would|will|should|shall|is|are|was|were|"
+                     r"have|has|any|what|what's|how|why|where|when|which|who|whose)\b",
+                     re.IGNORECASE)
+_NOT_VALUES = frozenset("i i'm im i've i'd i'll ok okay".split())
+
+
+_TIME = re.compile(r"^\d{1,2}(?::\d\d)?(?:am|pm|h)?$|^\d{1,2}:\d\d$")
+_CALENDAR = frozenset(WEEKDAY_NAMES) | frozenset(MONTH_NAMES) | frozenset(
+    w + "s" for w in WEEKDAY_NAMES)
+
+
+def value_kind(value: str) -> str:
+    """What kind of value a word is: a time, a day or month, another number, a word of a
+    known kind (a diet, a means of travel, ...), or a name.  A value is told otherwise
+    only by a value of its kind: a dentist's "8 July at 3pm" does not retell "Porto"."""
+    low = value.lower()
+    if low in _CALENDAR or re.fullmatch(r"\d{1,2}(?:st|nd|rd|th)", low):
+        return "day"
+    if _TIME.match(low) and (":" in low or low.endswith(("am", "pm", "h"))):
+        return "time"
+    if any(ch.isdigit() for ch in low):
+        return "number"
+    for attribute, words in VALUE_WORDS.items():
+        if low in words:
+            return attribute
+    return "name"
+
+
+def kinds(values: Iterable[str]) -> frozenset[str]:
+    return frozenset(value_kind(v) for v in values)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Later:
+    """A person's statement that names values, said at ``said``."""
+
+    cand: Candidate
+    said: datetime
+    speaker: str
+    body: str
+    values: frozenset[str]  # lower case
+
+
+def words(text: str) -> frozenset[str]:
+    return frozenset(_norm(t) for t in _TOKEN.findall(text))
+
+
+def _norm(token: str) -> str:
+    return token.lower().replace("\u2019", "'").removesuffix("'s").strip(".,:/-'$£€")
+
+
+def named_values(body: str) -> frozenset[str]:
+    """What a statement names as so: numbers and times, and name-like words inside a
+    sentence (capitalised, not its first word, not "I"); never in a question or in a
+    sentence that tells what is ahead (a plan replaces nothing yet)."""
+    out: set[str] = set()
+    for sentence in _SENTENCE.findall(body):
+        if _ASKING.match(sentence) or states_a_plan(sentence):
+            continue  # "Is it 9:30?" asks; "Rent is $950, is that normal?" tells
+        tokens = _TOKEN.findall(sentence)
+        for index, token in enumerate(tokens):
+            low = _norm(token)
+            if not low or low in _NOT_VALUES:
+                continue
+            if index == 0 and not low.replace(":", "").replace(".", "").isdigit() and not (
+                    len(tokens) > 1 and tokens[1][:1].isupper()
+                    and _norm(tokens[1]) not in _NOT_VALUES):
+                continue  # a sentence's first word, unless a name of two ("Henrik Dahl")
+            if any(ch.isdigit() for ch in token) or low in _KNOWN_VALUES or (
+                    token[0].isupper() and len(low) > 1):
+                out.add(low)
+    return frozenset(out)
+
+
+def later_statements(candidates: Iterable[Candidate]) -> list[Later]:
+    """The candidates that are a person's own statements naming values, newest first."""
+    out: list[Later] = []
+    for cand in candidates:
+        if cand.said_at is None or cand.section is Section.NOW:
+            continue
+        if cand.chunk_no is not None:
+            found = _SPEAKER.match(cand.text)
+            if found is None:
+                continue
+            speaker, body = found.group(1).strip().lower(), cand.text[found.end():]
+            if speaker in ("assistant", "system", "tool"):
+                continue
+        elif cand.kind == "fact":
+            speaker, body = "", cand.text
+        else:
+            continue
+        values = named_values(body)
+        if values:
+            out.append(Later(cand=cand, said=cand.said_at, speaker=speaker, body=body,
+                             values=values))
+    out.sort(key=lambda s: s.said, reverse=True)
+    return out[:MAX_LATER]
+
+
+def about(subject: str, later: Later) -> bool:
+    """Whether the statement is about the slot's subject: a person's own turn is about
+    them unless it speaks of someone of theirs ("my sister ...")."""
+    body = later.body
+    if subject == SELF:
+        low = body.lower()
+        if later.cand.kind == "fact" and not low.startswith(
+                ("the user ", "the user's ", "i ", "i'm ", "i've ", "my ", "we ", "our ")):
+            return False  # a fact says whom it is about first
+        people = [(w or "").lower().removesuffix("s") for m in _MY_PERSON.finditer(body)
+                  for w in (m.group("who"), m.group("then"))]
+        return not any(who in PEOPLE for who in people)
+    said = words(body)
+    wanted = [w for w in subject.replace("user's", " ").split() if w]
+    return bool(wanted) and all(w in said for w in wanted)
+
+
+def _people(body: str) -> frozenset[str]:
+    return frozenset(w for w in words(body) if w in PEOPLE) | named_values(body)
+
+
+def same_subject(a: Later, b: Later) -> bool:
+    """Both about the person themselves, or both about the same someone or something
+    (a word naming them in both)."""
+    a_self, b_self = about(SELF, a), about(SELF, b)
+    if a_self and b_self:
+        return True
+    if a_self or b_self:
+        return False
+    return bool(_people(a.body) & _people(b.body))
+
+
+def quote(later: Later) -> str:
+    """The statement as shown above the value: its sentences naming values, whole."""
+    kept = [s.strip() for s in _SENTENCE.findall(later.body) if named_values(s)]
+    words = " ".join(kept or [later.body.strip()]).split()
+    body = " ".join(words[:QUOTE_WORDS]) + (" ..." if len(words) > QUOTE_WORDS else "")
+    return f"{later.speaker}: {body}" if later.speaker else body
+
+
+def cosine(cosines: Mapping[tuple[Key, Key], float], a: Key, b: Key) -> float:
+    return cosines.get((a, b), cosines.get((b, a), -1.0))
+
+
+def key(cand: Candidate) -> Key:
+    return (cand.memory_id, -1 if cand.chunk_no is None else cand.chunk_no)
+
+
+_YEAR = re.compile(r"^(?:19|20)\d\d$")
+
+
+def markable(value: str) -> bool:
+    """A value distinctive enough to find in other texts: a word of three letters or
+    more, a time or an amount; not a small number or a year (every date holds one)."""
+    if any(ch.isalpha() for ch in value):
+        return len(value) >= 3
+    digits = sum(ch.isdigit() for ch in value)
+    return (":" in value or digits >= 3) and not _YEAR.match(value)
