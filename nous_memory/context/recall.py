@@ -37,6 +37,7 @@ from .results import RecallResult as RecallResult
 from .results import RecallScores as RecallScores
 from .results import RecallTimings as RecallTimings
 from .results import TimeWindow as TimeWindow
+from .said_later import contested_in_recall
 from .when import Window, resolve, without_now
 
 AGENT_ROWS_TTL_S = 30.0  # how long a small agent's counted size is trusted
@@ -233,8 +234,11 @@ class Recaller:
             vector = self.check_vector(query_embedding)
         embedded = time.perf_counter()
         rows = await self.ranked_rows(req, vector)
+        # a current value that something said later bears on is not reported as current
+        contested = await contested_in_recall(self._db, self._embeddings.model_name,
+                                              req.agent, rows, req.query)
         done = time.perf_counter()
-        items = [_item(row) for row in rows]
+        items = [_item(row, contested) for row in rows]
         window = (TimeWindow(start=req.window.start, end=req.window.end)
                   if req.window is not None else None)
         return RecallResult(query=req.query, k=req.k, items=items, as_of=req.as_of,
@@ -350,7 +354,8 @@ class Recaller:
         return array
 
 
-def _item(row: Mapping[str, Any]) -> RecallItem:
+def _item(row: Mapping[str, Any], contested: Mapping[Any, datetime] | None = None
+          ) -> RecallItem:
     chunk_no = row["chunk_no"]
     kind = Kind(row["kind"])
     return RecallItem(
@@ -360,8 +365,10 @@ def _item(row: Mapping[str, Any]) -> RecallItem:
         created_at=row["created_at"], ended_at=row["ended_at"], said_at=row["said_at"],
         status=Status(row["status"]), stale_since=row["stale_on"],
         current_since=row["valid_from"] if row["slot_key"] and row["stale_on"] is None
-        and row["source"] == "memory" else None,
-        told_again_on=row.get("retold_on"),
+        and row["source"] == "memory" and row["memory_id"] not in (contested or {})
+        else None,
+        told_again_on=(contested or {}).get(row["memory_id"]) if row["source"] == "memory"
+        and row["memory_id"] in (contested or {}) else row.get("retold_on"),
         scores=RecallScores(
             cosine=row["cosine"], vector_rank=row["vector_rank"], text_rank=row["text_rank"],
             text_score=row["text_score"], fused=row["fused"], recency=row["p_recency"],

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from ..db import Database
+from ..memories.fact_slots import read_slot
 from .later import Contest, apply_contests, contested_olds, contests, retold_facts
 from .model import Candidate, Section
 from .now import OldValue, QueryCues
@@ -65,3 +68,47 @@ async def said_later(db: Database, model_name: str, agent: str,
     found = contests(now, slots, statements, cosines, cues.words)
     told = retellings(statements, cosines, frozenset(cues.words)) if state else []
     return SaidLater(found=found + retold_facts(now, slots, told, found), told=told)
+
+
+async def contested_in_recall(db: Database, model_name: str, agent: str,
+                              rows: Sequence[Mapping[str, Any]], query: str
+                              ) -> dict[UUID, datetime]:
+    """Recall's current slot facts that a later statement among its rows bears on (the
+    same rule as a context's, ``later.contests``): fact id -> when that was said.  Such
+    a fact is not reported as current."""
+    now: list[Candidate] = []
+    slots: dict[UUID, Mapping[str, Any]] = {}
+    heard: list[Candidate] = []
+    for row in rows:
+        if row["source"] == "memory" and row["slot_key"] and row["stale_on"] is None \
+                and row["valid_from"] is not None:
+            subject, _, attribute = str(row["slot_key"]).partition("|")
+            slot = read_slot(row["text"])
+            cand = _as_candidate(row, Section.NOW, since=row["valid_from"])
+            now.append(cand)
+            slots[cand.memory_id] = {"slot_subject": subject, "slot_attribute": attribute,
+                                     "slot_value": slot.value if slot is not None else ""}
+        else:
+            heard.append(_as_candidate(row, Section.EXCERPTS))
+    if not now:
+        return {}
+    earliest = min(c.since for c in now if c.since is not None)
+    statements = [s for s in later_statements(heard) if s.said > earliest]
+    if not statements:
+        return {}
+    items = [*now, *(s.cand for s in statements)]
+    got = await db.read("context_later_cosines", agent, [c.memory_id for c in items],
+                        [key(c)[1] for c in items], model_name)
+    cosines = {((r["a_id"], r["a_chunk"]), (r["b_id"], r["b_chunk"])): r["cosine"]
+               for r in got}
+    words = QueryCues.of(query).words
+    return {c.fact: c.later.said for c in contests(now, slots, statements, cosines, words)}
+
+
+def _as_candidate(row: Mapping[str, Any], section: Section, *,
+                  since: datetime | None = None) -> Candidate:
+    chunk = row["chunk_no"] if row["source"] == "chunk" else None
+    return Candidate(ref="", memory_id=row["memory_id"],
+                     kind="chunk" if chunk is not None else str(row["kind"]),
+                     section=section, text=row["text"], score=0.0, chunk_no=chunk,
+                     said_at=row["said_at"], since=since)

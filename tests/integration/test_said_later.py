@@ -159,3 +159,24 @@ async def test_the_learn_tool_says_every_fact_of_a_compound_statement(
                             {"content": "I live in Lisbon and I have a dog called Pepper"})
     assert "lives in Lisbon" in result.text and "dog called Pepper" in result.text
     assert len(result.data["also"]) == 1
+
+
+async def test_recall_and_the_search_tool_do_not_call_a_value_current_said_otherwise_later(
+        store: MemoryStore) -> None:
+    from nous_memory.tools import ToolBox
+
+    # a fact told to the store directly, then a conversation that no rule reads as its slot
+    await store.learn_fact("a", "The user's rent is 1300 a month.", valid_from=JAN)
+    await store.ingest("a", [_session("2024-05-10", "The landlord put my rent up to 1450.",
+                                      "Ouch.")])
+    await store.worker().drain()
+    found = await store.recall("a", "How much rent do I pay?", k=5,
+                               as_of="2024-06-10T10:00:00Z")
+    old = [i for i in found.items if "1300" in i.text and i.kind.value == "fact"]
+    assert old and all(i.current_since is None for i in old)
+    assert all(i.told_again_on is not None and i.told_again_on.month == 5 for i in old)
+    box = ToolBox(store, agent_id="a")
+    searched = await box.call("memory_search", {"query": "How much rent do I pay?",
+                                                "as_of": "2024-06-10T10:00:00Z"})
+    assert not any("1300" in line and "(current" in line
+                   for line in searched.text.splitlines()), searched.text
