@@ -59,8 +59,9 @@ class Contest:
 
 def contests(now: Sequence[Candidate], rows: Mapping[UUID, Mapping[str, Any]],
              later: Sequence[Later], cosines: Mapping[tuple[Key, Key], float],
-             query_words: Iterable[str]) -> list[Contest]:
-    """For each current value, the latest statement that bears on it, if any."""
+             query_words: Iterable[str], *, every: bool = False) -> list[Contest]:
+    """For each current value, the latest statement that bears on it, if any (``every``:
+    each statement that does)."""
     asked = frozenset(query_words)
     out: list[Contest] = []
     for cand in now:
@@ -85,7 +86,8 @@ def contests(now: Sequence[Candidate], rows: Mapping[UUID, Mapping[str, Any]],
             if not about(row["slot_subject"] or SELF, stmt):
                 continue
             out.append(Contest(fact=cand.memory_id, later=stmt, value=value))
-            break
+            if not every:
+                break
     return out
 
 

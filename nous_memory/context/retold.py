@@ -33,7 +33,7 @@ class Retelling:
 
 def retellings(statements: Sequence[Later],
                cosines: Mapping[tuple[Key, Key], float],
-               asked: frozenset[str]) -> list[Retelling]:
+               asked: frozenset[str], *, every: bool = False) -> list[Retelling]:
     """Each earlier statement with the latest statement of the same person that tells
     the same thing with another value (close in meaning, both naming values the other
     does not)."""
@@ -51,7 +51,8 @@ def retellings(statements: Sequence[Later],
             if not same_subject(earlier, later):
                 continue
             out.append(Retelling(earlier=earlier, later=later, old=frozenset(old)))
-            break
+            if not every:  # the latest only, unless asked for each
+                break
     return out
 
 

@@ -21,7 +21,7 @@ from .model import Candidate, Section
 from .now import OldValue, QueryCues
 from .restated import asks_how_things_stand
 from .retold import Retelling, promote, retellings, retold_olds
-from .tellings import key, later_statements
+from .tellings import Key, key, later_statements
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,15 +59,38 @@ async def said_later(db: Database, model_name: str, agent: str,
     state = asks_how_things_stand(query)
     if len(statements) + len(now) < 2 or not (now or state):
         return NOTHING
-    items = [*now, *(s.cand for s in statements)]
-    rows = await db.read("context_later_cosines", agent, [c.memory_id for c in items],
-                         [key(c)[1] for c in items], model_name)
-    cosines = {((r["a_id"], r["a_chunk"]), (r["b_id"], r["b_chunk"])): r["cosine"]
-               for r in rows}
     slots = {r["id"]: r for r in always_rows if r["part"] in ("now", "near")}
+    # the pairs the values allow, first: most calls have none and need no read
+    maybe = contests(now, slots, statements, _CLOSE, cues.words, every=True)
+    maybe_told = (retellings(statements, _CLOSE, frozenset(cues.words), every=True)
+                  if state else [])
+    involved = {key(c.later.cand) for c in maybe} | {(c.fact, -1) for c in maybe} | {
+        key(r.later.cand) for r in maybe_told} | {key(r.earlier.cand) for r in maybe_told}
+    if not involved:
+        return NOTHING
+    cosines = await _cosines(db, model_name, agent, [
+        c for c in [*now, *(s.cand for s in statements)] if key(c) in involved])
     found = contests(now, slots, statements, cosines, cues.words)
     told = retellings(statements, cosines, frozenset(cues.words)) if state else []
     return SaidLater(found=found + retold_facts(now, slots, told, found), told=told)
+
+
+class _AllClose(dict[tuple[Key, Key], float]):
+    """Every pair close in meaning: what the values alone allow."""
+
+    def get(self, _key: Any, _default: Any = None) -> float:
+        return 1.0
+
+
+_CLOSE = _AllClose()
+
+
+async def _cosines(db: Database, model_name: str, agent: str,
+                   items: Sequence[Candidate]) -> dict[tuple[Key, Key], float]:
+    rows = await db.read("context_later_cosines", agent, [c.memory_id for c in items],
+                         [key(c)[1] for c in items], model_name)
+    return {((r["a_id"], r["a_chunk"]), (r["b_id"], r["b_chunk"])): r["cosine"]
+            for r in rows}
 
 
 async def contested_in_recall(db: Database, model_name: str, agent: str,
@@ -94,14 +117,13 @@ async def contested_in_recall(db: Database, model_name: str, agent: str,
         return {}
     earliest = min(c.since for c in now if c.since is not None)
     statements = [s for s in later_statements(heard) if s.said > earliest]
-    if not statements:
-        return {}
-    items = [*now, *(s.cand for s in statements)]
-    got = await db.read("context_later_cosines", agent, [c.memory_id for c in items],
-                        [key(c)[1] for c in items], model_name)
-    cosines = {((r["a_id"], r["a_chunk"]), (r["b_id"], r["b_chunk"])): r["cosine"]
-               for r in got}
     words = QueryCues.of(query).words
+    maybe = contests(now, slots, statements, _CLOSE, words, every=True)
+    if not maybe:
+        return {}
+    involved = {(c.fact, -1) for c in maybe} | {key(c.later.cand) for c in maybe}
+    cosines = await _cosines(db, model_name, agent, [
+        c for c in [*now, *(s.cand for s in statements)] if key(c) in involved])
     return {c.fact: c.later.said for c in contests(now, slots, statements, cosines, words)}
 
 
