@@ -260,19 +260,23 @@ class MemoryStore(OwnerView, ConversationView):
         recorded as a past value, or rejected (with the reason).  ``instructions``: the
         prompt the fact was extracted with, so a fact that merely restates it is rejected.
         ``valid_from``: when it was said (default now); a value said before its slot's
-        current one goes into the history, never current.  A person's text of several
-        statements ("I live in Lisbon and I have a dog called Pepper") is learned as the
-        facts the close would learn from it; the first is the result, the rest ``also``."""
+        current one goes into the history, never current.  The user's own text of several
+        statements about different things ("I live in Lisbon and I have a dog called
+        Pepper"; no ``subject`` given) is learned as the facts the close would learn from
+        it, each on its own: the first learned is the result, the others ``also``."""
         fields = {k: v for k, v in {
             "subject": subject, "category": category, "confidence": confidence,
             "source": source, "source_episode_id": source_episode_id,
             "valid_from": valid_from}.items() if v is not None}
-        # a person's compound statement is split as the close splits it, one fact each
-        parts = compound_statements(content) if isinstance(content, str) else []
+        # the user's own compound statement is split as the close splits it, one fact
+        # each (each decided and written on its own); one told of someone else is not
+        parts = (compound_statements(content) if isinstance(content, str) and subject is None
+                 and source_kind == "user_stated" else [])
         results = [await self.facts.learn(agent_id, part, instructions=instructions,
                                           source_kind=source_kind, **fields)
                    for part in parts or [content]]
-        return results[0].model_copy(update={"also": results[1:]})
+        first = next((r for r in results if r.fact is not None), results[0])
+        return first.model_copy(update={"also": [r for r in results if r is not first]})
 
     async def fact_history(self, agent_id: str, fact_id: UUID | str) -> FactHistory:
         """Every version of a fact (supersession chain, oldest first) and its events."""

@@ -71,19 +71,20 @@ def contests(now: Sequence[Candidate], rows: Mapping[UUID, Mapping[str, Any]],
         value = (row["slot_value"] or "").lower()
         own = words(cand.text) | words(value)
         known = VALUE_WORDS.get(row["slot_attribute"] or "", frozenset())
+        subject = row["slot_subject"] or SELF
+        stated = (re.compile(r"(?<!\w)" + re.escape(value) + r"(?!\w)") if value else None)
         for stmt in later:  # newest first
             if stmt.said <= cand.since or stmt.cand.memory_id == cand.memory_id:
                 continue
+            if not about(subject, stmt):
+                continue
+            if stated is not None and stated.search(stmt.body.lower()):
+                break  # the value said again later: what came before it is older still
             new = {v for v in stmt.values | (words(stmt.body) & known)
                    if v not in own and v not in asked}
-            if value and new and not kinds(new) & kinds(value.split()):
-                continue  # another kind of value: not this one told otherwise
-            if not new or (value and re.search(r"(?<!\w)" + re.escape(value) + r"(?!\w)",
-                                               stmt.body.lower())):
-                continue
+            if not new or (value and not kinds(new) & kinds(value.split())):
+                continue  # no value, or another kind of value: not this one told otherwise
             if cosine(cosines, key(cand), key(stmt.cand)) < LATER_COSINE:
-                continue
-            if not about(row["slot_subject"] or SELF, stmt):
                 continue
             out.append(Contest(fact=cand.memory_id, later=stmt, value=value))
             if not every:
@@ -143,11 +144,15 @@ def retold_facts(now: Sequence[Candidate], rows: Mapping[UUID, Mapping[str, Any]
         if row is None or cand.since is None or cand.memory_id in done:
             continue
         value = (row["slot_value"] or "").lower()
-        pattern = re.compile(r"(?<!\w)" + re.escape(value) + r"(?!\w)") if value else None
+        if not value:
+            continue
+        pattern = re.compile(r"(?<!\w)" + re.escape(value) + r"(?!\w)")
+        subject = row["slot_subject"] or SELF
         for r in sorted(told, key=lambda t: t.later.said, reverse=True):
-            if (pattern is not None and r.later.said > cand.since
-                    and pattern.search(r.earlier.body.lower())
-                    and not pattern.search(r.later.body.lower())):
+            if (r.later.said > cand.since and pattern.search(r.earlier.body.lower())
+                    and not pattern.search(r.later.body.lower())
+                    and kinds(value.split()) & kinds(r.old)  # the value is what changed
+                    and about(subject, r.later)):
                 out.append(Contest(fact=cand.memory_id, later=r.later, value=value))
                 break
     return out

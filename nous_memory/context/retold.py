@@ -14,7 +14,18 @@ from dataclasses import dataclass
 
 from .model import Candidate, Section
 from .now import OldValue
-from .tellings import Key, Later, cosine, key, kinds, markable, quote, same_subject, words
+from .tellings import (
+    Key,
+    Later,
+    cosine,
+    key,
+    kinds,
+    markable,
+    quote,
+    same_subject,
+    value_kind,
+    words,
+)
 
 # Two statements of a person told otherwise: as close in meaning as this (stored vectors,
 # raw cosine; the same floor as LATER_COSINE), each naming a value the other does not.
@@ -43,8 +54,11 @@ def retellings(statements: Sequence[Later],
             if later.said <= earlier.said or later.speaker != earlier.speaker:
                 continue
             new = later.values - earlier.values - asked
-            old = earlier.values - later.values - asked
-            if not new or not old or not kinds(new) & kinds(old):
+            changed = kinds(new)
+            # what changed is of the kind told again: a standup's time, not its team's city
+            old = {v for v in earlier.values - later.values - asked
+                   if value_kind(v) in changed}
+            if not new or not old:
                 continue
             if cosine(cosines, key(earlier.cand), key(later.cand)) < TOLD_OTHERWISE_COSINE:
                 continue

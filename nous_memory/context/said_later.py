@@ -107,10 +107,12 @@ async def contested_in_recall(db: Database, model_name: str, agent: str,
                 and row["valid_from"] is not None:
             subject, _, attribute = str(row["slot_key"]).partition("|")
             slot = read_slot(row["text"])
+            if slot is None or not slot.value or slot.key != row["slot_key"]:
+                continue  # its value is not in its words (an LLM's slot): left as it is
             cand = _as_candidate(row, Section.NOW, since=row["valid_from"])
             now.append(cand)
             slots[cand.memory_id] = {"slot_subject": subject, "slot_attribute": attribute,
-                                     "slot_value": slot.value if slot is not None else ""}
+                                     "slot_value": slot.value}
         else:
             heard.append(_as_candidate(row, Section.EXCERPTS))
     if not now:

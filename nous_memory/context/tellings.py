@@ -123,8 +123,8 @@ def later_statements(candidates: Iterable[Candidate]) -> list[Later]:
     """The candidates that are a person's own statements naming values, newest first."""
     out: list[Later] = []
     for cand in candidates:
-        if cand.said_at is None or cand.section is Section.NOW:
-            continue
+        if cand.said_at is None or cand.section is Section.NOW or cand.stale_on is not None:
+            continue  # undated, shown as current, or a value known to be past
         if cand.chunk_no is not None:
             found = _SPEAKER.match(cand.text)
             if found is None:
@@ -146,8 +146,14 @@ def later_statements(candidates: Iterable[Candidate]) -> list[Later]:
 
 def about(subject: str, later: Later) -> bool:
     """Whether the statement is about the slot's subject: a person's own turn is about
-    them unless it speaks of someone of theirs ("my sister ...")."""
+    them unless it speaks of someone of theirs ("my sister ..."); the user's own values
+    are borne on by the user's turns (or facts) only, never by another speaker's."""
     body = later.body
+    if subject == SELF and later.speaker not in ("", "user"):
+        return False
+    if subject != SELF and later.speaker == subject:
+        return _MY_PERSON.search(body) is None or not any(
+            w in PEOPLE for w in words(body))  # a named person's own turn
     if subject == SELF:
         low = body.lower()
         if later.cand.kind == "fact" and not low.startswith(

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from .. import blocks
 from ..memories.event_time import names_a_day
+from ..memories.fact_slots import TITLE_DOT, read_slot
 from ..memories.messages import TranscriptMessage
 from .statement_words import (
     ADVERBS,
@@ -52,9 +53,6 @@ MIN_WORDS, MAX_WORDS = 2, 40
 _QUOTED = re.compile("\"[^\"]*\"|\u201c[^\u201d]*\u201d|\u2018[^\u2019]*\u2019|\\([^)]*\\)"
                      "|\\[[^\\]]*\\]")
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
-# a title's dot is not a sentence's end: "my new GP is Dr. Okafor" keeps its value whole
-_TITLE_DOT = re.compile(r"\b(Dr|Mr|Mrs|Ms|Mx|Prof|St|Mt|Sr|Jr|Rev|Capt|Col|Gen|Lt|Sgt)"
-                        r"\.(?=\s+[A-Z])")
 # where a new clause starts: before a first-person subject, after punctuation, a
 # coordinating conjunction, a dash, or a subordinator (whose clause inherits its main
 # clause's doubt: "I wish that I ...", "she said that I ...")
@@ -133,20 +131,27 @@ def extract_statements(messages: Sequence[TranscriptMessage]) -> list[Statement]
 
 
 def compound_statements(text: str) -> list[str]:
-    """A text of several clauses that states facts of its speaker, as the facts the close
-    would learn from it ("I live in Lisbon and I have a dog called Pepper": two); [] when
-    it is one statement, or states none of the speaker's own."""
+    """A text of several clauses, each a fact of its speaker about a different thing, as
+    the facts the close would learn from it ("I live in Lisbon and I have a dog called
+    Pepper": two).  [] (learn the text whole) when it is one statement, when any clause
+    is not such a fact (nothing of it may be lost: "I'm vegan. Please never recommend
+    steakhouses."), or when two clauses give one slot two values ("I moved to Berlin in
+    2020. Before that I lived in Lisbon": which holds is in the words between them)."""
     parts = list(clauses(blocks.strip(text)))
-    if len(parts) < 2:
-        return []
+    if len(parts) < 2 or REPORTING & {w.lower() for w in _WORD.findall(text)}:
+        return []  # one statement, or someone else's words reported
     found = extract_statements([TranscriptMessage(seq=0, role="user", content=text)])
+    slots = [read_slot(statement.content) for statement in found]
+    keys = [slot.key for slot in slots if slot is not None]
+    if len(found) != len(parts) or len(set(keys)) != len(keys):
+        return []
     return [statement.content for statement in found]
 
 
 def clauses(text: str) -> Iterable[str]:
     """Declarative clauses: quotes, questions, conditionals and parentheticals removed,
     and a subordinate clause of a doubtful main clause with it."""
-    text = _TITLE_DOT.sub(r"\1", _QUOTED.sub(" ", text).replace("\u2019", "'"))
+    text = TITLE_DOT.sub(r"\1", _QUOTED.sub(" ", text).replace("\u2019", "'"))
     for sentence in _SENTENCE.findall(text):
         sentence = sentence.strip()
         if sentence.endswith("?"):

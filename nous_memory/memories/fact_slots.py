@@ -71,7 +71,7 @@ class Slot:
         return f"{self.subject}|{self.attribute}"
 
 
-_WORD = re.compile(r"[A-Za-z0-9][\w'.-]*[\w]|[A-Za-z0-9]")
+_WORD = re.compile(r"[A-Za-z0-9][\w'.:-]*[\w]|[A-Za-z0-9]")
 _SUBJECT = re.compile(
     r"^(?P<owner>(?i:the user|user|we|i)|[A-Z][\w'-]*(?: [A-Z][\w'-]*)?)"
     r"(?:'s (?P<rest>.+?))?"
@@ -114,7 +114,7 @@ def _value(text: str, *, names_only: bool = False) -> str:
     if called is not None:  # "a startup called Fintly": the name is the value
         return _clean(called.group(1))
     words: list[str] = []
-    for word in _WORD.findall(re.split(r"[,;:()!?]", text, maxsplit=1)[0]):
+    for word in _WORD.findall(re.split(r"[,;()!?]|:(?!\d)", text, maxsplit=1)[0]):
         low = word.lower().rstrip(".")
         if words and low in VALUE_STOPS and not (low in ("of", "at") and names_only):
             break
@@ -131,11 +131,31 @@ def _subject(owner: str) -> str:
     return SELF if low in ("the user", "user", "we", "i") else low
 
 
+# where one clause ends and another, with a subject of its own, begins
+_CLAUSES = re.compile(r"\s*;\s*|(?<=[a-z0-9])\.\s+(?=[A-Z])")
+# a title's dot is not a sentence's end: "my new GP is Dr. Okafor" keeps its value whole
+TITLE_DOT = re.compile(r"\b(Dr|Mr|Mrs|Ms|Mx|Prof|St|Mt|Sr|Jr|Rev|Capt|Col|Gen|Lt|Sgt)"
+                       r"\.(?=\s+[A-Z])")
+
+
 @lru_cache(maxsize=4096)
 def read_slot(text: str) -> Slot | None:
-    """The slot a fact sentence fills, or None when no rule reads one."""
-    sentence = " ".join(text.replace("\u2019", "'").split()).rstrip(".!")
-    if not sentence or len(sentence) > 400:
+    """The slot a fact sentence fills, or None when no rule reads one.  A text of
+    several clauses ("Pepper passed away; we adopted a puppy named Juno") is read clause
+    by clause: the first slot of the user's own, else the first slot."""
+    text = " ".join(text.replace("\u2019", "'").split())
+    if not text or len(text) > 400:
+        return None
+    parts = [p for p in _CLAUSES.split(TITLE_DOT.sub(r"\1", text)) if p.strip()]
+    if len(parts) > 1:
+        slots = [slot for part in parts if (slot := _read_clause(part)) is not None]
+        return next((s for s in slots if s.subject == SELF), slots[0] if slots else None)
+    return _read_clause(text)
+
+
+def _read_clause(text: str) -> Slot | None:
+    sentence = text.rstrip(".!")
+    if not sentence:
         return None
     match = _SUBJECT.match(sentence)
     if match is None:

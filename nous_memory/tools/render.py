@@ -189,8 +189,8 @@ def learned(result: LearnResult) -> str:
     (a censor's reason, a judge's words about the facts)."""
     reason = [item_line("reason", result.reason)] if result.reason else []
     if result.fact is None:
-        return f"Not learned ({result.action.value}):\n" + block(
-            reason or ["no reason given"], "learn")
+        return "\n".join([f"Not learned ({result.action.value}):\n" + block(
+            reason or ["no reason given"], "learn"), *(learned(o) for o in result.also)])
     mine = f"[{ref(result.fact)}]"
     others = ", ".join(f"[{make_ref(Kind.FACT, r)}]" for r in result.related)
     text = {  # the new fact's ref and the old one's never trade places in the wording
