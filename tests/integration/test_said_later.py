@@ -180,3 +180,15 @@ async def test_recall_and_the_search_tool_do_not_call_a_value_current_said_other
                                                 "as_of": "2024-06-10T10:00:00Z"})
     assert not any("1300" in line and "(current" in line
                    for line in searched.text.splitlines()), searched.text
+
+
+@pytest.mark.parametrize("content", [
+    "I'm vegan. Please never recommend steakhouses.",  # a clause that is no fact
+    "Ana said: I live in Porto and I work at Acme.",  # someone else's words
+    "I moved to Berlin in 2020. Before that I lived in Lisbon.",  # one slot, two values
+])
+async def test_a_compound_is_learned_whole_unless_every_clause_is_the_users_own_fact(
+        store: MemoryStore, content: str) -> None:
+    result = await store.learn_fact("a", content)
+    assert result.also == [] and result.fact is not None
+    assert result.fact.fact.content == content

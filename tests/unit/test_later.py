@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 from uuid import uuid4
 
@@ -90,3 +91,36 @@ def test_the_latest_telling_goes_first_and_the_earlier_values_are_old() -> None:
     assert shown[0].memory_id == second.memory_id and shown[0].section is Section.NOW
     assert [c.memory_id for c in shown[1:]] == [first.memory_id]
     assert retellings(statements, {}, frozenset()) == []  # not close in meaning
+
+
+def test_a_value_said_again_later_is_not_contested_by_what_came_between() -> None:
+    fact = _fact("The user lives in Porto.")
+    rows = {fact.memory_id: _row(fact, "porto", attribute="home")}
+    turns = [_turn("Spent the weekend in Lisbon with Marta", said=datetime(2024, 3, 1,
+                                                                           tzinfo=UTC)),
+             _turn("Back home in Porto now", said=datetime(2024, 4, 1, tzinfo=UTC))]
+    close = {(key(fact), key(t)): 0.9 for t in turns}
+    assert contests([fact], rows, later_statements(turns), close, ["live"]) == []
+
+
+def test_another_speaker_or_a_past_value_never_contests_the_users_value() -> None:
+    fact = _fact("The user lives in Porto.")
+    rows = {fact.memory_id: _row(fact, "porto", attribute="home")}
+    nova = _turn("You might enjoy Lisbon and Sintra", speaker="nova")
+    past = dataclasses.replace(_turn("I lived in Braga for years"), stale_on=MAY)
+    close = {(key(fact), key(t)): 0.9 for t in (nova, past)}
+    assert contests([fact], rows, later_statements([nova, past]), close, ["live"]) == []
+
+
+def test_a_retelling_changes_only_values_of_its_kind() -> None:
+    from nous_memory.context.later import retold_facts
+
+    home = _fact("The user lives in Porto.")
+    rows = {home.memory_id: _row(home, "porto", attribute="home")}
+    first = _turn("Standup with the Porto team is at 9:15 daily.", said=JAN)
+    second = _turn("They pushed standup to 10:15.")
+    statements = later_statements([first, second])
+    close = {(key(first), key(second)): 0.9}
+    (told,) = retellings(statements, close, frozenset({"standup"}))
+    assert told.old == {"9:15"}  # not the team's city
+    assert retold_facts([home], rows, [told], []) == []
