@@ -15,7 +15,6 @@ TAG = "nous-memory"
 # only the exact form ``wrap`` writes, so a user typing "<nous-memory" loses nothing
 # a block inside a JSON string (a tool's result, stored as it came) has its quotes escaped
 _OPEN = rf'<{TAG} kind=\\?"[a-z_]+\\?">'
-_BLOCK = re.compile(rf"{_OPEN}.*?</{TAG}>", re.S)
 _MARKER = re.compile(rf"{_OPEN}|</{TAG}>")
 
 
@@ -32,7 +31,25 @@ def unwrap(text: str, kind: str) -> str:
     return text
 
 
+_OPENING = re.compile(_OPEN)
+_CLOSING = f"</{TAG}>"
+
+
 def strip(text: str) -> str:
-    """Remove injected blocks; a stray opening or closing marker loses only itself."""
-    cleaned = _MARKER.sub("", _BLOCK.sub("", text))
-    return cleaned.strip()
+    """Remove injected blocks; a stray opening or closing marker loses only itself.
+    One pass: an opening marker with no closing one after it ends the search for blocks
+    (a text of many stray markers costs no more than its length)."""
+    if TAG not in text:
+        return text.strip()
+    kept: list[str] = []
+    at = 0
+    for opening in _OPENING.finditer(text):
+        if opening.start() < at:
+            continue  # inside a block already cut
+        closing = text.find(_CLOSING, opening.end())
+        if closing < 0:
+            break  # no block closes after here: the rest loses only its markers
+        kept.append(text[at:opening.start()])
+        at = closing + len(_CLOSING)
+    kept.append(text[at:])
+    return _MARKER.sub("", "".join(kept)).strip()
