@@ -78,12 +78,17 @@ def contests(now: Sequence[Candidate], rows: Mapping[UUID, Mapping[str, Any]],
                 continue
             if not about(subject, stmt):
                 continue
-            if stated is not None and stated.search(stmt.body.lower()):
-                break  # the value said again later: what came before it is older still
             new = {v for v in stmt.values | (words(stmt.body) & known)
                    if v not in own and v not in asked}
-            if not new or (value and not kinds(new) & kinds(value.split())):
-                continue  # no value, or another kind of value: not this one told otherwise
+            if value and not kinds(new) & kinds(value.split()):
+                new = set()  # another kind of value: not this one told otherwise
+            if stated is not None and stated.search(stmt.body.lower()) and not new & known:
+                # the value said again later ("Lisbon is lovely, Alfama especially"): what
+                # came before it is older still; only a word of the attribute's own kind
+                # beside it tells a change ("flexitarian, healthier than pescatarian")
+                break
+            if not new:
+                continue
             if cosine(cosines, key(cand), key(stmt.cand)) < LATER_COSINE:
                 continue
             out.append(Contest(fact=cand.memory_id, later=stmt, value=value))

@@ -30,10 +30,17 @@ _FUTURE = re.compile(
     r"(?:days?|weeks?|months?|years?)\b", re.I)
 
 
+# the arranged future: a progressive verb and a month to come ("we're moving to Berlin
+# in April", said in October); "moved ... in April" or "living here since April" is not
+_ARRANGED = re.compile(
+    r"\b(?:is|are|am|'m|'re)\s+(?:\w+\s+)?\w+ing\b.*\bin (?:january|february|march|"
+    r"april|may|june|july|august|september|october|november|december)\b", re.I)
+
+
 def states_a_plan(content: str) -> bool:
     """Whether a statement tells what is ahead rather than what is so: a move planned for
     next month is not yet the home."""
-    return _FUTURE.search(content) is not None
+    return _FUTURE.search(content) is not None or _ARRANGED.search(content) is not None
 
 
 def slot_and_event(content: str, said_at: datetime) -> tuple[Slot | None, datetime | None]:
