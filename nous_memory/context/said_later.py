@@ -53,11 +53,13 @@ async def said_later(db: Database, model_name: str, agent: str,
     """What was said later of what ``merged`` shows (``recalled``: every ranked item, the
     ones the context leaves out included, since a later statement may rank low)."""
     now = [c for c in merged if c.section is Section.NOW and c.since is not None]
+    state = asks_how_things_stand(query)
+    if not (now or state):
+        return NOTHING  # no current value shown, and not a question about one
     shown = {c.memory_id for c in merged if c.section is Section.NOW}
     statements = [s for s in later_statements(recalled)
                   if s.cand.chunk_no is not None or s.cand.memory_id not in shown]
-    state = asks_how_things_stand(query)
-    if len(statements) + len(now) < 2 or not (now or state):
+    if len(statements) + len(now) < 2:
         return NOTHING
     slots = {r["id"]: r for r in always_rows if r["part"] in ("now", "near")}
     # the pairs the values allow, first: most calls have none and need no read

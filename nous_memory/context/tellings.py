@@ -122,9 +122,13 @@ def named_values(body: str) -> frozenset[str]:
 def later_statements(candidates: Iterable[Candidate]) -> list[Later]:
     """The candidates that are a person's own statements naming values, newest first."""
     out: list[Later] = []
-    for cand in candidates:
-        if cand.said_at is None or cand.section is Section.NOW or cand.stale_on is not None:
-            continue  # undated, shown as current, or a value known to be past
+    dated = sorted(((c.said_at, i, c) for i, c in enumerate(candidates)
+                    if c.said_at is not None), reverse=True)
+    for said, _, cand in dated:  # newest first, read only as far as MAX_LATER statements
+        if len(out) >= MAX_LATER:
+            break
+        if cand.section is Section.NOW or cand.stale_on is not None:
+            continue  # shown as current, or a value known to be past
         if cand.chunk_no is not None:
             found = _SPEAKER.match(cand.text)
             if found is None:
@@ -138,10 +142,9 @@ def later_statements(candidates: Iterable[Candidate]) -> list[Later]:
             continue
         values = named_values(body)
         if values:
-            out.append(Later(cand=cand, said=cand.said_at, speaker=speaker, body=body,
+            out.append(Later(cand=cand, said=said, speaker=speaker, body=body,
                              values=values))
-    out.sort(key=lambda s: s.said, reverse=True)
-    return out[:MAX_LATER]
+    return out
 
 
 def about(subject: str, later: Later) -> bool:
