@@ -36,7 +36,7 @@ from uuid import UUID
 
 from ..memories.fact_slots import SELF
 from .model import Candidate, Section
-from .now import OldValue
+from .now import OldValue, value_pattern
 from .retold import Retelling
 from .tellings import VALUE_WORDS, Key, Later, about, cosine, key, kinds, quote, words
 
@@ -101,9 +101,6 @@ def apply_contests(candidates: Sequence[Candidate], found: Sequence[Contest], *,
                    current_only: bool) -> list[Candidate]:
     """The candidates with each contested value no longer current (left out with
     ``current_only``) and its latest later statement moved just above it."""
-    if current_only:  # a value its slot's later value replaced (now.py) goes too
-        candidates = [c for c in candidates
-                      if not (c.section is Section.NOW and c.newer_on is not None)]
     if not found:
         return list(candidates)
     by_fact = {c.fact: c for c in found}
@@ -165,11 +162,5 @@ def retold_facts(now: Sequence[Candidate], rows: Mapping[UUID, Mapping[str, Any]
 
 def contested_olds(found: Sequence[Contest]) -> list[OldValue]:
     """A contested value as an old one, so other texts stating it are marked older."""
-    out: list[OldValue] = []
-    for contest in found:
-        value = contest.value.strip()
-        if len(value) >= 3 and not value.replace(" ", "").isdigit():
-            out.append(OldValue(old=re.compile(r"(?<!\w)" + re.escape(value) + r"(?:s|es)?(?!\w)",
-                                               re.IGNORECASE),
-                                current=None, until=contest.later.said))
-    return out
+    return [OldValue(old=pattern, current=None, until=contest.later.said)
+            for contest in found if (pattern := value_pattern(contest.value)) is not None]

@@ -168,9 +168,9 @@ def old_values(rows: Sequence[Mapping[str, Any]]) -> list[OldValue]:
     for row in rows:
         if row["part"] not in ("now", "near") or not row["old_values"]:
             continue
-        current = _value_pattern(row["slot_value"] or "")
+        current = value_pattern(row["slot_value"] or "")
         for value, until in row["old_values"]:
-            pattern = _value_pattern(value or "")
+            pattern = value_pattern(value or "")
             if pattern is not None and until is not None and not (
                     current is not None and current.pattern == pattern.pattern):
                 out.append(OldValue(old=pattern, current=current,
@@ -182,10 +182,12 @@ def mark_old(candidates: Sequence[Candidate], olds: Sequence[OldValue], *,
              current_only: bool) -> list[Candidate]:
     """Recalled texts stating an old value (and not the current one) marked older and
     ranked below the rest of their section; left out with ``current_only``, as is a
-    telling its person told again otherwise (``retold_on``)."""
-    if current_only:
-        candidates = [c for c in candidates if c.retold_on is None
-                      or c.section in (Section.NOW, Section.UPCOMING)]
+    telling its person told again otherwise (``retold_on``) and a value shown in "About
+    the user now" that a later one replaced (``newer_on``)."""
+    if current_only:  # a value replaced in its slot, or told again otherwise, goes too
+        candidates = [c for c in candidates
+                      if (c.retold_on is None or c.section in (Section.NOW, Section.UPCOMING))
+                      and not (c.section is Section.NOW and c.newer_on is not None)]
     if not olds:
         return list(candidates)
     out: list[Candidate] = []
@@ -202,7 +204,7 @@ def mark_old(candidates: Sequence[Candidate], olds: Sequence[OldValue], *,
     return out
 
 
-def _value_pattern(value: str) -> re.Pattern[str] | None:
+def value_pattern(value: str) -> re.Pattern[str] | None:
     value = value.strip()
     if len(value) < 3 or value.replace(" ", "").isdigit():
         return None

@@ -21,7 +21,7 @@ from .model import Candidate, Section
 from .now import OldValue, QueryCues
 from .restated import asks_how_things_stand
 from .retold import Retelling, promote, retellings, retold_olds
-from .tellings import Key, key, later_statements
+from .tellings import Key, Later, key, later_statements
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,19 +62,28 @@ async def said_later(db: Database, model_name: str, agent: str,
     if len(statements) + len(now) < 2:
         return NOTHING
     slots = {r["id"]: r for r in always_rows if r["part"] in ("now", "near")}
-    # the pairs the values allow, first: most calls have none and need no read
-    maybe = contests(now, slots, statements, _CLOSE, cues.words, every=True)
-    maybe_told = (retellings(statements, _CLOSE, frozenset(cues.words), every=True)
-                  if state else [])
+    found, told = await _decide(db, model_name, agent, now, slots, statements, cues.words,
+                                state=state)
+    return SaidLater(found=found + retold_facts(now, slots, told, found), told=told)
+
+
+async def _decide(db: Database, model_name: str, agent: str, now: Sequence[Candidate],
+                  slots: Mapping[UUID, Mapping[str, Any]], statements: Sequence[Later],
+                  words: Sequence[str], *, state: bool
+                  ) -> tuple[list[Contest], list[Retelling]]:
+    """The contests (and, for a question about how things stand, the retellings): first
+    the pairs the values allow, then one read of those pairs' cosines, if any."""
+    asked = frozenset(words)
+    maybe = contests(now, slots, statements, _CLOSE, words, every=True)
+    maybe_told = retellings(statements, _CLOSE, asked, every=True) if state else []
     involved = {key(c.later.cand) for c in maybe} | {(c.fact, -1) for c in maybe} | {
         key(r.later.cand) for r in maybe_told} | {key(r.earlier.cand) for r in maybe_told}
-    if not involved:
-        return NOTHING
+    if not involved:  # most calls: no read
+        return [], []
     cosines = await _cosines(db, model_name, agent, [
         c for c in [*now, *(s.cand for s in statements)] if key(c) in involved])
-    found = contests(now, slots, statements, cosines, cues.words)
-    told = retellings(statements, cosines, frozenset(cues.words)) if state else []
-    return SaidLater(found=found + retold_facts(now, slots, told, found), told=told)
+    return (contests(now, slots, statements, cosines, words),
+            retellings(statements, cosines, asked) if state else [])
 
 
 class _AllClose(dict[tuple[Key, Key], float]):
@@ -121,14 +130,9 @@ async def contested_in_recall(db: Database, model_name: str, agent: str,
         return {}
     earliest = min(c.since for c in now if c.since is not None)
     statements = [s for s in later_statements(heard) if s.said > earliest]
-    words = QueryCues.of(query).words
-    maybe = contests(now, slots, statements, _CLOSE, words, every=True)
-    if not maybe:
-        return {}
-    involved = {(c.fact, -1) for c in maybe} | {key(c.later.cand) for c in maybe}
-    cosines = await _cosines(db, model_name, agent, [
-        c for c in [*now, *(s.cand for s in statements)] if key(c) in involved])
-    return {c.fact: c.later.said for c in contests(now, slots, statements, cosines, words)}
+    found, _ = await _decide(db, model_name, agent, now, slots, statements,
+                             QueryCues.of(query).words, state=False)
+    return {c.fact: c.later.said for c in found}
 
 
 def _as_candidate(row: Mapping[str, Any], section: Section, *,
