@@ -188,8 +188,8 @@ def same_subject(a: Later, b: Later) -> bool:
 def quote(later: Later) -> str:
     """The statement as shown above the value: its sentences naming values, whole."""
     kept = [s.strip() for s in _SENTENCE.findall(later.body) if named_values(s)]
-    words = " ".join(kept or [later.body.strip()]).split()
-    body = " ".join(words[:QUOTE_WORDS]) + (" ..." if len(words) > QUOTE_WORDS else "")
+    shown = " ".join(kept or [later.body.strip()]).split()
+    body = " ".join(shown[:QUOTE_WORDS]) + (" ..." if len(shown) > QUOTE_WORDS else "")
     return f"{later.speaker}: {body}" if later.speaker else body
 
 
