@@ -1,6 +1,6 @@
 -- nous-memory schema: the single source of truth for the database layout.
 --
--- schema-version: 13
+-- schema-version: 14
 --
 -- The migration runner applies this file to an empty database and records the
 -- version above; numbered files in nous_memory/db/migrations/ upgrade databases
@@ -52,6 +52,10 @@ CREATE TABLE memories (
     last_accessed_at  timestamptz,
     access_count      integer     NOT NULL DEFAULT 0,
     deleted_at        timestamptz,
+    -- whose it is (people/): the person keys of the people it belongs to, a person's own
+    -- facts and the conversations they were in; empty: the agent's as a whole, shared
+    -- with everyone who talks to it.  A person reads theirs and the shared ones only.
+    people            text[]      NOT NULL DEFAULT '{}',
     PRIMARY KEY (agent_id, id),
     -- lets each detail table prove it points at a memory of its own kind
     UNIQUE (agent_id, id, kind),
@@ -259,6 +263,8 @@ CREATE TABLE episode_messages (
     edited_at     timestamptz,
     deleted_at    timestamptz,
     edits         jsonb       NOT NULL DEFAULT '[]' CHECK (jsonb_typeof(edits) = 'array'),
+    -- the person who said it (people/keys.py): whose a fact learned from it is
+    person        text,
     PRIMARY KEY (agent_id, episode_id, seq),
     FOREIGN KEY (agent_id, episode_id)
         REFERENCES episodes (agent_id, memory_id) ON DELETE CASCADE
@@ -454,7 +460,8 @@ SELECT m.agent_id, m.id, m.kind, m.status, m.summary, m.summary_source, m.summar
            WHEN 'episode'   THEN to_jsonb(de) - ARRAY['agent_id', 'memory_id']
            WHEN 'procedure' THEN to_jsonb(dp) - ARRAY['agent_id', 'memory_id']
            WHEN 'censor'    THEN to_jsonb(dc) - ARRAY['agent_id', 'memory_id']
-       END AS detail
+       END AS detail,
+       m.people
 FROM memories m
 LEFT JOIN decisions  dd ON m.kind = 'decision'  AND dd.agent_id = m.agent_id AND dd.memory_id = m.id
 LEFT JOIN facts      df ON m.kind = 'fact'      AND df.agent_id = m.agent_id AND df.memory_id = m.id
@@ -701,7 +708,7 @@ CREATE FUNCTION nous_recall(
     double precision, integer, double precision, double precision, double precision,
     double precision, boolean, double precision, timestamptz, timestamptz, timestamptz,
     double precision, bigint, bigint, text[], text[], uuid[], integer[],
-    double precision[], text[], bigint[], tsvector[]
+    double precision[], text[], bigint[], tsvector[], text[]
 ) RETURNS TABLE (
     source text, memory_id uuid, chunk_no integer, kind text, status text, text text,
     tokens integer, message_metadata jsonb, created_at timestamptz,
@@ -719,8 +726,10 @@ SET plan_cache_mode = force_generic_plan AS $fn$
 DECLARE
     statement CONSTANT text := $q$
 WITH gone AS (
-    SELECT COALESCE(array_agg(id), '{}') AS ids FROM memories
-    WHERE agent_id = $1 AND status NOT IN ('active', 'archived') AND kind = 'episode'
+    SELECT COALESCE(array_agg(id), '{}') AS ids FROM memories m
+    WHERE agent_id = $1 AND kind = 'episode'
+      AND (status NOT IN ('active', 'archived')
+           OR NOT ($37::text[] IS NULL OR cardinality(m.people) = 0 OR m.people @> $37::text[]))
 ),
 tq AS (
     SELECT ARRAY(SELECT u.lexeme FROM unnest(v) AS u) AS lexemes
@@ -739,6 +748,7 @@ mem_rows AS MATERIALIZED (
            CASE WHEN m.embedding_model = $4 THEN m.embedding <=> $3 END AS dist
     FROM memories m
     WHERE $21 AND m.agent_id = $1 AND m.status = ANY($6::text[]) AND m.kind = ANY($5::text[])
+      AND ($37::text[] IS NULL OR cardinality(m.people) = 0 OR m.people @> $37::text[])
 ),
 chunk_rows AS MATERIALIZED (
     SELECT c.episode_id, c.chunk_no, length(c.search_tsv) AS len, c.search_tsv AS tsv,
@@ -1001,7 +1011,7 @@ BEGIN
         RETURN QUERY EXECUTE statement USING
             agent, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
             $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31,
-            $32, $33, $34, $35, $36;
+            $32, $33, $34, $35, $36, $37;
     ELSE
         RETURN QUERY EXECUTE format('EXECUTE %I(%s)', prepared, concat_ws(', ',
             quote_nullable(agent), quote_nullable($2), quote_nullable($3),
@@ -1015,7 +1025,8 @@ BEGIN
             quote_nullable($25), quote_nullable($26), quote_nullable($27),
             quote_nullable($28), quote_nullable($29), quote_nullable($30),
             quote_nullable($31), quote_nullable($32), quote_nullable($33),
-            quote_nullable($34), quote_nullable($35), quote_nullable($36)));
+            quote_nullable($34), quote_nullable($35), quote_nullable($36),
+            quote_nullable($37)));
     END IF;
 END
 $fn$;
@@ -1048,7 +1059,7 @@ END
 $fn$;
 
 CREATE FUNCTION nous_recall_current_of_slots(
-    agent text, text[], vector, text, uuid[]
+    agent text, text[], vector, text, uuid[], text[]
 ) RETURNS TABLE (
     source text, memory_id uuid, chunk_no integer, kind text, status text, text text,
     tokens integer, message_metadata jsonb, created_at timestamptz,
@@ -1085,6 +1096,7 @@ SELECT 'memory' AS source, m.id AS memory_id, NULL::integer AS chunk_no, m.kind,
        f.valid_from
 FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
 WHERE f.agent_id = $1 AND m.status = 'active'
+  AND ($6::text[] IS NULL OR cardinality(m.people) = 0 OR m.people @> $6::text[])
   AND (f.slot_subject || '|' || f.slot_attribute = ANY($2::text[])
        OR f.memory_id = ANY($5::uuid[]))
 ORDER BY f.valid_from DESC NULLS LAST
@@ -1095,18 +1107,19 @@ BEGIN
     IF prepared IS NULL THEN
         PERFORM set_config('plan_cache_mode', 'force_custom_plan', true);
         RETURN QUERY EXECUTE statement USING
-            agent, $2, $3, $4, $5;
+            agent, $2, $3, $4, $5, $6;
     ELSE
         RETURN QUERY EXECUTE format('EXECUTE %I(%s)', prepared, concat_ws(', ',
             quote_nullable(agent), quote_nullable($2), quote_nullable($3),
-            quote_nullable($4), quote_nullable($5)));
+            quote_nullable($4), quote_nullable($5),
+            quote_nullable($6)));
     END IF;
 END
 $fn$;
 
 CREATE FUNCTION nous_context_always_on(
     agent text, text[], bigint, bigint, vector, text, text[], text[], text[], integer,
-    timestamptz, bigint
+    timestamptz, bigint, text[]
 ) RETURNS TABLE (
     id uuid, kind text, summary text, importance double precision,
     trigger_pattern text, category text, cosine double precision, part text,
@@ -1130,6 +1143,7 @@ UNION ALL
         f.slot_subject, f.slot_attribute, f.valid_from, NULL, true, f.slot_value, NULL
  FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
  WHERE f.agent_id = $1 AND m.status = 'active' AND lower(f.category) = ANY($2::text[])
+   AND ($13::text[] IS NULL OR cardinality(m.people) = 0 OR m.people @> $13::text[])
    AND f.source_kind = 'user_stated'
  ORDER BY (CASE WHEN m.embedding_model = $6 THEN m.embedding <=> $5 END) NULLS LAST,
           m.importance DESC, m.id LIMIT $4)
@@ -1138,7 +1152,9 @@ UNION ALL
               FROM facts o JOIN memories om ON om.agent_id = o.agent_id AND om.id = o.memory_id
               WHERE o.agent_id = $1 AND o.slot_subject = s.slot_subject
                 AND o.slot_attribute = s.slot_attribute AND om.status = 'superseded'
-                AND NOT o.slot_ended AND o.slot_value <> '') AS old_values
+                AND NOT o.slot_ended AND o.slot_value <> ''
+                AND om.people = (SELECT x.people FROM memories x
+                                 WHERE x.agent_id = $1 AND x.id = s.id)) AS old_values
  FROM ((SELECT m.id, m.kind, m.summary, m.importance, NULL::text AS trigger_pattern,
                lower(f.category) AS category,
                CASE WHEN m.embedding_model = $6 THEN 1 - (m.embedding <=> $5) END AS cosine,
@@ -1147,6 +1163,7 @@ UNION ALL
                f.slot_value
         FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
         WHERE f.agent_id = $1 AND f.slot_attribute IS NOT NULL AND m.status = 'active'
+          AND ($13::text[] IS NULL OR cardinality(m.people) = 0 OR m.people @> $13::text[])
           AND (f.slot_attribute = ANY($7::text[])
                OR split_part(f.slot_attribute, ':', 1) || ':' = ANY($7::text[])
                OR f.slot_subject = ANY($8::text[])
@@ -1162,6 +1179,7 @@ UNION ALL
                f.slot_subject = 'user' OR f.slot_subject = lower(f.subject), f.slot_value
         FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
         WHERE f.agent_id = $1 AND f.slot_attribute IS NOT NULL AND m.status = 'active'
+          AND ($13::text[] IS NULL OR cardinality(m.people) = 0 OR m.people @> $13::text[])
         ORDER BY (CASE WHEN m.embedding_model = $6 THEN m.embedding <=> $5 END) NULLS LAST,
                  m.id
         LIMIT $10)) s)
@@ -1173,6 +1191,7 @@ UNION ALL
         f.slot_value, NULL
  FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
  WHERE f.agent_id = $1 AND f.event_at >= $11 AND m.status = 'active'
+   AND ($13::text[] IS NULL OR cardinality(m.people) = 0 OR m.people @> $13::text[])
  ORDER BY f.event_at, m.id LIMIT $12)
 $q$;
     prepared CONSTANT text := nous_prepared('context_always_on', agent, statement);
@@ -1180,13 +1199,14 @@ BEGIN
     IF prepared IS NULL THEN
         PERFORM set_config('plan_cache_mode', 'force_custom_plan', true);
         RETURN QUERY EXECUTE statement USING
-            agent, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12;
+            agent, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13;
     ELSE
         RETURN QUERY EXECUTE format('EXECUTE %I(%s)', prepared, concat_ws(', ',
             quote_nullable(agent), quote_nullable($2), quote_nullable($3),
             quote_nullable($4), quote_nullable($5), quote_nullable($6),
             quote_nullable($7), quote_nullable($8), quote_nullable($9),
-            quote_nullable($10), quote_nullable($11), quote_nullable($12)));
+            quote_nullable($10), quote_nullable($11), quote_nullable($12),
+            quote_nullable($13)));
     END IF;
 END
 $fn$;

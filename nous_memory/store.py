@@ -30,6 +30,7 @@ from .llm import UsageRow, usage_by_agent
 from .memories.kinds import Kind, Status, parse_agent_id
 from .memories.records import Memory, MemoryEvent, Page
 from .owner import OwnerView
+from .people import group_statement, person_key
 
 
 class MemoryStore(OwnerView, ConversationView):
@@ -167,7 +168,9 @@ class MemoryStore(OwnerView, ConversationView):
     # ------------------------------------------------------------------ memories
 
     async def remember(self, agent_id: str, kind: Kind | str, /, **fields: Any) -> Memory:
-        """Create one memory; its tier-1 summary and embedding are computed now."""
+        """Create one memory; its tier-1 summary and embedding are computed now.
+        ``user="ana"`` (or ``people=[...]``) makes it that person's (people/); without
+        one it is the agent's, shared with everyone."""
         return await self.memories.remember(agent_id, kind, fields)
 
     async def remember_many(self, agent_id: str,
@@ -201,17 +204,18 @@ class MemoryStore(OwnerView, ConversationView):
                      include_superseded: bool = False,
                      query_embedding: Sequence[float] | None = None,
                      as_of: datetime | str | None = None,
-                     current_only: bool = False) -> RecallResult:
+                     current_only: bool = False, user: str | None = None) -> RecallResult:
         """Ranked memories and verbatim episode chunks for ``query`` (hybrid, one SQL
         statement); ``query_embedding`` skips embedding the query.  ``as_of``: the moment
         the query is asked (default now): relative dates in it ("last Saturday", "two
         weeks ago") resolve against it, and what happened then ranks higher.  An item
         stating a value that no longer holds comes after the current value and says so
-        (``stale_since``); ``current_only`` leaves such items out."""
+        (``stale_since``); ``current_only`` leaves such items out.  ``user``: the person
+        asking (a user id or name): only what is theirs or shared (people/)."""
         return await self.recaller.recall(agent_id, query, kinds=kinds, k=k,
                                           include_superseded=include_superseded,
                                           query_embedding=query_embedding, as_of=as_of,
-                                          current_only=current_only)
+                                          current_only=current_only, user=user)
 
     # ------------------------------------------------------------------ context
 
@@ -221,26 +225,31 @@ class MemoryStore(OwnerView, ConversationView):
                                extraction: Extraction | str = Extraction.CACHED,
                                query_embedding: Sequence[float] | np.ndarray[Any, Any] | None
                                = None, as_of: datetime | str | None = None,
-                               current_only: bool = False) -> Context:
+                               current_only: bool = False, user: str | None = None) -> Context:
         """The memories relevant to ``query`` as text of at most ``budget_tokens`` tokens,
         in sections, every item tagged with its ref (see README, "Context"): first what is
         true about the user now and what is coming up, old values marked as older
-        (``current_only`` leaves them out)."""
+        (``current_only`` leaves them out).  ``user``: the person asking: "About the user
+        now" is theirs, and nothing of another person's is read (people/)."""
         return await self.contexts.assemble(agent_id, query, budget_tokens=budget_tokens,
                                             sections=sections, extraction=extraction,
                                             query_embedding=query_embedding, as_of=as_of,
-                                            current_only=current_only)
+                                            current_only=current_only, user=user)
 
     async def upcoming(self, agent_id: str, /, *, days: int = 7,
-                       as_of: datetime | str | None = None, limit: int = 50) -> Upcoming:
+                       as_of: datetime | str | None = None, limit: int = 50,
+                       user: str | None = None) -> Upcoming:
         """The agent's plans in the ``days`` after ``as_of`` (default now), soonest first:
         dated facts ("my dentist appointment is next Tuesday at 3pm"), a moved plan at its
         new date only."""
-        return await upcoming(self._db, agent_id, days=days, as_of=as_of, limit=limit)
+        return await upcoming(self._db, agent_id, days=days, as_of=as_of, limit=limit,
+                              user=user)
 
-    async def expand(self, agent_id: str, memory_id: UUID | str, /) -> Expanded:
-        """Everything about one memory (an id or a ref such as ``fact:1a2b3c4d``)."""
-        return await self.expander.expand(agent_id, memory_id)
+    async def expand(self, agent_id: str, memory_id: UUID | str, /, *,
+                     user: str | None = None) -> Expanded:
+        """Everything about one memory (an id or a ref such as ``fact:1a2b3c4d``);
+        ``user``: another person's memory is not found (people/)."""
+        return await self.expander.expand(agent_id, memory_id, user=user)
 
     async def resolve(self, agent_id: str, target: UUID | str, /, *,
                       deleted: bool = False) -> UUID:
@@ -255,7 +264,8 @@ class MemoryStore(OwnerView, ConversationView):
                          source: str | None = None, source_episode_id: UUID | str | None = None,
                          source_kind: str = "user_stated",
                          instructions: str | None = None,
-                         valid_from: datetime | str | None = None) -> LearnResult:
+                         valid_from: datetime | str | None = None,
+                         user: str | None = None) -> LearnResult:
         """Learn a fact with dedup: created, confirmed, merged, superseded, reactivated,
         recorded as a past value, or rejected (with the reason).  ``instructions``: the
         prompt the fact was extracted with, so a fact that merely restates it is rejected.
@@ -263,11 +273,15 @@ class MemoryStore(OwnerView, ConversationView):
         current one goes into the history, never current.  The user's own text of several
         statements about different things ("I live in Lisbon and I have a dog called
         Pepper"; no ``subject`` given) is learned as the facts the close would learn from
-        it, each on its own: the first learned is the result, the others ``also``."""
-        fields = {k: v for k, v in {
+        it, each on its own: the first learned is the result, the others ``also``.
+        ``user``: the person who said it: it is theirs, and decided against their facts
+        only (people/); said for a group ("our wifi is ...") it is the agent's."""
+        fields: dict[str, Any] = {k: v for k, v in {
             "subject": subject, "category": category, "confidence": confidence,
             "source": source, "source_episode_id": source_episode_id,
             "valid_from": valid_from}.items() if v is not None}
+        if user is not None and not (isinstance(content, str) and group_statement(content)):
+            fields["people"] = [person_key(user, "user")]
         # the user's own compound statement is split as the close splits it, one fact
         # each (each decided and written on its own); one told of someone else is not
         parts = (compound_statements(content) if isinstance(content, str) and subject is None
@@ -297,9 +311,9 @@ class MemoryStore(OwnerView, ConversationView):
                    created_after: datetime | None = None,
                    created_before: datetime | None = None,
                    limit: int = 50, cursor: str | None = None,
-                   tag: str | None = None) -> Page:
+                   tag: str | None = None, user: str | None = None) -> Page:
         return await self.memories.list(agent_id, kind=kind, status=status,
                                         created_after=created_after,
                                         created_before=created_before, limit=limit,
-                                        cursor=cursor, tag=tag)
+                                        cursor=cursor, tag=tag, user=user)
 

@@ -21,6 +21,7 @@ from ..errors import FieldProblem, InvalidInputError
 from ..history import IngestResult, IngestStatus
 from ..history.sessions import MAX_KEY_CHARS, MAX_SESSION_TURNS, MAX_SESSIONS_PER_CALL
 from ..memories.kinds import Label
+from ..people import Person
 from .body import json_object, unknown_fields
 from .errors import problem_responses
 from .routes import AgentId, Store
@@ -44,6 +45,8 @@ class HistoryTurnIn(BaseModel):
     at: datetime | None = Field(default=None, description="When it was said (default: "
                                 "the session's start)")
     metadata: dict[str, Any] = Field(default_factory=dict)
+    user: Person | None = Field(default=None, description="The person who said it (a user "
+                                "id or a name), when not the session's user")
 
 
 class HistorySessionIn(BaseModel):
@@ -56,6 +59,9 @@ class HistorySessionIn(BaseModel):
                                         "digest of its date and turns)")
     started_at: datetime
     title: str | None = None
+    user: Person | None = Field(default=None, description="Whose conversation it was (a user "
+                                "id or a name): the user's turns and what is learned from "
+                                "them are that person's")
     turns: list[HistoryTurnIn] = Field(max_length=MAX_SESSION_TURNS)
 
 

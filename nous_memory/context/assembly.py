@@ -171,14 +171,15 @@ class ContextAssembler:
         self._background: set[asyncio.Task[Any]] = set()
 
     async def for_prompt(self, agent_id: str, query: str, budget_tokens: int,
-                         holds: PromptHolds | None = None) -> str:
+                         holds: PromptHolds | None = None, user: str | None = None) -> str:
         """Working memory's context provider: the assembled items for a prompt's context
         block (which marks them itself), or nothing when the room is below the minimum.
         What the prompt holds of its own conversation (its tail) is left out."""
         room = budget_tokens - PROMPT_BLOCK_MARGIN
         if room < MIN_BUDGET_TOKENS:
             return ""
-        context = await self.assemble(agent_id, query, budget_tokens=room, holds=holds)
+        context = await self.assemble(agent_id, query, budget_tokens=room, holds=holds,
+                                      user=user)
         return blocks.unwrap(context.text, "context") if context.items else ""
 
     async def assemble(self, agent_id: str, query: str, *,
@@ -188,14 +189,14 @@ class ContextAssembler:
                        query_embedding: Sequence[float] | np.ndarray[Any, Any] | None = None,
                        as_of: datetime | str | None = None,
                        current_only: bool = False,
-                       holds: PromptHolds | None = None) -> Context:
+                       holds: PromptHolds | None = None, user: str | None = None) -> Context:
         started = time.perf_counter()
         agent = parse_agent_id(agent_id)
         req = parse_request(agent, query, budget_tokens, sections, extraction)
         kinds = sorted({k for k, s in SECTION_OF_KIND.items() if s in req.budgets}
                        | ({Kind.EPISODE} if Section.EXCERPTS in req.budgets else set()))
         ranking = parse_recall_request(agent, req.query, kinds or [Kind.FACT], CANDIDATE_K,
-                                       False, as_of, current_only)
+                                       False, as_of, current_only, user)
         cues = QueryCues.of(req.query)
         moment = ranking.as_of or datetime.now(UTC)
         if query_embedding is not None:
@@ -211,7 +212,7 @@ class ContextAssembler:
             PINNED_FACT_LIMIT if pins else 0, PgVector(vector),
             self._embeddings.model_name, list(cues.attributes), list(cues.words),
             list(CORE_ATTRIBUTES), NOW_LIMIT if Section.NOW in req.budgets else 0, moment,
-            UPCOMING_LIMIT if Section.UPCOMING in req.budgets else 0))
+            UPCOMING_LIMIT if Section.UPCOMING in req.budgets else 0, ranking.askers))
         tier2: Tier2Read | None = None
         try:
             ranked = await self._recaller.ranked_rows(ranking, vector)

@@ -21,6 +21,7 @@ from ..facts.learning import FactLearner
 from ..memories.kinds import EpisodeDetail, Kind, parse_agent_id
 from ..memories.manager import MemoryManager
 from ..memories.records import Memory, MemoryEvent
+from ..people import person_key, visible_to
 from .access import AccessLog
 from .refs import Target, make_ref, parse_target
 from .results import ArchivedPart as ArchivedPart
@@ -41,17 +42,24 @@ class Expander:
         self._facts = facts
         self._access = access
 
-    async def expand(self, agent_id: str, memory_id: UUID | str) -> Expanded:
+    async def expand(self, agent_id: str, memory_id: UUID | str, *,
+                     user: str | None = None) -> Expanded:
+        """``user``: the person asking (people/); a memory that is not theirs or shared is
+        not found, and neither is another person's conversation it came from."""
         agent = parse_agent_id(agent_id)
+        asker = None if user is None else person_key(user, "user")
         ident, chunk_no = await self.resolve(agent, memory_id)
         memory = await self._memories.get(agent, ident)
+        if not visible_to(memory.people, asker):
+            raise NotFoundError("memory", ident)
         archive = await self._db.fetch("memory_archive_parts", agent, ident)
         memory, restored = _restore_detail(memory, archive)
         events = [MemoryEvent.model_validate(dict(r))
                   for r in await self._db.fetch("memory_events", agent, ident)]
         chain: list[Memory] = []
         if memory.kind is Kind.FACT:
-            chain = (await self._facts.history(agent, ident)).chain
+            chain = [m for m in (await self._facts.history(agent, ident)).chain
+                     if visible_to(m.people, asker)]
         source_id = getattr(memory.detail, "source_episode_id", None)
         source: Memory | None = None
         transcript: TranscriptExcerpt | None = None
@@ -62,6 +70,8 @@ class Expander:
                 source = await self._memories.get(agent, source_id)
             except NotFoundError:
                 source = None  # the episode was deleted; the provenance id stays
+            if source is not None and not visible_to(source.people, asker):
+                source = None  # another person's conversation: not theirs to read
             if source is not None:
                 source_archive = await self._db.fetch("memory_archive_parts", agent, source_id)
                 transcript = await self._excerpt(agent, source_id, source_archive,

@@ -21,7 +21,9 @@
 -- "Upcoming" (part 'event', through facts_events): plans after $11 (as_of), soonest
 -- first, $12 of them.  A current slot value comes with its slot's old values (value,
 -- until when it held), so a recalled text stating one is marked older.  Every branch is
--- scoped to the agent.
+-- scoped to the agent.  $13: who is asking (people/; NULL: the owner), as person keys
+-- that a memory's people must all hold (one person; a group's members): every fact
+-- branch keeps to theirs and the shared ones, a slot's old values to the fact's people.
 (SELECT m.id, m.kind, m.summary, m.importance, c.trigger_pattern, NULL::text AS category,
         NULL::float8 AS cosine, 'censor' AS part, NULL::text AS slot_subject,
         NULL::text AS slot_attribute, NULL::timestamptz AS valid_from,
@@ -36,6 +38,7 @@ UNION ALL
         f.slot_subject, f.slot_attribute, f.valid_from, NULL, true, f.slot_value, NULL
  FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
  WHERE f.agent_id = $1 AND m.status = 'active' AND lower(f.category) = ANY($2::text[])
+   AND ($13::text[] IS NULL OR cardinality(m.people) = 0 OR m.people @> $13::text[])
    AND f.source_kind = 'user_stated'
  ORDER BY (CASE WHEN m.embedding_model = $6 THEN m.embedding <=> $5 END) NULLS LAST,
           m.importance DESC, m.id LIMIT $4)
@@ -44,7 +47,9 @@ UNION ALL
               FROM facts o JOIN memories om ON om.agent_id = o.agent_id AND om.id = o.memory_id
               WHERE o.agent_id = $1 AND o.slot_subject = s.slot_subject
                 AND o.slot_attribute = s.slot_attribute AND om.status = 'superseded'
-                AND NOT o.slot_ended AND o.slot_value <> '') AS old_values
+                AND NOT o.slot_ended AND o.slot_value <> ''
+                AND om.people = (SELECT x.people FROM memories x
+                                 WHERE x.agent_id = $1 AND x.id = s.id)) AS old_values
  FROM ((SELECT m.id, m.kind, m.summary, m.importance, NULL::text AS trigger_pattern,
                lower(f.category) AS category,
                CASE WHEN m.embedding_model = $6 THEN 1 - (m.embedding <=> $5) END AS cosine,
@@ -53,6 +58,7 @@ UNION ALL
                f.slot_value
         FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
         WHERE f.agent_id = $1 AND f.slot_attribute IS NOT NULL AND m.status = 'active'
+          AND ($13::text[] IS NULL OR cardinality(m.people) = 0 OR m.people @> $13::text[])
           AND (f.slot_attribute = ANY($7::text[])
                OR split_part(f.slot_attribute, ':', 1) || ':' = ANY($7::text[])
                OR f.slot_subject = ANY($8::text[])
@@ -68,6 +74,7 @@ UNION ALL
                f.slot_subject = 'user' OR f.slot_subject = lower(f.subject), f.slot_value
         FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
         WHERE f.agent_id = $1 AND f.slot_attribute IS NOT NULL AND m.status = 'active'
+          AND ($13::text[] IS NULL OR cardinality(m.people) = 0 OR m.people @> $13::text[])
         ORDER BY (CASE WHEN m.embedding_model = $6 THEN m.embedding <=> $5 END) NULLS LAST,
                  m.id
         LIMIT $10)) s)
@@ -79,6 +86,7 @@ UNION ALL
         f.slot_value, NULL
  FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
  WHERE f.agent_id = $1 AND f.event_at >= $11 AND m.status = 'active'
+   AND ($13::text[] IS NULL OR cardinality(m.people) = 0 OR m.people @> $13::text[])
  ORDER BY f.event_at, m.id LIMIT $12);
 
 -- name: context_later_cosines
@@ -263,12 +271,15 @@ SELECT (SELECT count(*) FROM memories WHERE agent_id = $1 AND status <> 'deleted
 -- query lexeme and its document frequency).  The parameters are
 -- recall's: $1 agent, $2 query text, $3 query vector, $4 model, $5 kinds, $6 memory
 -- statuses, $7 include chunks, $8 candidates per leg; then $9 the agent's corpus size
--- (recall_corpus: documents), $10/$11 the time the query names, or NULL.
+-- (recall_corpus: documents), $10/$11 the time the query names, or NULL; $12 who is
+-- asking (as recall's $37).
 -- Which lexemes select documents follows recall's rule (weights): those in fewer than
 -- half the documents, or the rarest when every one is that common.
 WITH gone AS (
-    SELECT COALESCE(array_agg(id), '{}') AS ids FROM memories
-    WHERE agent_id = $1 AND status NOT IN ('active', 'archived') AND kind = 'episode'
+    SELECT COALESCE(array_agg(id), '{}') AS ids FROM memories m
+    WHERE agent_id = $1 AND kind = 'episode'
+      AND (status NOT IN ('active', 'archived')
+           OR NOT ($12::text[] IS NULL OR cardinality(m.people) = 0 OR m.people @> $12::text[]))
 ),
 qs AS MATERIALIZED (
     SELECT u.lexeme, array_to_tsvector(ARRAY[u.lexeme])::text::tsquery AS q
@@ -285,6 +296,7 @@ matched AS MATERIALIZED (
     FROM anyq, memories m
     WHERE m.agent_id = $1 AND m.search_tsv @@ anyq.q AND m.status = ANY($6::text[])
       AND m.kind = ANY($5::text[])
+      AND ($12::text[] IS NULL OR cardinality(m.people) = 0 OR m.people @> $12::text[])
     UNION ALL
     SELECT 'chunk', c.episode_id, c.chunk_no, c.search_tsv
     FROM anyq, gone, episode_chunks c
@@ -304,12 +316,14 @@ sel AS (
  FROM memories m
  WHERE m.agent_id = $1 AND m.status = 'active' AND m.kind = ANY($5::text[])
    AND m.embedding_model = $4
+   AND ($12::text[] IS NULL OR cardinality(m.people) = 0 OR m.people @> $12::text[])
  ORDER BY m.embedding <=> $3 LIMIT $8)
 UNION ALL
 -- archived (and superseded) rows are not in the HNSW indexes
 (SELECT 'vector', 'memory', m.id, NULL, m.embedding <=> $3, NULL, NULL, NULL FROM memories m
  WHERE m.agent_id = $1 AND m.status <> 'active' AND m.status = ANY($6::text[])
    AND m.kind = ANY($5::text[]) AND m.embedding_model = $4
+   AND ($12::text[] IS NULL OR cardinality(m.people) = 0 OR m.people @> $12::text[])
  ORDER BY m.embedding <=> $3 LIMIT $8)
 UNION ALL
 (SELECT 'vector', 'chunk', c.episode_id, c.chunk_no, c.embedding <=> $3, NULL, NULL, NULL
@@ -350,7 +364,10 @@ SELECT 'term', NULL, NULL, NULL, NULL, lexeme, df, NULL FROM terms;
 -- (time) ranks the chunks said within that time by vector distance, so what happened
 -- then is a candidate even when the query's words and meaning point elsewhere.
 -- $27/$28: a large agent's BM25 corpus (recall_corpus: documents and their total length),
--- 0 and 0 for a small one, whose corpus is counted from its rows in memory.
+-- 0 and 0 for a small one, whose corpus is counted from its rows in memory.  $37: who
+-- is asking (people/; NULL: the owner), as person keys a memory's people must all hold:
+-- only memories that are theirs or shared, and the chunks of conversations they were in
+-- or that are shared.
 -- Each row also carries what recall's final ordering needs (context/ordering.py): the
 -- query lexemes it matched, when it was said, a chunk's turns and a fact's
 -- source turn.
@@ -370,8 +387,10 @@ SELECT 'term', NULL, NULL, NULL, NULL, lexeme, df, NULL FROM terms;
 -- transcripts).
 WITH gone AS (
     -- episodes whose chunks recall never returns
-    SELECT COALESCE(array_agg(id), '{}') AS ids FROM memories
-    WHERE agent_id = $1 AND status NOT IN ('active', 'archived') AND kind = 'episode'
+    SELECT COALESCE(array_agg(id), '{}') AS ids FROM memories m
+    WHERE agent_id = $1 AND kind = 'episode'
+      AND (status NOT IN ('active', 'archived')
+           OR NOT ($37::text[] IS NULL OR cardinality(m.people) = 0 OR m.people @> $37::text[]))
 ),
 tq AS (
     SELECT ARRAY(SELECT u.lexeme FROM unnest(v) AS u) AS lexemes
@@ -393,6 +412,7 @@ mem_rows AS MATERIALIZED (
            CASE WHEN m.embedding_model = $4 THEN m.embedding <=> $3 END AS dist
     FROM memories m
     WHERE $21 AND m.agent_id = $1 AND m.status = ANY($6::text[]) AND m.kind = ANY($5::text[])
+      AND ($37::text[] IS NULL OR cardinality(m.people) = 0 OR m.people @> $37::text[])
 ),
 chunk_rows AS MATERIALIZED (
     SELECT c.episode_id, c.chunk_no, length(c.search_tsv) AS len, c.search_tsv AS tsv,
@@ -677,7 +697,7 @@ ORDER BY id LIMIT 2;
 -- The current (active) facts of the slots ($2 keys "subject|attribute") that a recalled
 -- stale item states, and the active facts that replaced its values ($5 ids), as recall's
 -- rows (their cosine to $3 with model $4): the current value goes before the old one even
--- when the ranking did not find it.
+-- when the ranking did not find it.  $6: who is asking (as context_always_on's $13).
 SELECT 'memory' AS source, m.id AS memory_id, NULL::integer AS chunk_no, m.kind, m.status,
        m.summary AS text, m.summary_tokens AS tokens,
        CASE WHEN f.source_seq IS NOT NULL THEN (
@@ -699,6 +719,7 @@ SELECT 'memory' AS source, m.id AS memory_id, NULL::integer AS chunk_no, m.kind,
        f.valid_from
 FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
 WHERE f.agent_id = $1 AND m.status = 'active'
+  AND ($6::text[] IS NULL OR cardinality(m.people) = 0 OR m.people @> $6::text[])
   AND (f.slot_subject || '|' || f.slot_attribute = ANY($2::text[])
        OR f.memory_id = ANY($5::uuid[]))
 ORDER BY f.valid_from DESC NULLS LAST
@@ -706,10 +727,12 @@ LIMIT 20;
 
 -- name: upcoming_events
 -- An agent's plans from $2 until $3 (event_at, through facts_events), soonest first, at
--- most $4: current facts only (a moved plan's old date was superseded).
+-- most $4: current facts only (a moved plan's old date was superseded); $5 who is
+-- asking (as context_always_on's $13).
 SELECT m.id, m.summary, f.event_at, f.valid_from, f.slot_subject, f.slot_attribute
 FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
 WHERE f.agent_id = $1 AND f.event_at >= $2 AND f.event_at < $3 AND m.status = 'active'
+  AND ($5::text[] IS NULL OR cardinality(m.people) = 0 OR m.people @> $5::text[])
 ORDER BY f.event_at, m.id
 LIMIT $4;
 
@@ -719,7 +742,8 @@ LIMIT $4;
 -- recall as its function (schema.sql, "reads as functions"), for a Citus cluster where
 -- the function is distributed by its agent argument: the coordinator hands the call
 -- whole to the agent's worker.  Outside a transaction (Citus delegates a call only there).
-SELECT * FROM nous_recall($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35, $36);
+SELECT * FROM nous_recall($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35, $36,
+                          $37);
 
 -- name: recall_agent_rows_delegated
 -- (see recall_delegated)
@@ -727,11 +751,12 @@ SELECT * FROM nous_recall_agent_rows($1, $2);
 
 -- name: recall_current_of_slots_delegated
 -- (see recall_delegated)
-SELECT * FROM nous_recall_current_of_slots($1, $2, $3, $4, $5);
+SELECT * FROM nous_recall_current_of_slots($1, $2, $3, $4, $5, $6);
 
 -- name: context_always_on_delegated
 -- (see recall_delegated)
-SELECT * FROM nous_context_always_on($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12);
+SELECT * FROM nous_context_always_on($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
+                                      $13);
 
 -- name: context_tier2_delegated
 -- (see recall_delegated)

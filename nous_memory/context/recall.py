@@ -26,6 +26,7 @@ from ..embeddings.cache import EmbeddingCache
 from ..errors import FieldProblem, InvalidInputError, longer_than
 from ..memories.kinds import Kind, Status, is_utf8, parse_agent_id, parse_kind
 from ..memories.params import check_time
+from ..people import person_key
 from .ordering import final_order, stale_slots
 from .per_agent import PerAgent
 from .refs import make_ref
@@ -133,6 +134,13 @@ class RecallQuery:
     as_of: datetime | None = None
     window: Window | None = None
     current_only: bool = False  # leave out what is no longer true (old values, their turns)
+    user: str | None = None  # the person asking (people/): theirs and the shared only
+
+    @property
+    def askers(self) -> list[str] | None:
+        """Who is asking as the statements take it: the keys a memory's people must all
+        hold (None: the agent's owner, who reads everything)."""
+        return None if self.user is None else [self.user]
 
 
 def parse_moment(value: object, problems: list[FieldProblem]) -> datetime | None:
@@ -143,10 +151,11 @@ def parse_moment(value: object, problems: list[FieldProblem]) -> datetime | None
 
 def parse_request(agent_id: object, query: object, kinds: object, k: object,
                   include_superseded: object, as_of: object = None,
-                  current_only: object = False) -> RecallQuery:
+                  current_only: object = False, user: object = None) -> RecallQuery:
     """Validate everything first, naming each bad field."""
     agent = parse_agent_id(agent_id)
     problems: list[FieldProblem] = []
+    asker = asker_of(user, problems)
     moment: datetime | None = None
     if as_of is not None:
         moment = parse_moment(as_of, problems)
@@ -195,7 +204,18 @@ def parse_request(agent_id: object, query: object, kinds: object, k: object,
     return RecallQuery(agent=agent, query=text, kinds=tuple(parsed), k=k,
                          include_superseded=include_superseded, as_of=moment,
                          window=resolve(text, moment or datetime.now(UTC)),
-                         current_only=current_only is True)
+                         current_only=current_only is True, user=asker)
+
+
+def asker_of(user: object, problems: list[FieldProblem]) -> str | None:
+    """The person asking as a key (None: the agent's owner), or a problem named ``user``."""
+    if user is None:
+        return None
+    try:
+        return person_key(user, "user")
+    except InvalidInputError as exc:
+        problems.extend(exc.problems)
+        return None
 
 
 class Recaller:
@@ -225,9 +245,10 @@ class Recaller:
                      k: int = 10, include_superseded: bool = False,
                      query_embedding: Sequence[float] | np.ndarray[Any, Any] | None = None,
                      as_of: datetime | str | None = None,
-                     current_only: bool = False) -> RecallResult:
+                     current_only: bool = False, user: str | None = None) -> RecallResult:
         started = time.perf_counter()
-        req = parse_request(agent_id, query, kinds, k, include_superseded, as_of, current_only)
+        req = parse_request(agent_id, query, kinds, k, include_superseded, as_of, current_only,
+                            user)
         if query_embedding is None:
             vector = (await self._embeddings.embed_query(req.agent, req.query))
         else:
@@ -259,7 +280,7 @@ class Recaller:
         if keys or successors:  # an old value was ranked and its current one was not
             current = await self._db.read("recall_current_of_slots", req.agent, keys,
                                            PgVector(vector), self._embeddings.model_name,
-                                           successors)
+                                           successors, req.askers)
         return final_order(rows, req.k, query=req.query, current=current,
                            current_only=req.current_only)
 
@@ -282,7 +303,7 @@ class Recaller:
         if not exact:
             corpus = await self._corpus_of(req.agent)
             given = await self._index_candidates(req, args, corpus[0])
-        ranked = (*args[:20], exact, *args[20:], *corpus, *given)
+        ranked = (*args[:20], exact, *args[20:], *corpus, *given, req.askers)
         if self._db.delegated:  # Citus: one call, handed whole to the agent's worker
             return await self._db.read("recall", *ranked)
         if self._db.has_scan_pool:
@@ -306,7 +327,7 @@ class Recaller:
                 await conn.execute_built(await conn.fetchval("recall_scan_large_ef",
                                                              self._ef_search))
             rows = await conn.fetch("recall_index_legs", *args[:8], documents,
-                                    *args[22:24])
+                                    *args[22:24], req.askers)
         return tuple([row[i] for row in rows] for i in range(len(CANDIDATE_COLUMNS)))
 
     async def _scans_exactly(self, agent: str) -> bool:

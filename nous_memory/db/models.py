@@ -69,6 +69,7 @@ class MemoryRow(SQLModel, table=True):
     last_accessed_at: datetime | None = timestamp(default=None)
     access_count: int
     deleted_at: datetime | None = timestamp(default=None)
+    people: list[str] = text_array()
 
 
 class DecisionRow(SQLModel, table=True):
@@ -184,6 +185,7 @@ class EpisodeMessageRow(SQLModel, table=True):
     deleted_at: datetime | None = timestamp(default=None)
     edits: list[dict[str, Any]] = Field(
         default_factory=list, sa_column=Column(JSONB, nullable=False))
+    person: str | None = None
 
 
 class EpisodeChunkRow(SQLModel, table=True):

@@ -32,6 +32,7 @@ from ..errors import InvalidInputError, loggable
 from ..facts.learning import FactLearner, LearnResult
 from ..memories.kinds import MAX_LIST_ITEMS, FactsExtractor, FactsState
 from ..memories.manager import MemoryManager, PreparedWrite
+from ..people import group_statement, owner_of
 from ..work.queue import WorkContext
 from ..work.tasks import Task
 from .chunks import embedding_text
@@ -64,11 +65,14 @@ class EpisodeLearner:
         extraction = EpisodeExtraction.model_validate(raw) if raw is not None else None
         facts: list[PreparedWrite] = []
         decisions = PreparedDecisions(news=None, updates=[])
+        conversation = list(await self._db.fetchval("memory_people", agent, ident) or [])
         if extraction is not None:
-            times = {r["seq"]: r["created_at"] for r in await self._db.fetch(
-                "episode_message_times", agent, ident)}
+            said = await self._db.fetch("episode_message_times", agent, ident)
+            times = {r["seq"]: r["created_at"] for r in said}
+            owners = [_llm_owner(fact, {r["seq"]: r["person"] for r in said}, conversation)
+                      for fact in extraction.facts]
             facts = await self._prepare_facts(agent, ident, extraction.facts,
-                                              LLM_DEFAULT_CONFIDENCE, times)
+                                              LLM_DEFAULT_CONFIDENCE, times, owners)
             decisions = await self._decisions.prepare(agent, ident, extraction)
         elif await self._needs_rules(agent, ident):
             transcript = await read_transcript(self._db, agent, ident)
@@ -77,10 +81,13 @@ class EpisodeLearner:
                 _log.info("episode %s: %d rule facts, the latest %d learned", ident,
                           len(found), MAX_LIST_ITEMS)
                 found = found[-MAX_LIST_ITEMS:]
+            person = {m.seq: m.person for m in transcript}
             facts = await self._prepare_facts(agent, ident, [
                 ExtractedFact(content=s.content, subject=s.subject, category=s.category,
                               confidence=s.confidence, seq=s.seq) for s in found],
-                RULE_CONFIDENCE, {m.seq: m.created_at for m in transcript})
+                RULE_CONFIDENCE, {m.seq: m.created_at for m in transcript},
+                [[] if s.group else owner_of(person.get(s.seq), conversation, "")
+                 for s in found])
             await self._learn_rules(ctx, agent, ident, chunks, summary, vectors, facts)
             return
         async with ctx.commit() as conn:
@@ -145,14 +152,17 @@ class EpisodeLearner:
 
     async def _prepare_facts(self, agent: str, episode_id: UUID,
                              extracted: list[ExtractedFact], default_confidence: float,
-                             times: Mapping[int, datetime | None]) -> list[PreparedWrite]:
+                             times: Mapping[int, datetime | None],
+                             owners: list[list[str]]) -> list[PreparedWrite]:
         """Each fact with the message it was said in (``seq``: recall credits that turn,
         context shows the two once), valid from the moment that message was said (else the
-        episode's first message), and the slot the extraction gave it, if any."""
+        episode's first message), the slot the extraction gave it, if any, and whose it is
+        (``owners``, one list of person keys per fact)."""
         first = min((t for t in times.values() if t is not None), default=None)
-        items = [_fact_item(fact, episode_id, default_confidence,
-                            times.get(fact.seq) if fact.seq is not None else None, first)
-                 for fact in extracted]
+        items = [{**_fact_item(fact, episode_id, default_confidence,
+                               times.get(fact.seq) if fact.seq is not None else None, first),
+                  "people": owner}
+                 for fact, owner in zip(extracted, owners, strict=True)]
         prepared: list[PreparedWrite] = []
         for ready in await self._facts.prepare_many(agent, items, instructions=INSTRUCTIONS):
             if isinstance(ready, InvalidInputError):
@@ -183,6 +193,16 @@ def _fact_item(fact: ExtractedFact, episode_id: UUID, default_confidence: float,
         item.update(slot_subject=_slot_subject(fact.subject), slot_attribute=fact.attribute,
                     slot_value=fact.value or "", slot_ended=fact.ended)
     return item
+
+
+def _llm_owner(fact: ExtractedFact, person: Mapping[int, str | None],
+               conversation: list[str]) -> list[str]:
+    """Whose an LLM's fact is: shared when its subject is the group ("we"), else the
+    person who said its message, else the conversation's people (people.owner_of)."""
+    if fact.subject is not None and group_statement(fact.subject):
+        return []
+    speaker = person.get(fact.seq) if fact.seq is not None else None
+    return owner_of(speaker, conversation, "")
 
 
 def _slot_subject(subject: str | None) -> str:

@@ -42,6 +42,7 @@ from ..memories.manager import MemoryManager
 from ..memories.messages import TranscriptMessage, to_message
 from ..memories.params import parse_memory_id
 from ..memories.records import Memory
+from ..people import message_person, person_key
 from ..tokens import count_tokens
 from ..work.queue import enqueue
 from ..work.tasks import EPISODE_PROCESSING, Task
@@ -73,6 +74,8 @@ class EpisodeManager:
         fields: dict[str, Any] = {
             "title": title, "participants": list(participants or []), "user_id": user_id,
             "started_at": started_at or datetime.now(UTC),
+            # a conversation with a user is theirs (more people join as they speak)
+            "people": [person_key(user_id, "user_id")] if user_id is not None else None,
         }
         new = parse_new(Kind.EPISODE, {k: v for k, v in fields.items() if v is not None},
                         allow_untitled=True)
@@ -99,12 +102,18 @@ class EpisodeManager:
                 raise ConflictError(
                     f"episode {ident} is {row['state']}; messages go to an open episode")
             first = row["message_count"]
+            persons = [message_person(m.role.value, user=m.user, name=m.name,
+                                      episode_user=row["user_id"]) for m in parsed]
             rows = [{"seq": first + i, "role": m.role.value, "content": m.content,
                      "name": m.name, "tool_call_id": m.tool_call_id, "tokens": n,
-                     "metadata": m.metadata,
+                     "metadata": m.metadata, "person": person,
                      "created_at": m.created_at.isoformat() if m.created_at else None}
-                    for i, (m, n) in enumerate(zip(parsed, tokens, strict=True))]
+                    for i, (m, n, person) in enumerate(zip(parsed, tokens, persons,
+                                                          strict=True))]
             stamps = await conn.fetch("insert_messages", agent, ident, rows)
+            speakers = sorted({p for p in persons if p is not None})
+            if speakers:
+                await conn.execute("episode_add_people", agent, ident, speakers)
             times = [r["created_at"] for r in stamps]
             await conn.execute("episode_after_append", agent, ident, first + len(parsed),
                                max(times), min(times))

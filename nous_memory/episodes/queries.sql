@@ -9,20 +9,27 @@
 -- name: episode_for_update
 -- Row lock on the episode: appends and state changes of one episode are serialised.
 SELECT e.state, e.message_count, e.title, e.started_at, e.ended_at, e.last_message_at,
-       e.facts_state, e.facts_extractor, m.status, m.summary_source
+       e.facts_state, e.facts_extractor, m.status, m.summary_source, e.user_id, m.people
 FROM episodes e JOIN memories m ON m.agent_id = e.agent_id AND m.id = e.memory_id
 WHERE e.agent_id = $1 AND e.memory_id = $2 AND m.status <> 'deleted'
 FOR UPDATE OF e;
 
 -- name: insert_messages
--- $3: [{seq, role, content, name, tool_call_id, tokens, metadata, created_at}]
+-- $3: [{seq, role, content, name, tool_call_id, tokens, metadata, created_at, person}]
 INSERT INTO episode_messages (agent_id, episode_id, seq, role, content, name, tool_call_id,
-                              tokens, metadata, created_at)
+                              tokens, metadata, created_at, person)
 SELECT $1, $2, r.seq, r.role, r.content, r.name, r.tool_call_id, r.tokens,
-       COALESCE(r.metadata, '{}'), COALESCE(r.created_at, now())
+       COALESCE(r.metadata, '{}'), COALESCE(r.created_at, now()), r.person
 FROM jsonb_to_recordset($3::jsonb) AS r(seq integer, role text, content text, name text,
-     tool_call_id text, tokens integer, metadata jsonb, created_at timestamptz)
+     tool_call_id text, tokens integer, metadata jsonb, created_at timestamptz, person text)
 RETURNING created_at;
+
+-- name: episode_add_people
+-- The people of a conversation grow with the people who speak in it ($3, sorted keys):
+-- the episode, its chunks and what is learned from it are theirs.
+UPDATE memories SET people = ARRAY(SELECT DISTINCT p FROM unnest(people || $3::text[]) AS p
+                                   ORDER BY p)
+WHERE agent_id = $1 AND id = $2 AND NOT people @> $3::text[];
 
 -- name: episode_after_append
 -- Imported (backdated) messages move the start back to the first message.
@@ -43,15 +50,15 @@ RETURNING ended_at;
 -- name: episode_messages
 -- The transcript as readers see it: a message deleted while the episode was open is gone
 -- from every read (its text stays in the row for the summary chain's audit).
-SELECT seq, role, content, name, tool_call_id, tokens, metadata, created_at
+SELECT seq, role, content, name, tool_call_id, tokens, metadata, created_at, person
 FROM episode_messages
 WHERE agent_id = $1 AND episode_id = $2 AND seq >= $3 AND deleted_at IS NULL
 ORDER BY seq LIMIT $4;
 
 -- name: episode_messages_latest
 -- The newest $3 live messages, oldest first: what a session hands a model next.
-SELECT seq, role, content, name, tool_call_id, tokens, metadata, created_at
-FROM (SELECT seq, role, content, name, tool_call_id, tokens, metadata, created_at
+SELECT seq, role, content, name, tool_call_id, tokens, metadata, created_at, person
+FROM (SELECT seq, role, content, name, tool_call_id, tokens, metadata, created_at, person
       FROM episode_messages
       WHERE agent_id = $1 AND episode_id = $2 AND deleted_at IS NULL
       ORDER BY seq DESC LIMIT $3) AS newest
@@ -60,7 +67,8 @@ ORDER BY seq;
 -- name: episode_messages_cold
 -- A trimmed transcript's cold tail (memory_archive), as episode_messages' rows: an
 -- upgrade of a trimmed episode reads the whole transcript.
-SELECT r.seq, r.role, r.content, r.name, r.tool_call_id, r.tokens, r.metadata, r.created_at
+SELECT r.seq, r.role, r.content, r.name, r.tool_call_id, r.tokens, r.metadata, r.created_at,
+       r.person
 FROM memory_archive a
 CROSS JOIN LATERAL jsonb_populate_recordset(NULL::episode_messages, a.messages) AS r
 WHERE a.agent_id = $1 AND a.memory_id = $2 AND a.part = 'transcript' AND r.deleted_at IS NULL
@@ -184,5 +192,9 @@ SELECT source_key FROM episodes WHERE agent_id = $1 AND source_key = ANY($2::tex
 -- name: episode_message_times
 -- When each live message of an episode was said: an extracted fact is valid from the
 -- moment its message was said, not from when it was learned.
-SELECT seq, created_at FROM episode_messages
+SELECT seq, created_at, person FROM episode_messages
 WHERE agent_id = $1 AND episode_id = $2 AND deleted_at IS NULL;
+
+-- name: memory_people
+-- Whose a memory is (people/): an episode's people own what is learned from it.
+SELECT people FROM memories WHERE agent_id = $1 AND id = $2;

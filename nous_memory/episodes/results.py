@@ -10,6 +10,7 @@ from uuid import UUID
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from ..memories.kinds import MAX_MESSAGE_CHARS, Label, Timestamp, no_nul
+from ..people.keys import Person
 
 MAX_MESSAGES_PER_APPEND = 1_000
 MAX_METADATA_CHARS = 16_000
@@ -37,6 +38,9 @@ class MessageIn(BaseModel):
     role: Role
     content: MessageText
     name: Label | None = None
+    # the person who said it (a user id or a name; people/): without one, a user's turn
+    # is the episode's user's, else its ``name``'s
+    user: Person | None = None
     tool_call_id: Label | None = None
     created_at: Timestamp | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)

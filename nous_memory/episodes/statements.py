@@ -24,12 +24,13 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import blocks
 from ..memories.event_time import names_a_day
 from ..memories.fact_slots import TITLE_DOT, read_slot
 from ..memories.messages import TranscriptMessage
+from ..people import group_statement
 from .statement_words import (
     ADVERBS,
     CHANGE_VERBS,
@@ -112,6 +113,7 @@ class Statement:
     category: str
     seq: int
     confidence: float = RULE_CONFIDENCE
+    group: bool = False  # said for a group ("our wifi ..."): shared, not the speaker's own
 
 
 def extract_statements(messages: Sequence[TranscriptMessage]) -> list[Statement]:
@@ -126,7 +128,7 @@ def extract_statements(messages: Sequence[TranscriptMessage]) -> list[Statement]
             statement = rewrite(clause, speaker, message.seq)
             if statement is not None and statement.content.lower() not in seen:
                 seen.add(statement.content.lower())
-                found.append(statement)
+                found.append(replace(statement, group=group_statement(clause)))
     return found
 
 

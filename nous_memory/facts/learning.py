@@ -176,12 +176,13 @@ class FactLearner:
         agent = prepared.agent
         await conn.execute("lock_agent_facts", agent)
         detail = fact_detail(prepared)
-        exact = await conn.fetchrow("fact_by_hash", agent, fact_hash(_text(prepared)))
+        people = _people(prepared)
+        exact = await conn.fetchrow("fact_by_hash", agent, fact_hash(_text(prepared)), people)
         if exact is not None:
             return await self._exact(conn, agent, exact, detail)
         if detail.slot_attribute is not None:
             rows = await conn.fetch("facts_in_slot", agent, detail.slot_subject,
-                                    detail.slot_attribute)
+                                    detail.slot_attribute, people)
             placement = place(detail.content, detail.slot_value or "", detail.slot_ended,
                               _said(detail),
                               [SlotFact(id=r["id"], active=r["status"] == "active",
@@ -246,7 +247,8 @@ class FactLearner:
         await conn.execute("enable_iterative_scan")
         rows = await conn.fetch("nearest_active_facts", agent,
                                 PgVector(prepared.embedded.vectors[0]),
-                                self._embeddings.model_name, CANDIDATES)
+                                self._embeddings.model_name, CANDIDATES,
+                                _people(prepared))
         return [Candidate(id=r["id"], content=r["content"], cosine=float(r["cosine"]),
                           slot=None if r["slot_attribute"] is None
                           else f"{r['slot_subject']}|{r['slot_attribute']}") for r in rows]
@@ -375,6 +377,12 @@ def _said(detail: FactDetail) -> datetime:
 def _slot_key(detail: FactDetail) -> str | None:
     return (None if detail.slot_attribute is None
             else f"{detail.slot_subject}|{detail.slot_attribute}")
+
+
+def _people(prepared: PreparedWrite) -> list[str]:
+    """Whose the fact is: it is decided against facts of the same people and the agent's
+    shared ones, never against another person's."""
+    return prepared.news[0].common.people
 
 
 def _text(prepared: PreparedWrite) -> str:

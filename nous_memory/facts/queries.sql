@@ -17,17 +17,22 @@ SET LOCAL hnsw.iterative_scan = relaxed_order;
 
 -- name: fact_by_hash
 -- The fact with this normalised text: the active one, else the newest superseded one.
+-- Of the same people ($3) or the agent's (shared): one person's fact never confirms
+-- another's, and what a person says of themselves updates what the agent knew.
 SELECT m.id, m.status, f.confidence
 FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
 WHERE f.agent_id = $1 AND f.normalized_hash = $2 AND m.status IN ('active', 'superseded')
+  AND (m.people = $3::text[] OR cardinality(m.people) = 0)
 ORDER BY m.status = 'active' DESC, m.updated_at DESC
 LIMIT 1;
 
 -- name: nearest_active_facts
--- Raw cosine similarity to this agent's active facts embedded with the same model.
+-- Raw cosine similarity to this agent's active facts embedded with the same model, of
+-- the same people ($5) or the agent's: one person's new value never supersedes another's.
 SELECT m.id, f.content, 1 - (m.embedding <=> $2) AS cosine, f.slot_subject, f.slot_attribute
 FROM memories m JOIN facts f ON f.agent_id = m.agent_id AND f.memory_id = m.id
 WHERE m.agent_id = $1 AND m.kind = 'fact' AND m.status = 'active' AND m.embedding_model = $3
+  AND (m.people = $5::text[] OR cardinality(m.people) = 0)
 ORDER BY m.embedding <=> $2
 LIMIT $4;
 
@@ -179,12 +184,14 @@ WHERE f.agent_id = $1 AND f.memory_id = $2;
 
 -- name: facts_in_slot
 -- Every fact of one slot ($2 subject, $3 attribute), current and past, with when it was
--- said (a fact from before slots: when it was recorded).  Through facts_slot.
+-- said (a fact from before slots: when it was recorded).  Through facts_slot.  Of the
+-- same people ($4) or the agent's: each person's slot has a timeline of its own.
 SELECT f.memory_id AS id, m.status, f.content, f.slot_value, f.slot_ended, f.superseded_by_id,
        COALESCE(f.valid_from, m.created_at) AS said_at
 FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
 WHERE f.agent_id = $1 AND f.slot_subject = $2 AND f.slot_attribute = $3
   AND f.slot_attribute IS NOT NULL AND m.status IN ('active', 'superseded')
+  AND (m.people = $4::text[] OR cardinality(m.people) = 0)
 ORDER BY said_at, m.created_at
 FOR UPDATE OF f;
 

@@ -108,14 +108,14 @@ class Undeleter:
         """Where a restored current fact stands among the active facts, by the value rule."""
         assert isinstance(memory.detail, FactDetail)
         content = memory.detail.content
-        exact = await conn.fetchrow("fact_by_hash", agent, fact_hash(content))
+        exact = await conn.fetchrow("fact_by_hash", agent, fact_hash(content), memory.people)
         if exact is not None and exact["status"] == Status.ACTIVE.value:
             plan = Plan(action="confirm", target=Candidate(id=exact["id"], content=content,
                                                            cosine=1.0))
         else:
             await conn.execute("enable_iterative_scan")
             rows = await conn.fetch("nearest_active_facts", agent, PgVector(vector),
-                                    self._embeddings.model_name, CANDIDATES)
+                                    self._embeddings.model_name, CANDIDATES, memory.people)
             candidates = [Candidate(id=r["id"], content=r["content"],
                                     cosine=float(r["cosine"])) for r in rows]
             plan = decide(content, candidates, self._thresholds, llm_available=False)

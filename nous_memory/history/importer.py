@@ -21,6 +21,7 @@ from ..db.contention import again_on_contention
 from ..errors import ConflictError, ContentionError, DuplicateError
 from ..memories.kinds import EpisodeDetail, EpisodeState, Kind, parse_agent_id, parse_new
 from ..memories.manager import MemoryManager
+from ..people import message_person
 from ..tokens import count_tokens
 from ..work.queue import enqueue
 from ..work.tasks import EPISODE_PROCESSING, Task
@@ -97,8 +98,13 @@ class HistoryImporter:
 
     async def _write(self, agent: str, session: CheckedSession) -> UUID | None:
         """One session in one transaction; None when its key was taken meanwhile."""
-        fields: dict[str, Any] = {"participants": session.participants,
-                                  "started_at": session.started_at}
+        persons = [message_person(m.role.value, user=m.user, name=m.name,
+                                  episode_user=session.user) for m in session.messages]
+        fields: dict[str, Any] = {
+            "participants": session.participants, "started_at": session.started_at,
+            "user_id": session.user,
+            "people": sorted({p for p in persons if p is not None} | (
+                {session.user} if session.user else set()))}
         if session.title:
             fields["title"] = session.title
         new = parse_new(Kind.EPISODE, fields, allow_untitled=True)
@@ -110,9 +116,9 @@ class HistoryImporter:
         prepared = await self._memories.prepare(agent, [new], embed=False)
         rows = [{"seq": seq, "role": m.role.value, "content": m.content, "name": m.name,
                  "tool_call_id": m.tool_call_id, "tokens": count_tokens(m.content),
-                 "metadata": m.metadata,
+                 "metadata": m.metadata, "person": person,
                  "created_at": (m.created_at or session.started_at).isoformat()}
-                for seq, m in enumerate(session.messages)]
+                for seq, (m, person) in enumerate(zip(session.messages, persons, strict=True))]
         try:
             async with self._db.transaction() as conn:
                 (episode,) = await self._memories.write(conn, prepared)

@@ -12,6 +12,7 @@ from typing import Any
 from ..episodes.lifecycle import MAX_MESSAGES_PER_APPEND, MessageIn, parse_messages
 from ..errors import FieldProblem, InvalidInputError, more_than
 from ..memories.params import check_time
+from ..people import person_key
 
 MAX_SESSION_TURNS = MAX_MESSAGES_PER_APPEND  # a session is written in one transaction
 MAX_KEY_CHARS = 200
@@ -28,12 +29,15 @@ class HistoryTurn:
     at: datetime | None = None
     name: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    user: str | None = None  # the person who said it (people/), when not the session's
 
     def message(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "content": self.content,
                                "metadata": dict(self.metadata)}
         if self.name is not None:
             out["name"] = self.name
+        if self.user is not None:
+            out["user"] = self.user
         if self.at is not None:
             out["created_at"] = self.at
         return out
@@ -51,6 +55,7 @@ class HistorySession:
     turns: Sequence[HistoryTurn]
     key: str | None = None
     title: str | None = None
+    user: str | None = None  # whose conversation it was (people/): the user's turns are theirs
 
     def import_key(self) -> str:
         if self.key is not None:
@@ -70,6 +75,7 @@ class CheckedSession:
     title: str | None
     messages: list[MessageIn]
     participants: list[str]
+    user: str | None = None
 
 
 def _aware(value: datetime) -> datetime:
@@ -122,9 +128,17 @@ def parse_sessions(sessions: Sequence[HistorySession | Mapping[str, Any]]
                                          p.reason) for p in exc.problems)
             continue
         started = _aware(session.started_at)
+        user = None
+        if session.user is not None:
+            try:
+                user = person_key(session.user, "user")
+            except InvalidInputError as exc:
+                problems.extend(FieldProblem(f"{prefix}.{p.field}", p.reason)
+                                for p in exc.problems)
+                continue
         names = list(dict.fromkeys(m.name for m in messages if m.name))
         out.append(CheckedSession(key=key, started_at=started, title=session.title,
-                                  messages=messages, participants=names[:20]))
+                                  messages=messages, participants=names[:20], user=user))
     if problems:
         raise InvalidInputError(problems)
     return out
@@ -139,12 +153,12 @@ def _content(session: HistorySession) -> str:
 
 
 def session_from(raw: Mapping[str, Any]) -> HistorySession:
-    """A session from its JSON form: ``{"key"?, "started_at", "title"?, "turns": [{"role",
-    "content", "name"?, "at"?, "metadata"?}]}``."""
+    """A session from its JSON form: ``{"key"?, "started_at", "title"?, "user"?, "turns":
+    [{"role", "content", "name"?, "user"?, "at"?, "metadata"?}]}``."""
     if not isinstance(raw, Mapping):
         raise InvalidInputError.single("session", "must be an object")
     problems: list[FieldProblem] = []
-    unknown = set(raw) - {"key", "started_at", "title", "turns"}
+    unknown = set(raw) - {"key", "started_at", "title", "turns", "user"}
     problems.extend(FieldProblem(name, "unknown field") for name in sorted(unknown))
     started = _time(raw.get("started_at"), "started_at", problems, required=True)
     key = raw.get("key")
@@ -170,12 +184,15 @@ def session_from(raw: Mapping[str, Any]) -> HistorySession:
                 metadata = {}
             turns.append(HistoryTurn(
                 role=turn.get("role"), content=turn.get("content"),  # type: ignore[arg-type]
-                name=turn.get("name"), metadata=metadata,
+                name=turn.get("name"), metadata=metadata, user=turn.get("user"),
                 at=_time(turn.get("at"), f"turns[{i}].at", problems)))
     if problems:
         raise InvalidInputError(problems)
     assert started is not None
-    return HistorySession(key=key, started_at=started, title=title, turns=turns)
+    user = raw.get("user")
+    if user is not None and not isinstance(user, str):
+        problems.append(FieldProblem("user", "must be a string"))
+    return HistorySession(key=key, started_at=started, title=title, turns=turns, user=user)
 
 
 def _time(value: object, name: str, problems: list[FieldProblem], *,

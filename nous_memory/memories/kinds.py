@@ -31,6 +31,7 @@ from ..errors import (
     longer_than,
     reason_of,
 )
+from ..people.keys import Person
 from .enums import (
     CensorAction as CensorAction,
 )
@@ -73,6 +74,7 @@ MAX_TEXT_CHARS = 10_000  # content, descriptions, reasons, patterns, summaries
 MAX_DETAIL_CHARS = 1_000_000  # episode detail
 MAX_LIST_ITEMS = 100
 MAX_TAGS = 32
+MAX_PEOPLE = 64  # the people one memory belongs to (a group conversation's members)
 MAX_TAG_CHARS = 64
 MAX_BATCH_ITEMS = 5_000  # remember_many items per call
 MAX_PAGE_SIZE = 500  # list page size
@@ -265,6 +267,9 @@ class CommonFields(BaseModel):
     importance: Unit = 0.5
     tags: Annotated[list[Tag], Field(max_length=MAX_TAGS)] = []
     summary: Text | None = None
+    # whose it is (people/): person keys, sorted and once each; empty: the agent's
+    people: Annotated[list[Person], Field(max_length=MAX_PEOPLE),
+                      AfterValidator(lambda keys: sorted(set(keys)))] = []
 
 
 COMMON_FIELDS = frozenset(CommonFields.model_fields)
@@ -320,6 +325,12 @@ def parse_new(kind: object, fields: Mapping[str, Any], prefix: str = "", *,
               allow_untitled: bool = False) -> NewMemory:
     """Validate one create request; every problem is reported, each with its field path."""
     parsed_kind = parse_kind(kind, f"{prefix}kind")
+    if fields.get("user") is not None:  # one person's memory (people/): people=[user]
+        if fields.get("people"):
+            raise InvalidInputError.single(f"{prefix}user", "give user or people, not both")
+        fields = {**{k: v for k, v in fields.items() if k != "user"}, "people": [fields["user"]]}
+    elif "user" in fields:
+        fields = {k: v for k, v in fields.items() if k != "user"}
     common_in = {k: v for k, v in fields.items() if k in COMMON_FIELDS}
     detail_in = {k: v for k, v in fields.items() if k not in COMMON_FIELDS}
     if "kind" in detail_in:

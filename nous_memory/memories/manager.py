@@ -25,6 +25,7 @@ from ..errors import (
     more_than,
     out_of_range,
 )
+from ..people import person_key
 from ..tokens import count_tokens
 from .ahead import slot_and_event
 from .changes import apply_changes, audit_values, refuse_cold_detail_edit
@@ -175,6 +176,7 @@ class MemoryManager:
                 "id": str(memory_id), "kind": new.kind.value, "summary": summary,
                 "summary_source": source.value, "summary_tokens": n_tokens,
                 "importance": new.common.importance, "tags": new.common.tags, "ord": ordinal,
+                "people": new.common.people,
             })
             details.setdefault(new.kind, []).append(_detail_row(agent, memory_id, new.detail))
             events.append({"memory_id": str(memory_id), "event": "created", "old_values": None,
@@ -195,7 +197,8 @@ class MemoryManager:
                    importance=new.common.importance, tags=new.common.tags,
                    embedding_model=self.embeddings.model_name, version=1,
                    created_at=stamps[memory_id]["created_at"],
-                   updated_at=stamps[memory_id]["updated_at"], detail=new.detail)
+                   updated_at=stamps[memory_id]["updated_at"], detail=new.detail,
+                   people=new.common.people)
             for new, memory_id, (summary, source), n_tokens in zip(
                 news, batch.ids, batch.summaries, batch.tokens, strict=True)
         ]
@@ -337,9 +340,12 @@ class MemoryManager:
         status: Status | str | Sequence[Status | str] | None = None,
         created_after: datetime | None = None, created_before: datetime | None = None,
         limit: int = 50, cursor: str | None = None, tag: str | None = None,
+        user: str | None = None,
     ) -> Page:
-        """Newest first, paged by an opaque cursor; deleted memories only when asked for."""
+        """Newest first, paged by an opaque cursor; deleted memories only when asked for;
+        ``user``: what that person may read (theirs and the shared ones, people/)."""
         agent = parse_agent_id(agent_id)
+        askers = None if user is None else [person_key(user, "user")]
         kind_value = None if kind is None else parse_enum(Kind, kind, "kind").value
         statuses = parse_statuses(status)
         if isinstance(limit, bool) or not isinstance(limit, int) or not (
@@ -350,7 +356,8 @@ class MemoryManager:
         after_at, after_id = decode_cursor(cursor) if cursor else (None, None)
         tag_value = None if tag is None else parse_tag(tag)
         rows = await self._db.fetch("list_memories", agent, kind_value, statuses, after,
-                                    before, after_at, after_id, limit + 1, tag_value)
+                                    before, after_at, after_id, limit + 1, tag_value,
+                                    askers)
         items = [Memory.from_row(r) for r in rows[:limit]]
         more = len(rows) > limit
         next_cursor = encode_cursor(items[-1].created_at, items[-1].id) if more else None

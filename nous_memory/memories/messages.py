@@ -26,6 +26,7 @@ class TranscriptMessage:
     tokens: int = 0
     created_at: datetime | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    person: str | None = None  # who said it (people/): a person key
 
     @property
     def speaker(self) -> str:
@@ -42,4 +43,4 @@ def to_message(row: Mapping[str, Any]) -> TranscriptMessage:
     return TranscriptMessage(seq=row["seq"], role=row["role"], content=row["content"],
                              name=row["name"], tool_call_id=row["tool_call_id"],
                              tokens=row["tokens"], created_at=row["created_at"],
-                             metadata=row["metadata"] or {})
+                             metadata=row["metadata"] or {}, person=row.get("person"))

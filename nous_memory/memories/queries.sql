@@ -9,12 +9,12 @@
 -- name: insert_memories
 -- A batch of memories from JSON rows; $3 holds the embeddings, row i uses element i.
 INSERT INTO memories (agent_id, id, kind, summary, summary_source, summary_tokens,
-                      embedding, embedding_model, importance, tags)
+                      embedding, embedding_model, importance, tags, people)
 SELECT $1, r.id, r.kind, r.summary, r.summary_source, r.summary_tokens,
-       ($3::vector[])[r.ord], $4, r.importance, r.tags
+       ($3::vector[])[r.ord], $4, r.importance, r.tags, COALESCE(r.people, '{}')
 FROM jsonb_to_recordset($2::jsonb) AS r(id uuid, kind text, summary text,
      summary_source text, summary_tokens integer, importance double precision,
-     tags text[], ord integer)
+     tags text[], ord integer, people text[])
 RETURNING id, created_at, updated_at;
 
 -- name: upsert_decision_details
@@ -79,7 +79,8 @@ SELECT * FROM memory_records WHERE agent_id = $1 AND id = $2;
 
 -- name: list_memories
 -- Keyset paging on (created_at, id) descending; NULL filters are ignored.
--- $3: statuses to include; ($6, $7): the cursor position; $9: a tag the memory carries.
+-- $3: statuses to include; ($6, $7): the cursor position; $9: a tag the memory carries;
+-- $10: who is asking (people/; NULL: the owner): theirs and the shared ones.
 SELECT * FROM memory_records
 WHERE agent_id = $1
   AND ($2::text IS NULL OR kind = $2)
@@ -88,6 +89,7 @@ WHERE agent_id = $1
   AND ($5::timestamptz IS NULL OR created_at < $5)
   AND ($6::timestamptz IS NULL OR (created_at, id) < ($6, $7::uuid))
   AND ($9::text IS NULL OR $9 = ANY(tags))
+  AND ($10::text[] IS NULL OR cardinality(people) = 0 OR people @> $10::text[])
 ORDER BY created_at DESC, id DESC
 LIMIT $8;
 

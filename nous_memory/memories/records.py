@@ -54,6 +54,8 @@ class Memory(BaseModel):
     access_count: int = 0
     deleted_at: datetime | None = None
     detail: Detail
+    # whose it is (people/): person keys; empty: the agent's, shared with everyone
+    people: list[str] = []
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Memory:

@@ -289,7 +289,7 @@ async def test_the_always_on_read_finds_the_pins_through_their_index(
             "EXPLAIN (FORMAT JSON) " + QUERIES["context_always_on"], "a",
             list(PROFILE_CATEGORIES), CENSOR_LIMIT, PINNED_FACT_LIMIT, Vector(vector),
             store.embedder.model_name, ["home"], ["billing"], list(CORE_ATTRIBUTES),
-            NOW_LIMIT, datetime.now(UTC), UPCOMING_LIMIT))
+            NOW_LIMIT, datetime.now(UTC), UPCOMING_LIMIT, ["ana"]))
     finally:
         await conn.close()
     indexes = _index_names(plan["Plan"])

@@ -24,7 +24,8 @@ RELEASED = {1: FIXTURES / "schema_v1.sql", 2: FIXTURES / "schema_v2.sql",
             5: FIXTURES / "schema_v5.sql", 6: FIXTURES / "schema_v6.sql",
             7: FIXTURES / "schema_v7.sql", 8: FIXTURES / "schema_v8.sql",
             9: FIXTURES / "schema_v9.sql", 10: FIXTURES / "schema_v10.sql",
-            11: FIXTURES / "schema_v11.sql", 12: FIXTURES / "schema_v12.sql"}
+            11: FIXTURES / "schema_v11.sql", 12: FIXTURES / "schema_v12.sql",
+            13: FIXTURES / "schema_v13.sql"}
 
 CATALOG = {
     "columns": """

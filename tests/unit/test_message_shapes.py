@@ -14,7 +14,7 @@ def test_the_turn_fields_are_one_list() -> None:
 
 def test_a_turn_is_typed_as_a_message() -> None:
     shared = set(TURN_FIELDS) & set(MessageIn.model_fields)
-    assert shared == {"role", "content", "name", "metadata"}
+    assert shared == {"role", "content", "name", "metadata", "user"}
     for name in shared:
         turn, message = HistoryTurnIn.model_fields[name], MessageIn.model_fields[name]
         assert (turn.annotation, turn.metadata) == (message.annotation, message.metadata), name
