@@ -30,7 +30,7 @@ from .llm import UsageRow, usage_by_agent
 from .memories.kinds import Kind, Status, parse_agent_id
 from .memories.records import Memory, MemoryEvent, Page
 from .owner import OwnerView
-from .people import group_statement, person_key
+from .people import person_key
 
 
 class MemoryStore(OwnerView, ConversationView):
@@ -275,12 +275,12 @@ class MemoryStore(OwnerView, ConversationView):
         Pepper"; no ``subject`` given) is learned as the facts the close would learn from
         it, each on its own: the first learned is the result, the others ``also``.
         ``user``: the person who said it: it is theirs, and decided against their facts
-        only (people/); said for a group ("our wifi is ...") it is the agent's."""
+        and the agent's only (people/); without one it is the agent's, shared."""
         fields: dict[str, Any] = {k: v for k, v in {
             "subject": subject, "category": category, "confidence": confidence,
             "source": source, "source_episode_id": source_episode_id,
             "valid_from": valid_from}.items() if v is not None}
-        if user is not None and not (isinstance(content, str) and group_statement(content)):
+        if user is not None:
             fields["people"] = [person_key(user, "user")]
         # the user's own compound statement is split as the close splits it, one fact
         # each (each decided and written on its own); one told of someone else is not

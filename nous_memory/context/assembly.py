@@ -171,15 +171,18 @@ class ContextAssembler:
         self._background: set[asyncio.Task[Any]] = set()
 
     async def for_prompt(self, agent_id: str, query: str, budget_tokens: int,
-                         holds: PromptHolds | None = None, user: str | None = None) -> str:
+                         holds: PromptHolds | None = None) -> str:
         """Working memory's context provider: the assembled items for a prompt's context
         block (which marks them itself), or nothing when the room is below the minimum.
         What the prompt holds of its own conversation (its tail) is left out."""
         room = budget_tokens - PROMPT_BLOCK_MARGIN
         if room < MIN_BUDGET_TOKENS:
             return ""
+        # the conversation's people ask: nothing of anyone's that is not all of theirs
+        people = (await self._db.fetchval("memory_people", agent_id, holds.episode_id) or []
+                  if holds is not None else [])
         context = await self.assemble(agent_id, query, budget_tokens=room, holds=holds,
-                                      user=user)
+                                      asking=people or None)
         return blocks.unwrap(context.text, "context") if context.items else ""
 
     async def assemble(self, agent_id: str, query: str, *,
@@ -189,7 +192,10 @@ class ContextAssembler:
                        query_embedding: Sequence[float] | np.ndarray[Any, Any] | None = None,
                        as_of: datetime | str | None = None,
                        current_only: bool = False,
-                       holds: PromptHolds | None = None, user: str | None = None) -> Context:
+                       holds: PromptHolds | None = None, user: str | None = None,
+                       asking: Sequence[str] | None = None) -> Context:
+        """(see ``MemoryStore.assemble_context``) ``asking``: a group asking together (a
+        group conversation's members): only what is all of theirs or shared."""
         started = time.perf_counter()
         agent = parse_agent_id(agent_id)
         req = parse_request(agent, query, budget_tokens, sections, extraction)
@@ -197,6 +203,8 @@ class ContextAssembler:
                        | ({Kind.EPISODE} if Section.EXCERPTS in req.budgets else set()))
         ranking = parse_recall_request(agent, req.query, kinds or [Kind.FACT], CANDIDATE_K,
                                        False, as_of, current_only, user)
+        if asking is not None:
+            ranking = dataclasses.replace(ranking, asking=tuple(sorted(set(asking))))
         cues = QueryCues.of(req.query)
         moment = ranking.as_of or datetime.now(UTC)
         if query_embedding is not None:

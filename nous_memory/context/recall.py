@@ -134,13 +134,14 @@ class RecallQuery:
     as_of: datetime | None = None
     window: Window | None = None
     current_only: bool = False  # leave out what is no longer true (old values, their turns)
-    user: str | None = None  # the person asking (people/): theirs and the shared only
+    # who is asking (people/): person keys a memory's people must all hold, one person or
+    # a group's members (a group conversation's prompt); None: the owner, who reads all
+    asking: tuple[str, ...] | None = None
 
     @property
     def askers(self) -> list[str] | None:
-        """Who is asking as the statements take it: the keys a memory's people must all
-        hold (None: the agent's owner, who reads everything)."""
-        return None if self.user is None else [self.user]
+        """Who is asking as the statements take it."""
+        return None if self.asking is None else list(self.asking)
 
 
 def parse_moment(value: object, problems: list[FieldProblem]) -> datetime | None:
@@ -204,7 +205,8 @@ def parse_request(agent_id: object, query: object, kinds: object, k: object,
     return RecallQuery(agent=agent, query=text, kinds=tuple(parsed), k=k,
                          include_superseded=include_superseded, as_of=moment,
                          window=resolve(text, moment or datetime.now(UTC)),
-                         current_only=current_only is True, user=asker)
+                         current_only=current_only is True,
+                         asking=None if asker is None else (asker,))
 
 
 def asker_of(user: object, problems: list[FieldProblem]) -> str | None:

@@ -86,8 +86,7 @@ class EpisodeLearner:
                 ExtractedFact(content=s.content, subject=s.subject, category=s.category,
                               confidence=s.confidence, seq=s.seq) for s in found],
                 RULE_CONFIDENCE, {m.seq: m.created_at for m in transcript},
-                [[] if s.group else owner_of(person.get(s.seq), conversation, "")
-                 for s in found])
+                [owner_of(person.get(s.seq), conversation, group=s.group) for s in found])
             await self._learn_rules(ctx, agent, ident, chunks, summary, vectors, facts)
             return
         async with ctx.commit() as conn:
@@ -197,12 +196,11 @@ def _fact_item(fact: ExtractedFact, episode_id: UUID, default_confidence: float,
 
 def _llm_owner(fact: ExtractedFact, person: Mapping[int, str | None],
                conversation: list[str]) -> list[str]:
-    """Whose an LLM's fact is: shared when its subject is the group ("we"), else the
-    person who said its message, else the conversation's people (people.owner_of)."""
-    if fact.subject is not None and group_statement(fact.subject):
-        return []
+    """Whose an LLM's fact is (people.owner_of): its subject the group ("we") or the
+    speaker of its message."""
     speaker = person.get(fact.seq) if fact.seq is not None else None
-    return owner_of(speaker, conversation, "")
+    return owner_of(speaker, conversation,
+                    group=fact.subject is not None and group_statement(fact.subject))
 
 
 def _slot_subject(subject: str | None) -> str:

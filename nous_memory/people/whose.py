@@ -2,10 +2,14 @@
 
 A message's person is the user it names (``user``), else, for the person's own turn, the
 episode's user or the speaker's name; the assistant's turns belong to nobody.  What is
-learned from a turn is its speaker's, unless the speaker spoke for a group ("our wifi is
-called Otter", "we moved to Porto"): said in the first person plural and never in the
-singular, it is the agent's, shared with everyone.  The test is the grammar of the
-person speaking (a closed class of pronouns), not a list of topics.
+learned from a turn is its speaker's, unless the speaker spoke for the group they are
+talking in ("our wifi is called Otter", "we moved the standup"): said in the first person
+plural and never in the singular, in a conversation of several people, it is that
+conversation's people's.  Said to the assistant alone, "we" is the speaker's own circle
+(their team, their family), which the assistant's other people are not part of: it stays
+the speaker's.  Private unless said in the group: a leak costs more than a missed share.
+The test is the grammar of the person speaking (a closed class of pronouns), not a list
+of topics.
 """
 
 from __future__ import annotations
@@ -40,12 +44,12 @@ def group_statement(text: str) -> bool:
     return bool(words & _PLURAL) and not words & _SINGULAR
 
 
-def owner_of(speaker: str | None, conversation: Sequence[str], said: str) -> list[str]:
-    """Whose a fact learned from ``said`` (a turn of ``speaker``, in a conversation of
-    ``conversation``'s people) is: the speaker's; shared when said for a group; the
+def owner_of(speaker: str | None, conversation: Sequence[str], *, group: bool) -> list[str]:
+    """Whose a fact learned from a turn of ``speaker`` in a conversation of
+    ``conversation``'s people is (``group``: said for a group, ``group_statement``): the
+    conversation's people when said for the group they form, else the speaker's; the
     conversation's people when the speaker is not known."""
-    if group_statement(said):
-        return []
-    if speaker is not None:
-        return [speaker]
-    return sorted(set(conversation))
+    people = sorted(set(conversation))
+    if speaker is None or (group and len(people) > 1):
+        return people
+    return [speaker]

@@ -72,16 +72,27 @@ async def test_supersession_is_per_person(store: MemoryStore) -> None:
     assert same.fact is not None and same.fact.people == ["ana"]
 
 
-async def test_what_is_said_for_a_group_is_shared(store: MemoryStore) -> None:
-    said = await store.learn_fact("g", "Our wifi network is called Otter.", user="ana")
+async def test_what_is_said_for_a_group_is_the_groups(store: MemoryStore) -> None:
+    """Said in the group, "our" is the group's; said to the assistant alone, "we" is the
+    speaker's own circle and stays theirs; the backend's own facts are everyone's."""
+    said = await store.learn_fact("g", "Our wifi network is called Otter.")
     assert said.fact is not None and said.fact.people == []
-    await _private(store, "g", "ana", "Our landlord is Mr Patel.", "Noted.")
+    episode = await store.start_episode("g")
+    await store.append("g", episode.id, [
+        {"role": "user", "user": "ana", "content": "Our landlord is Mr Patel."},
+        {"role": "user", "user": "ben", "content": "Thanks, I'll call him."}])
+    await store.close_episode("g", episode.id)
+    await _private(store, "g", "ana", "Our derby team is the Clyde Crushers.", "Nice.")
     await store.worker().drain()
     ben = await store.assemble_context("g", "What is the wifi called?", user="ben",
                                        as_of=AS_OF, budget_tokens=600)
     assert "Otter" in ben.text
-    bins = await store.recall("g", "landlord", user="ben", kinds=["fact"], as_of=AS_OF)
-    assert any("Patel" in i.text for i in bins.items), bins.items
+    landlord = await store.recall("g", "landlord", user="ben", kinds=["fact"], as_of=AS_OF)
+    assert any("Patel" in i.text for i in landlord.items), landlord.items
+    team = await store.recall("g", "derby team", user="ben", k=20, as_of=AS_OF)
+    assert not any("Crushers" in i.text for i in team.items), team.items
+    own = await store.recall("g", "derby team", user="ana", kinds=["fact"], as_of=AS_OF)
+    assert any("Crushers" in i.text for i in own.items), own.items
 
 
 async def test_a_group_conversation_is_its_peoples_and_its_facts_each_speakers(
