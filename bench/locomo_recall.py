@@ -98,7 +98,8 @@ def turn_message(turn: dict[str, Any], role: str, at: datetime) -> dict[str, Any
     caption = turn.get("blip_caption")
     if caption:  # the shared photo is part of what was said, not evidence
         text = f"{text} [shares a photo of {caption}]".strip()
-    return {"role": role, "name": turn["speaker"], "content": text,
+    # both speakers are people of the conversation (people/), whatever their role
+    return {"role": role, "name": turn["speaker"], "user": turn["speaker"], "content": text,
             "created_at": at, "metadata": {"dia_id": turn["dia_id"]}}
 
 
@@ -179,14 +180,24 @@ class Answered:
     sql_ms: float
 
 
+def named_speaker(conv: Conversation, question: str) -> str | None:
+    """The one speaker of the conversation the question names (a word of it), if one."""
+    names = {m["name"] for _, messages in conv.sessions for m in messages}
+    named = [n for n in names if re.search(rf"\b{re.escape(n)}\b", question, re.I)]
+    return named[0] if len(named) == 1 else None
+
+
 async def ask(store: MemoryStore, conversations: Sequence[Conversation],
-              agents: dict[str, str], ks: Sequence[int]) -> list[Answered]:
+              agents: dict[str, str], ks: Sequence[int], *,
+              speaker: bool = False) -> list[Answered]:
+    """``speaker``: each question asked by the speaker it names (``user=``), if one."""
     depth = max(ks)
     out: list[Answered] = []
     for conv in conversations:
         for q in conv.questions:
+            asker = named_speaker(conv, q.text) if speaker else None
             t0 = time.perf_counter()
-            result = await store.recall(agents[conv.sample_id], q.text, k=depth)
+            result = await store.recall(agents[conv.sample_id], q.text, k=depth, user=asker)
             ms = (time.perf_counter() - t0) * 1000
             ranked = places(result.items)
             out.append(Answered(
@@ -253,6 +264,11 @@ async def run(args: argparse.Namespace) -> None:
             # warm-up (model and connections), not timed
             await store.recall(next(iter(agents.values())), "warm up", k=1)
             answered = await ask(store, conversations, agents, args.k)
+            if args.speaker:  # beside it: each question asked by the speaker it names
+                spoken = await ask(store, conversations, agents, args.k, speaker=True)
+                focus = HEADLINE_K if HEADLINE_K in args.k else args.k[0]
+                print(f"locomo_recall@{focus}_cat1-4_speaker: "
+                      f"{mean([a.recall[focus] for a in spoken if 1 <= a.category <= 4]):.4f}")
             stages: list[tuple[str, list[Answered]]] = [("ingested", answered)]
             if args.trim_all:
                 await trim_all(store, conversations, agents)
@@ -314,6 +330,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="ask again after trimming every episode; print the ratio")
     parser.add_argument("--archive-all", action="store_true",
                         help="ask again after archiving every episode; print the ratio")
+    parser.add_argument("--speaker", action="store_true",
+                        help="ask again as the speaker each question names (user=)")
     add_backend_option(parser)
     args = parser.parse_args(argv)
     if not args.data.is_file():

@@ -117,6 +117,8 @@ CHECKS: dict[str, Callable[[Outputs], None]] = {
     "guide/write-path.md": _write_path,
     "guide/current-truth.md": _current_truth,
     "guide/read-path.md": _read_path,
+    # Ben's city and the group's landlord, nothing of Ana's; Ana's own city, not Ben's
+    "guide/people.md": lambda o: _equal(o, [["True True", "False", "True False"]]),
     "guide/episodes.md": _episodes,
     "guide/working-memory.md": _working_memory,
     "guide/history-import.md": lambda o: (
