@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         ExportStream,
         ExportSummary,
         ImportSummary,
+        PersonErasure,
         StoreFacts,
     )
 
@@ -43,14 +44,17 @@ class OwnerView(Services):
     # ------------------------------------------------------------------ export, import, erasure
     # (portability is imported when used: its typed-row machinery costs 0.4 s of imports)
 
-    def export_agent(self, agent_id: str, /) -> ExportStream:
+    def export_agent(self, agent_id: str, /, *, user: str | None = None) -> ExportStream:
         """Everything of one agent as one JSON Lines file (docs/export-format.md): an
-        async iterator of byte chunks read from one snapshot; ``.summary`` at the end."""
-        return self._exporter().stream(agent_id)
+        async iterator of byte chunks read from one snapshot; ``.summary`` at the end.
+        ``user``: one person's export: the memories that are theirs or that they were in
+        (people/)."""
+        return self._exporter().stream(agent_id, user)
 
-    async def export_agent_to(self, agent_id: str, out: BinaryIO, /) -> ExportSummary:
-        """Write the export of one agent to a binary file object."""
-        return await self._exporter().write(agent_id, out)
+    async def export_agent_to(self, agent_id: str, out: BinaryIO, /, *,
+                              user: str | None = None) -> ExportSummary:
+        """Write the export of one agent (``user``: of one person) to a binary file."""
+        return await self._exporter().write(agent_id, out, user)
 
     async def import_agent(self, source: AsyncIterable[bytes] | BinaryIO, /, *,
                            agent_id: str | None = None, allow_other_model: bool = False,
@@ -72,6 +76,15 @@ class OwnerView(Services):
         receipt = await Eraser(self._db, self.embeddings).forget(agent_id, actor=actor)
         await self.maintenance.agent_indexes.drop_for(receipt.agent_id)
         return receipt
+
+    async def forget_person(self, agent_id: str, user: str, /, *, actor: str = "python"
+                            ) -> PersonErasure:
+        """Forget one person of an agent (people/): every memory that is theirs alone is
+        purged in one transaction; they leave the conversations they had with others."""
+        from .portability import PersonEraser
+
+        return await PersonEraser(self._db, self.embeddings).forget(agent_id, user,
+                                                                    actor=actor)
 
     def _exporter(self) -> Exporter:
         from .portability import Exporter

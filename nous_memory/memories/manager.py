@@ -43,6 +43,7 @@ from .kinds import (
     parse_new,
 )
 from .params import parse_enum, parse_memory_id, parse_statuses, parse_tag, parse_time
+from .purge import purge_rows
 from .records import Memory, MemoryEvent, Page, decode_cursor, encode_cursor
 from .summaries import summarize
 
@@ -307,16 +308,7 @@ class MemoryManager:
         async with self._db.transaction() as conn:
             await conn.execute("lock_agent_facts", agent)  # never mid-learn_fact
             if purge:
-                await conn.execute("purge_unlink", agent, ident)
-                gone = await conn.fetchrow("purge_memory", agent, ident)
-                if gone is None:
-                    raise NotFoundError("memory", ident)
-                await conn.execute("purge_memory_leftovers", agent, ident)
-                await conn.execute("redact_events", agent, ident)
-                await self.embeddings.forget(conn, agent, gone["embedding_model"],
-                                             gone["summary"])
-                event = {"event": "purged", "old_values": None,
-                         "new_values": {"kind": gone["kind"]}}
+                event = await purge_rows(conn, self.embeddings, agent, ident)
             else:
                 before = await conn.fetchval("soft_delete_memory", agent, ident)
                 if before is None:

@@ -5,6 +5,7 @@
 - ``export``: the streamed export of one agent from one snapshot;
 - ``importer``: the all-or-nothing import into the same or another agent id;
 - ``erase``: forgetting an agent, with a content-free receipt;
+- ``person``: forgetting one person of an agent (people/);
 - ``reports``: what each of them reports.
 
 Its modules are imported on first use (PEP 562): ``reports`` alone (what the remote
@@ -22,10 +23,18 @@ if TYPE_CHECKING:
     from .export import Exporter, ExportStream
     from .importer import ImportConflictError, Importer
     from .lines import ExportFileError, TruncatedExportError
-    from .reports import ErasureReceipt, ExportSummary, ImportSummary, StoreFacts
+    from .person import PersonEraser
+    from .reports import (
+        ErasureReceipt,
+        ExportSummary,
+        ImportSummary,
+        PersonErasure,
+        StoreFacts,
+    )
     from .tables import CARRIED, EXCLUDED
 
-_LAZY = {"Eraser": ".erase", "Exporter": ".export", "ExportStream": ".export",
+_LAZY = {"Eraser": ".erase", "PersonEraser": ".person", "PersonErasure": ".reports",
+         "Exporter": ".export", "ExportStream": ".export",
          "ImportConflictError": ".importer", "Importer": ".importer",
          "ExportFileError": ".lines", "TruncatedExportError": ".lines",
          "ErasureReceipt": ".reports", "ExportSummary": ".reports",
@@ -44,6 +53,8 @@ __all__ = [
     "ImportConflictError",
     "ImportSummary",
     "Importer",
+    "PersonEraser",
+    "PersonErasure",
     "StoreFacts",
     "TruncatedExportError",
 ]

@@ -33,7 +33,7 @@ class Eraser:
 
     async def forget(self, agent_id: str, *, actor: str) -> ErasureReceipt:
         agent = parse_agent_id(agent_id)
-        actor = _actor(actor)
+        actor = valid_actor(actor)
         # a worker still finishing the agent's episodes may deadlock with it
         return await again_on_contention(lambda: self._erase(agent, actor))
 
@@ -65,7 +65,7 @@ class Eraser:
                               actor=actor)
 
 
-def _actor(actor: str) -> str:
+def valid_actor(actor: str) -> str:
     actor = actor.strip() if isinstance(actor, str) else ""
     if not actor or len(actor) > MAX_ACTOR_CHARS or not actor.isprintable():
         raise InvalidInputError.single(

@@ -9,14 +9,15 @@ never held in memory.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from datetime import UTC, datetime
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ..db import Database
 from ..db.bulk import stream_agent_rows
 from ..errors import NotFoundError
 from ..memories.kinds import parse_agent_id
+from ..people import person_key
 from .lines import (
     FORMAT_VERSION,
     ExportHeader,
@@ -27,7 +28,7 @@ from .lines import (
     trailer_line,
 )
 from .reports import ExportSummary, StoreFacts
-from .tables import CARRIED, EXCLUDED
+from .tables import CARRIED, EXCLUDED, MEMORY_COLUMN
 
 CHUNK_BYTES = 64 * 1024  # lines are handed on in chunks of about this size
 
@@ -37,10 +38,10 @@ class ExportStream:
     once the trailer has been produced.  An unknown agent raises ``NotFoundError`` from
     the first chunk, before anything is written."""
 
-    def __init__(self, exporter: Exporter, agent_id: str) -> None:
+    def __init__(self, exporter: Exporter, agent_id: str, person: str | None = None) -> None:
         self.agent_id = agent_id
         self.summary: ExportSummary | None = None
-        self._lines = exporter.lines(agent_id, self)
+        self._lines = exporter.lines(agent_id, self, person)
         self._chunks: AsyncGenerator[bytes] = self._chunked()
 
     def __aiter__(self) -> AsyncIterator[bytes]:
@@ -70,42 +71,54 @@ class Exporter:
         self._model = facts.embedding_model
         self._dim = facts.embedding_dim
 
-    def stream(self, agent_id: str) -> ExportStream:
-        return ExportStream(self, parse_agent_id(agent_id))
+    def stream(self, agent_id: str, user: str | None = None) -> ExportStream:
+        """``user``: one person's export (people/): the memories that are theirs or that
+        they were in, with what hangs on them; not the agent's shared ones."""
+        return ExportStream(self, parse_agent_id(agent_id),
+                            None if user is None else person_key(user, "user"))
 
-    async def write(self, agent_id: str, out: BinaryIO) -> ExportSummary:
+    async def write(self, agent_id: str, out: BinaryIO, user: str | None = None
+                    ) -> ExportSummary:
         """Write the export to a binary file object (blocking writes go to a thread)."""
-        stream = self.stream(agent_id)
+        stream = self.stream(agent_id, user)
         async for chunk in stream:
             await asyncio.to_thread(out.write, chunk)
         assert stream.summary is not None
         return stream.summary
 
-    async def lines(self, agent: str, sink: ExportStream) -> AsyncGenerator[bytes]:
+    async def lines(self, agent: str, sink: ExportStream, person: str | None = None
+                    ) -> AsyncGenerator[bytes]:
         """Every line of the file; ``sink.summary`` is set after the last one."""
         async with self._db.snapshot() as conn:
             if not await conn.fetchval("portability_agent_exists", agent):
                 raise NotFoundError("agent", agent)
+            carried = list(CARRIED)
+            theirs: list[Any] = []
+            if person is not None:
+                theirs = [r["id"] for r in await conn.fetch("person_memories", agent, person)]
+                carried = [c for c in CARRIED if c.table in MEMORY_COLUMN]
             checksum, size, counts = new_checksum(), 0, {}
             header = ExportHeader(
                 version=FORMAT_VERSION, schema_version=self._schema_version, agent_id=agent,
                 exported_at=datetime.now(UTC), embedding_model=self._model,
-                embedding_dim=self._dim, tables=[c.table for c in CARRIED],
-                excluded=EXCLUDED)
+                embedding_dim=self._dim, tables=[c.table for c in carried],
+                excluded=EXCLUDED, person=person)
             line = header_line(header)
             checksum.update(line)
             size += len(line)
             yield line
-            for carried in CARRIED:
+            for table in carried:
                 count = 0
-                async for record in stream_agent_rows(conn, carried.shape, agent,
-                                                      only=carried.only):
-                    line = row_line(carried.table, record)
+                only: dict[str, Sequence[Any]] = dict(table.only)
+                if person is not None:
+                    only[MEMORY_COLUMN[table.table]] = theirs
+                async for record in stream_agent_rows(conn, table.shape, agent, only=only):
+                    line = row_line(table.table, record)
                     checksum.update(line)
                     size += len(line)
                     count += 1
                     yield line
-                counts[carried.table] = count
+                counts[table.table] = count
             trailer = ExportTrailer(rows=sum(counts.values()), counts=counts,
                                     sha256=checksum.hexdigest())
             line = trailer_line(trailer)

@@ -66,6 +66,8 @@ class ExportHeader(BaseModel):
     embedding_dim: int = Field(ge=1)
     tables: list[str]
     excluded: dict[str, str] = Field(default_factory=dict)
+    # a person's export (people/): only the memories that are theirs or that they were in
+    person: str | None = None
 
 
 class ExportTrailer(BaseModel):

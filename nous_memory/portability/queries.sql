@@ -45,3 +45,21 @@ WITH facts_unlinked AS (
 )
 UPDATE decisions SET source_episode_id = NULL
 WHERE agent_id = $1 AND source_episode_id IS NOT NULL;
+
+-- ---------------------------------------------------------------- people
+
+-- name: person_memories
+-- A person's memories (people/): theirs alone and the conversations they were in, any
+-- status (an export carries the history too; the erasure of a person reads these).
+SELECT id, people FROM memories WHERE agent_id = $1 AND $2::text = ANY(people);
+
+-- name: person_leave_memories
+-- A forgotten person leaves the memories they shared with others ($3 ids): the others
+-- keep them, the person is no longer among their people.
+UPDATE memories SET people = array_remove(people, $2::text)
+WHERE agent_id = $1 AND id = ANY($3::uuid[]);
+
+-- name: person_leave_messages
+-- ... and the messages they said in them are no longer anyone's in particular.
+UPDATE episode_messages SET person = NULL
+WHERE agent_id = $1 AND episode_id = ANY($3::uuid[]) AND person = $2::text;

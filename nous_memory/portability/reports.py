@@ -62,3 +62,15 @@ class ErasureReceipt(BaseModel):
     counts: dict[str, int] = Field(description="rows removed per table")
     total_rows: int
     actor: str
+
+
+class PersonErasure(BaseModel):
+    """What forgetting one person of an agent did (no content, not even the person)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    agent_id: str
+    purged: dict[str, int] = Field(description="memories purged, per kind: the person's "
+                                               "alone")
+    left: int = Field(description="memories shared with others that the person left")
+    actor: str

@@ -72,6 +72,17 @@ CARRIED: tuple[Carried, ...] = (
             only={"state": ("pending", "running")}, compare=False),
 )
 
+# the column that names a carried row's memory: a person's export (people/) keeps the
+# rows of their memories; a table without one is the agent's, not a person's
+MEMORY_COLUMN: dict[str, str] = {
+    "memories": "id", "episodes": "memory_id", "decisions": "memory_id",
+    "facts": "memory_id", "procedures": "memory_id", "censors": "memory_id",
+    "episode_messages": "episode_id", "episode_chunks": "episode_id",
+    "episode_extractions": "episode_id", "memory_archive": "memory_id",
+    "memory_events": "memory_id", "conversation_summaries": "episode_id",
+    "conversation_analyses": "episode_id", "conversation_state": "episode_id",
+    "work_items": "memory_id"}
+
 EXCLUDED: dict[str, str] = {
     "extraction_cache": "derived: tier-2 extractions are recomputed on demand and expire",
     "embedding_cache": "derived: vectors of texts already embedded, recomputed on demand",

@@ -3,6 +3,9 @@ person's in another's reads (people/)."""
 
 from __future__ import annotations
 
+import json
+
+import asyncpg
 import pytest
 
 from nous_memory import MemoryStore
@@ -136,3 +139,34 @@ async def test_a_bad_person_is_a_clear_error(store: MemoryStore) -> None:
         assert caught.value.problems[0].field == "user"
     with pytest.raises(InvalidInputError):
         await store.learn_fact("h", "I like tea.", user="")
+
+
+async def test_a_person_is_exported_and_forgotten_alone(store: MemoryStore) -> None:
+    await _household(store)
+    group = await store.start_episode("h")
+    await store.append("h", group.id, [
+        {"role": "user", "user": "ana", "content": "Our landlord is Mr Patel."},
+        {"role": "user", "user": "ben", "content": "I'll pay the rent on Friday."}])
+    await store.close_episode("h", group.id)
+    await store.worker().drain()
+    chunks = [chunk async for chunk in store.export_agent("h", user="ana")]
+    lines = b"".join(chunks).decode()
+    assert "Lisbon" in lines and "Patel" in lines and "Berlin" not in lines
+    (header,) = json.loads(lines.splitlines()[0]).values()
+    assert header["person"] == "ana"
+    erased = await store.forget_person("h", "Ana", actor="test")
+    assert erased.purged.get("fact", 0) >= 1 and erased.purged.get("episode") == 1
+    assert erased.left == 2  # the group conversation and its "our" fact stay Ben's
+    owner = await store.recall("h", "Lisbon vegetarian Miso", k=30, include_superseded=True)
+    assert not any("Lisbon" in i.text or "Miso" in i.text for i in owner.items)
+    assert (await store.get_episode("h", group.id)).people == ["ben"]
+    ben = await store.recall("h", "landlord", user="ben", k=10)
+    assert any("Patel" in i.text for i in ben.items)
+    conn = await asyncpg.connect(store.dsn)
+    try:
+        left = await conn.fetchval(
+            "SELECT count(*) FROM episode_messages WHERE agent_id = 'h' AND "
+            "(person = 'ana' OR content LIKE '%Lisbon%')")
+    finally:
+        await conn.close()
+    assert left == 0
