@@ -18,6 +18,14 @@ then the read), and ``on_session_switch`` with ``reset`` starts the next episode
 the current one, if Hermes has not ended it first).  A cron, sub-agent or flush context
 (``agent_context`` other than ``primary``) reads but never writes: those prompts are not
 the user speaking.
+
+People: Hermes names the person of a gateway session (``user_id``, and ``user_name``
+for display) at ``initialize``.  The session's episode is that person's, its user turns
+carry the id and the name, and every read (``prefetch``, the recall tool) is for that
+person: their memories and the shared ones, never another person's.  A memory write is
+theirs too (a "we/our" fact is shared, as the store decides).  Without a user id the
+name stands for the person; without either (the CLI) the session is the owner's, who
+reads everything.
 """
 
 from __future__ import annotations
@@ -81,6 +89,8 @@ class NousMemoryProvider(MemoryProvider):  # type: ignore[misc]  # hermes is unt
         self._thread: threading.Thread | None = None
         self._episode: str | None = None
         self._writes = True
+        self._user: str | None = None  # the person of the session (None: the owner)
+        self._name: str | None = None
         self._status: Callable[[str], Any] | None = None
 
     @property
@@ -120,11 +130,16 @@ class NousMemoryProvider(MemoryProvider):  # type: ignore[misc]  # hermes is unt
         self._status = callback if callable(callback) else None
         store = self._backend()
         self._close_current()  # a provider kept across sessions: the last one ended
+        self._name = _label(kwargs.get("user_name"))
+        self._user = _label(kwargs.get("user_id")) or self._name
         if self._writes:
-            episode = self._call(store.start_episode(
-                self._agent, title=f"Hermes session {session_id}",
-                user_id=kwargs.get("user_id") or None))
-            self._episode = str(episode.id)
+            self._start(store, session_id)
+
+    def _start(self, store: Backend, session_id: str) -> None:
+        episode = self._call(store.start_episode(
+            self._agent or "hermes", title=f"Hermes session {session_id}",
+            user_id=self._user))
+        self._episode = str(episode.id)
 
     def system_prompt_block(self) -> str:
         return ("Long-term memory (nous-memory) is on: relevant memories appear before "
@@ -134,7 +149,7 @@ class NousMemoryProvider(MemoryProvider):  # type: ignore[misc]  # hermes is unt
         if not query.strip() or self._agent is None:
             return ""
         context = self._call(self._backend().assemble_context(
-            self._agent, query, budget_tokens=CONTEXT_TOKENS))
+            self._agent, query, budget_tokens=CONTEXT_TOKENS, user=self._user))
         if context.items and self._status is not None:
             self._status(f"memory used: {len(context.items)} item(s) recalled")
         return context.text if context.items else ""
@@ -143,7 +158,12 @@ class NousMemoryProvider(MemoryProvider):  # type: ignore[misc]  # hermes is unt
                   messages: list[dict[str, Any]] | None = None) -> None:
         if not self._writes or self._episode is None or self._agent is None:
             return
-        turn = [{"role": "user", "content": user_content}]
+        said: dict[str, Any] = {"role": "user", "content": user_content}
+        if self._user is not None:  # who said it, and the name they go by
+            said["user"] = self._user
+        if self._name is not None:
+            said["name"] = self._name
+        turn = [said]
         if assistant_content:
             turn.append({"role": "assistant", "content": assistant_content})
         self._call(self._backend().append(self._agent, self._episode, turn))
@@ -176,9 +196,7 @@ class NousMemoryProvider(MemoryProvider):  # type: ignore[misc]  # hermes is unt
         if not reset or not self._writes or self._agent is None:
             return
         self._close_current()
-        episode = self._call(self._backend().start_episode(
-            self._agent, title=f"Hermes session {new_session_id}"))
-        self._episode = str(episode.id)
+        self._start(self._backend(), new_session_id)
 
     def on_memory_write(self, action: str, target: str, content: str,
                         metadata: dict[str, Any] | None = None) -> None:
@@ -187,7 +205,8 @@ class NousMemoryProvider(MemoryProvider):  # type: ignore[misc]  # hermes is unt
                 or not content.strip() or self._agent is None):
             return
         self._call(self._backend().learn_fact(
-            self._agent, content, source="hermes", source_kind="user_stated"))
+            self._agent, content, source="hermes", source_kind="user_stated",
+            user=self._user))
 
     def on_delegation(self, task: str, result: str, *, child_session_id: str = "",
                       **kwargs: Any) -> None:
@@ -201,7 +220,7 @@ class NousMemoryProvider(MemoryProvider):  # type: ignore[misc]  # hermes is unt
         if tool_name != "nous_memory_recall" or self._agent is None:
             return json.dumps({"error": f"unknown tool {tool_name}"})
         found = self._call(self._backend().recall(self._agent, str(args.get("query", "")),
-                                                  k=5))
+                                                  k=5, user=self._user))
         return json.dumps([{"ref": i.ref, "text": i.text} for i in found.items])
 
     def shutdown(self) -> None:
@@ -223,3 +242,9 @@ class NousMemoryProvider(MemoryProvider):  # type: ignore[misc]  # hermes is unt
 
 async def _client() -> Backend:
     return AsyncMemoryClient.from_env()
+
+
+def _label(value: Any) -> str | None:
+    """A user id or name Hermes passed (a platform may pass a number), else None."""
+    text = str(value).strip() if value is not None else ""
+    return text or None

@@ -5,6 +5,11 @@ The store is async; the retriever's sync ``invoke`` runs the same coroutine on t
 the store lives on (``loop=``): from another thread while that loop runs, or on it
 directly while it is idle.  Calling ``invoke`` from inside a running loop is refused:
 ``ainvoke`` is the call there.
+
+People: both read for a person when given one (``user``; people/), so only that
+person's memories and the shared ones come back; without one, the owner's reads, which
+see everything.  The hook also takes the person from the graph's run config
+(``config["configurable"]["user_id"]``, LangGraph's usual place for it).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.messages import AnyMessage, BaseMessage, SystemMessage
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, Field
 
 from ..context.results import RecallItem
@@ -62,7 +68,8 @@ class NousMemoryRetriever(BaseRetriever):
 
     ``k``: documents per query (``invoke(query, k=3)`` overrides it); ``kinds``: only
     these kinds (``["fact", "decision"]``); ``loop``: the store's event loop, for sync
-    ``invoke``.
+    ``invoke``; ``user``: the person asking (``invoke(query, user="ana")`` overrides
+    it), None for the owner.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -71,6 +78,7 @@ class NousMemoryRetriever(BaseRetriever):
     agent_id: str
     k: int = 4
     kinds: list[str] | None = None
+    user: str | None = None
     loop: asyncio.AbstractEventLoop | None = None
 
     def _get_relevant_documents(self, query: str, *,
@@ -87,26 +95,29 @@ class NousMemoryRetriever(BaseRetriever):
         backend: Backend = self.store
         k = options.get("k", self.k)
         found = await backend.recall(self.agent_id, query, kinds=options.get(
-            "kinds", self.kinds), k=k)
+            "kinds", self.kinds), k=k, user=options.get("user", self.user))
         return [document(item) for item in found.items[:k]]
 
 
-ContextHook = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+ContextHook = Callable[[dict[str, Any], RunnableConfig], Awaitable[dict[str, Any]]]
 
 
 def context_hook(store: Backend, agent_id: str, *, budget_tokens: int = 800,
-                 sections: Sequence[str] | None = None) -> ContextHook:
+                 sections: Sequence[str] | None = None, user: str | None = None,
+                 user_key: str = "user_id") -> ContextHook:
     """A LangGraph ``pre_model_hook``: the memories relevant to the newest human message,
     as a system message in front of the conversation (``llm_input_messages``, so the
-    graph's stored messages are not changed)."""
+    graph's stored messages are not changed).  Read for ``user``, else for the run's
+    ``config["configurable"][user_key]``, else as the owner."""
 
-    async def hook(state: dict[str, Any]) -> dict[str, Any]:
+    async def hook(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         messages: list[AnyMessage] = list(state.get("messages", []))
         query = next((_text(m) for m in reversed(messages) if m.type == "human"), "")
         if not query.strip():
             return {"llm_input_messages": messages}
+        person = user or (config.get("configurable") or {}).get(user_key) or None
         context = await store.assemble_context(agent_id, query, budget_tokens=budget_tokens,
-                                               sections=sections)
+                                               sections=sections, user=person)
         if not context.text.strip():
             return {"llm_input_messages": messages}
         return {"llm_input_messages": [SystemMessage(content=context.text), *messages]}

@@ -10,6 +10,19 @@ the fact, of a known key updates it (its history kept), ``put(..., None)`` and
 namespace prefix, without one a listing.  The value comes back exactly: a value that is
 one text field (``{"content": ...}`` or ``{"text": ...}``) is stored as that text, any
 other as canonical JSON.
+
+People: one element of the namespace names the person the item is for, the last one by
+default, so the usual ``("memories", user_id)`` (with ``agent_id=``) or ``(agent,
+"memories", user_id)`` is ``user_id``'s; ``user_at=`` picks another position (an index
+into the namespace as written, negative from the end), ``user_at=None`` names nobody.
+The agent's element is never the person, and a namespace too short for the position
+names nobody.  A put in a person's namespace is that person's memory (people/); a get,
+a search and a listing in it read for that person through the store (``user=``), so a
+search's candidates are only theirs and the shared ones, and ``limit=1`` finds their
+best item however many closer ones another person has.  A namespace naming nobody reads
+as the owner: everything.  The prefix of a search or a listing is read the same way, so
+with ``user_at=-1`` a search across people is a store with ``user_at=None`` (or a
+positive ``user_at`` deeper than the shared prefix).
 """
 
 from __future__ import annotations
@@ -45,13 +58,16 @@ RECALL_SCAN = 100  # recalled candidates filtered to the namespace, at most
 
 class NousMemoryStore(BaseStore):
     """``StateGraph(...).compile(store=NousMemoryStore(store))``; async methods for async
-    graphs, sync ones through ``loop`` (the store's event loop)."""
+    graphs, sync ones through ``loop`` (the store's event loop); ``user_at``: the
+    namespace element naming the person (see the module)."""
 
     def __init__(self, store: Backend, *, agent_id: str | None = None,
-                 loop: asyncio.AbstractEventLoop | None = None) -> None:
+                 loop: asyncio.AbstractEventLoop | None = None,
+                 user_at: int | None = -1) -> None:
         self._store = store
         self._agent = agent_id
         self._loop = loop
+        self._user_at = user_at
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         return run_on(self._loop, self.abatch(ops))
@@ -84,9 +100,18 @@ class NousMemoryStore(BaseStore):
     def _namespace(self, agent: str, path: tuple[str, ...]) -> tuple[str, ...]:
         return path if self._agent is not None else (agent, *path)
 
+    def _person(self, namespace: tuple[str, ...]) -> str | None:
+        """The person ``namespace`` names (the element at ``user_at``), else None."""
+        if self._user_at is None or not -len(namespace) <= self._user_at < len(namespace):
+            return None
+        at = self._user_at % len(namespace)
+        first = 0 if self._agent is not None else 1  # the agent's element is no person
+        return namespace[at] if at >= first and namespace[at].strip() else None
+
     async def _find(self, namespace: tuple[str, ...], key: str) -> Memory | None:
         agent, path = self._split(namespace)
-        page = await self._store.list(agent, kind="fact", tag=_key_tag(path, key), limit=1)
+        page = await self._store.list(agent, kind="fact", tag=_key_tag(path, key), limit=1,
+                                      user=self._person(namespace))
         return page.items[0] if page.items else None
 
     def _item(self, memory: Memory, score: float | None = None) -> Item:
@@ -121,17 +146,20 @@ class NousMemoryStore(BaseStore):
             await self._store.update(agent, found.id, content=content, source=source,
                                      actor="langgraph")
             return
+        person = self._person(namespace)
         await self._store.remember(agent, "fact", content=content, subject=key,
                                    category=SEP.join(path) or None, source=source,
-                                   tags=[*_path_tags(path), _key_tag(path, key)])
+                                   tags=[*_path_tags(path), _key_tag(path, key)],
+                                   **({} if person is None else {"user": person}))
 
     async def _search(self, op: SearchOp) -> list[SearchItem]:
         agent, path = self._split(op.namespace_prefix)
+        person = self._person(op.namespace_prefix)
         wanted = op.offset + op.limit
         hits: list[SearchItem] = []
-        if op.query:
+        if op.query:  # the person's candidates only: another's never take the places
             found = await self._store.recall(agent, op.query, kinds=["fact"],
-                                             k=min(RECALL_SCAN, 2 * wanted + 8))
+                                             k=min(RECALL_SCAN, 2 * wanted + 8), user=person)
             tag = _path_tag(path) if path else None
             memories = await asyncio.gather(*(self._store.get(agent, hit.memory_id)
                                               for hit in found.items))
@@ -143,7 +171,7 @@ class NousMemoryStore(BaseStore):
                 if len(hits) >= wanted:
                     break
         else:
-            async for memory in self._listed(agent, path):
+            async for memory in self._listed(agent, path, person):
                 item = self._item(memory, None)
                 if _matches(item.value, op.filter):
                     hits.append(SearchItem(namespace=item.namespace, key=item.key,
@@ -153,11 +181,12 @@ class NousMemoryStore(BaseStore):
                     break
         return hits[op.offset:wanted]
 
-    async def _listed(self, agent: str, path: tuple[str, ...]) -> Any:
+    async def _listed(self, agent: str, path: tuple[str, ...], person: str | None) -> Any:
         cursor: str | None = None
         while True:
             page = await self._store.list(agent, kind="fact", limit=PAGE, cursor=cursor,
-                                          tag=_path_tag(path) if path else None)
+                                          tag=_path_tag(path) if path else None,
+                                          user=person)
             for memory in page.items:
                 if _is_ours(memory):
                     yield memory
@@ -174,7 +203,7 @@ class NousMemoryStore(BaseStore):
                 prefix = tuple(condition.path)
         agent, path = self._split(prefix)
         seen: dict[tuple[str, ...], None] = {}
-        async for memory in self._listed(agent, path):
+        async for memory in self._listed(agent, path, self._person(prefix)):
             namespace = self._item(memory).namespace
             if all(_condition(namespace, c) for c in op.match_conditions or ()):
                 cut = namespace if op.max_depth is None else namespace[:op.max_depth]

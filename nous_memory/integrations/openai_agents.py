@@ -7,6 +7,12 @@ compacted system item, then the newest items that fit ``budget_tokens``: a conve
 of any length fits the window (``get_items(limit=n)`` is the plain newest ``n``, as the
 SDK's own sessions do).  ``close()`` closes the episode, which the worker then learns
 from like any other.
+
+People: ``user_id`` makes the session that person's.  The episode it starts is theirs,
+their items are their turns (an item's ``name``, when the SDK item has one, names the
+speaker in a group conversation), so what the worker learns from it is theirs; and a
+session for a person continues only an episode that is theirs or shared: another
+person's is not found, as the store's reads for that person do not find it.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from agents.memory.session import SessionABC
 from agents.memory.session_settings import SessionSettings, resolve_session_limit
 
 from ..episodes.results import MAX_METADATA_CHARS, TRANSCRIPT_PAGE
+from ..errors import NotFoundError
+from ..people import person_key, visible_to
 from .backend import Backend
 
 ITEM_KEY = "openai_agents_item"
@@ -33,6 +41,7 @@ class NousMemorySession(SessionABC):
 
     ``session_id`` is the episode's id: pass an existing one to continue it, or leave it
     out and the first ``add_items`` starts an episode (``title``, ``user_id`` go to it).
+    ``user_id``: the person the session is for (see the module); None: the owner's.
     ``budget_tokens`` bounds what ``get_items()`` returns (the summary plus the tail);
     ``policy`` overrides working-memory knobs for the prompts it builds.
     """
@@ -50,6 +59,8 @@ class NousMemorySession(SessionABC):
         self.policy = {**SESSION_POLICY, **(policy or {})}
         self._title = title
         self._user_id = user_id
+        self._user = None if user_id is None else person_key(user_id, "user_id")
+        self._checked = session_id is None or self._user is None
         self.session_settings = session_settings
 
     async def _episode_id(self) -> str:
@@ -57,11 +68,22 @@ class NousMemorySession(SessionABC):
             episode = await self._store.start_episode(self.agent_id, title=self._title,
                                                       user_id=self._user_id)
             self._episode = self.session_id = str(episode.id)
+        await self._check()
         return self._episode
+
+    async def _check(self) -> None:
+        """A given episode is the person's or shared, else not found (once a session)."""
+        if self._checked or self._episode is None:
+            return
+        episode = await self._store.get_episode(self.agent_id, self._episode)
+        if not visible_to(episode.people, self._user):
+            raise NotFoundError("episode", self._episode)
+        self._checked = True
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         if self._episode is None:
             return []
+        await self._check()
         limit = resolve_session_limit(limit, self.session_settings)  # as the SDK's sessions
         if limit is not None:
             if limit <= 0:
@@ -84,11 +106,13 @@ class NousMemorySession(SessionABC):
         if not items:
             return
         episode = await self._episode_id()
-        await self._store.append(self.agent_id, episode, [to_message(i) for i in items])
+        await self._store.append(self.agent_id, episode,
+                                 [to_message(i, self._user_id) for i in items])
 
     async def pop_item(self) -> TResponseInputItem | None:
         if self._episode is None:
             return None
+        await self._check()
         newest = await self._store.latest_messages(self.agent_id, self._episode, limit=1)
         if not newest:
             return None
@@ -99,6 +123,7 @@ class NousMemorySession(SessionABC):
         """Every item goes (deleted in the episode, so a restart sees none of them)."""
         if self._episode is None:
             return
+        await self._check()
         while page := await self._store.transcript(self.agent_id, self._episode,
                                                    limit=TRANSCRIPT_PAGE):
             for message in reversed(page):
@@ -107,15 +132,17 @@ class NousMemorySession(SessionABC):
     async def close(self) -> None:
         """Close the episode: the worker summarises it and learns its facts."""
         if self._episode is not None:
+            await self._check()
             await self._store.close_episode(self.agent_id, self._episode)
 
 
 # ---------------------------------------------------------------------- items <-> messages
 
 
-def to_message(item: TResponseInputItem) -> dict[str, Any]:
+def to_message(item: TResponseInputItem, user: str | None = None) -> dict[str, Any]:
     """One SDK item as an episode message: a role and readable text for summaries and
-    recall, the item itself in the metadata."""
+    recall, the item itself in the metadata.  A user's item is ``user``'s turn; its
+    ``name`` (a group's speaker) goes with it, naming the person when ``user`` is None."""
     data = cast(dict[str, Any], json.loads(json.dumps(item)))
     kind = data.get("type") or "message"
     role = data.get("role")
@@ -130,6 +157,11 @@ def to_message(item: TResponseInputItem) -> dict[str, Any]:
     elif kind == "message" and role in ("user", "assistant", "system", "developer"):
         message = {"role": "system" if role == "developer" else role,
                    "content": _text(data.get("content"))}
+        name = data.get("name")
+        if isinstance(name, str) and name.strip():
+            message["name"] = name
+        if role == "user" and user is not None:
+            message["user"] = user
     else:  # reasoning, hosted tool calls and the like: kept, shown by their kind
         message = {"role": "assistant", "content": _text(data.get("summary")) or f"[{kind}]"}
     field = _verbatim_field(data, message["content"])

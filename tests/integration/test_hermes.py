@@ -109,3 +109,64 @@ async def test_cron_and_sub_agents_read_but_never_write(store: MemoryStore,
     assert (await store.list(AGENT, kind="episode")).items == []
     facts = (await store.list(AGENT, kind="fact")).items
     assert [f.summary for f in facts] == ["Ana prefers window seats."]
+
+
+def _user_session(store: MemoryStore, loop: asyncio.AbstractEventLoop, session_id: str,
+                  **user: str) -> MemoryManager:
+    """A session as Hermes' agent_init starts it: a gateway user's id and name go to
+    ``initialize``, the CLI passes none (the owner); the in-process store, on the test's
+    loop."""
+    manager = MemoryManager()
+    manager.add_provider(NousMemoryProvider(store, loop=loop, agent_id=PEOPLE))
+    manager.initialize_all(session_id=session_id, platform="telegram" if user else "cli",
+                           hermes_home="/tmp", agent_context="primary", **user)
+    return manager
+
+
+PEOPLE = "hermes-household"
+
+
+async def test_two_users_on_one_agent_keep_to_their_own(store: MemoryStore) -> None:
+    loop = asyncio.get_running_loop()
+
+    def sessions() -> dict[str, str]:
+        owner = _user_session(store, loop, "cli")
+        ana = _user_session(store, loop, "tg-ana", user_id="1001", user_name="Ana")
+        ben = _user_session(store, loop, "tg-ben", user_id="2002", user_name="Ben")
+        ana.sync_all("My therapist is Dr. Alves.", "Noted.")
+        ben.sync_all("I need a dog walker for Rex.", "Sure.")
+        assert ana.flush_pending(timeout=30) and ben.flush_pending(timeout=30)
+        for manager, said in ((owner, "The house wifi network is called Otter."),
+                              (ana, "I live in Lisbon."),
+                              (ana, "My therapist is Dr. Alves."),
+                              (ana, "Our derby team is the Clyde Crushers."),  # her circle
+                              (ben, "I live in Berlin.")):
+            manager.on_memory_write("add", "user", said, {"execution_context": "primary"})
+        question = ("Where do I live, who is my therapist, what is the wifi called and "
+                    "what is our derby team?")
+        out = {"ana": ana.prefetch_all(question), "ben": ben.prefetch_all(question),
+               "ben_tool": ben.handle_tool_call("nous_memory_recall", {"query": "therapist"}),
+               "ana_tool": ana.handle_tool_call("nous_memory_recall", {"query": "therapist"})}
+        for manager in (owner, ana, ben):
+            manager.on_session_end([])
+            manager.shutdown_all()
+        return out
+
+    out = await asyncio.to_thread(sessions)
+    assert "Berlin" in out["ben"] and "Otter" in out["ben"], out["ben"]  # his, and shared
+    assert not any(w in out["ben"] for w in ("Lisbon", "Alves", "Crushers")), out["ben"]
+    assert "Alves" not in out["ben_tool"] and "Alves" in out["ana_tool"]
+    now = out["ana"].split("## ")[1]
+    assert now.startswith("About the user now") and "Lisbon" in now, out["ana"]
+    assert "Berlin" not in out["ana"] and "(older" not in now, out["ana"]
+    assert "Otter" in out["ana"] and "Crushers" in out["ana"]
+    # each conversation is its user's, and its turns say who said them
+    episodes = (await store.list(PEOPLE, kind="episode")).items
+    assert sorted(e.people for e in episodes) == [[], ["1001"], ["2002"]]
+    for episode in (e for e in episodes if e.people):
+        said = [m for m in await store.transcript(PEOPLE, episode.id) if m.role == "user"]
+        assert [(m.person, m.name) for m in said] == (
+            [("1001", "Ana")] if episode.people == ["1001"] else [("2002", "Ben")])
+    facts = {f.summary: f.people for f in (await store.list(PEOPLE, kind="fact")).items}
+    assert facts["The house wifi network is called Otter."] == []
+    assert facts["My therapist is Dr. Alves."] == ["1001"]

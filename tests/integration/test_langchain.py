@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableLambda
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
 from nous_memory import MemoryStore
@@ -56,3 +57,21 @@ async def test_documents_carry_refs_and_sync_invoke_refuses_a_running_loop(
     assert str(await store.resolve(AGENT, docs[0].metadata["ref"])) == docs[0].id
     with pytest.raises(RuntimeError, match="use the async method"):
         retriever.invoke("Where does Beatrice live?")
+
+
+async def test_a_retriever_for_a_person_reads_theirs_and_the_shared(
+        store: MemoryStore) -> None:
+    household = "langchain-household"
+    await store.learn_fact(household, "The house wifi network is called Otter.")
+    await store.learn_fact(household, "My therapist is Dr. Alves.", user="ana")
+    await store.learn_fact(household, "My dog Rex needs a walker.", user="ben")
+    ben = NousMemoryRetriever(store=store, agent_id=household, user="Ben", k=10)
+    chain = RunnableLambda(lambda q: f"{q} (and the wifi?)") | ben  # in a chain, as used
+    texts = [d.page_content for d in await chain.ainvoke("Who is my therapist?")]
+    assert "The house wifi network is called Otter." in texts
+    assert "My dog Rex needs a walker." in texts
+    assert not any("Alves" in t for t in texts), texts
+    ana = [d.page_content for d in await ben.ainvoke("Who is my therapist?", user="ana")]
+    assert "My therapist is Dr. Alves." in ana and not any("Rex" in t for t in ana)
+    owner = NousMemoryRetriever(store=store, agent_id=household, k=10)
+    assert len(await owner.ainvoke("therapist, dog or wifi")) == 3

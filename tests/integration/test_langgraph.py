@@ -9,6 +9,7 @@ from typing import Annotated, Any, TypedDict
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph, add_messages
 from langgraph.store.base import BaseStore
 from pydantic import Field
@@ -148,3 +149,73 @@ async def test_a_newer_put_of_one_slot_is_the_current_value(store: MemoryStore) 
     assert "(current" in lines[porto] and lisbon and porto < min(lisbon), context.text
     assert all("(current" not in lines[i] for i in lisbon), context.text
     assert {i.key for i in await lg.asearch(("memories",), limit=10)} == {"home-1", "home-2"}
+
+
+async def test_a_persons_search_takes_candidates_within_the_person(store: MemoryStore) -> None:
+    """The user id is the namespace's last element: Ana's ``limit=1`` finds her item
+    though Ben has twenty closer ones, and Ben's searches never see hers."""
+    lg = NousMemoryStore(store, agent_id="lg-people")
+    for i in range(20):
+        await lg.aput(("memories", "ben"), f"cafe-{i}",
+                      {"content": f"Which cafe in Lisbon? Ben's pick number {i}."})
+    await lg.aput(("memories", "ana"), "cafe", {"content": "Ana loves the A Brasileira cafe."})
+    mine = await lg.asearch(("memories", "ana"), query="Which cafe in Lisbon?", limit=1)
+    assert [(i.namespace, i.key) for i in mine] == [(("memories", "ana"), "cafe")]
+    his = await lg.asearch(("memories", "ben"), query="A Brasileira cafe", limit=30)
+    assert len(his) == 20 and all(i.namespace == ("memories", "ben") for i in his)
+    assert await lg.aget(("memories", "ana"), "cafe") is not None
+    stored = (await store.list("lg-people", kind="fact", user="ana")).items
+    assert [m.people for m in stored] == [["ana"]]
+    owner = NousMemoryStore(store, agent_id="lg-people", user_at=None)
+    assert len(await owner.asearch(("memories",), limit=50)) == 21  # the owner: everyone's
+    assert len(await lg.asearch(("memories",), limit=50)) == 0  # "memories" is nobody here
+
+
+class Household(TypedDict, total=False):
+    messages: Annotated[list[BaseMessage], add_messages]
+    llm_input_messages: list[BaseMessage]
+
+
+async def test_two_users_through_one_graph(store: MemoryStore) -> None:
+    """One graph for everyone, the user in the run's config (LangGraph's usual
+    ``configurable.user_id``): a statement is kept in ``("memories", user_id)``, and the
+    pre-model hook reads for that user: the house's own fact for both, each one's own
+    for them alone."""
+    agent = "lg-household"
+    await store.learn_fact(agent, "The house wifi network is called Otter.")  # the owner's
+    model = Recording(messages=iter([AIMessage(f"Reply {i}.") for i in range(10)]))
+
+    async def remember(state: Household, config: RunnableConfig, *,
+                       store: BaseStore) -> dict[str, Any]:
+        said = str(state["messages"][-1].content)
+        if not said.endswith("?"):
+            user = config["configurable"]["user_id"]
+            await store.aput(("memories", user), f"note-{len(said)}", {"content": said})
+        return {}
+
+    async def call_model(state: Household) -> dict[str, Any]:
+        return {"messages": [await model.ainvoke(state["llm_input_messages"])]}
+
+    graph = StateGraph(Household)
+    graph.add_node("remember", remember)
+    graph.add_node("pre_model_hook", context_hook(store, agent))
+    graph.add_node("agent", call_model)
+    graph.add_edge(START, "remember")
+    graph.add_edge("remember", "pre_model_hook")
+    graph.add_edge("pre_model_hook", "agent")
+    graph.add_edge("agent", END)
+    app = graph.compile(store=NousMemoryStore(store, agent_id=agent))
+
+    async def say(user: str, text: str) -> str:
+        await app.ainvoke({"messages": [HumanMessage(text)]},
+                          {"configurable": {"user_id": user}})
+        sent = model.seen[-1]
+        return str(sent[0].content) if sent[0].type == "system" else ""
+
+    await say("ana", "My therapist is Dr. Alves.")
+    await say("ben", "My dog Rex needs a walker.")
+    question = "Who is my therapist, who needs a walker and what is the wifi called?"
+    ben = await say("ben", question)
+    assert "Rex" in ben and "Otter" in ben and "Alves" not in ben, ben
+    ana = await say("ana", question)
+    assert "Alves" in ana and "Otter" in ana and "Rex" not in ana, ana

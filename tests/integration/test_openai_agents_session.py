@@ -8,6 +8,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import pytest
 from agents import Agent, ModelSettings, RunConfig, Runner, function_tool
 from agents.agent_output import AgentOutputSchemaBase
 from agents.handoffs import Handoff
@@ -23,6 +24,7 @@ from openai.types.responses import (
 )
 
 from nous_memory import MemoryStore
+from nous_memory.errors import NotFoundError
 from nous_memory.integrations.openai_agents import NousMemorySession
 from nous_memory.tokens import count_tokens
 
@@ -221,3 +223,43 @@ async def test_the_sdk_session_limit_is_the_newest_items(store: MemoryStore) -> 
                                 session_settings=SessionSettings(limit=1))
     assert [_text(i) for i in await limited.get_items()] == ["Noted: Message 5"]
     assert await session.get_items(limit=-1) == [] and len(await session.get_items()) == 10
+
+
+async def test_two_users_each_their_own_and_the_group_theirs(store: MemoryStore) -> None:
+    """Ana's and Ben's sessions are theirs: what is learned from each is read by its
+    person only, Ben cannot continue Ana's session, and a group conversation (items named
+    by their speakers) is learned for both."""
+    household = "agents-sdk-household"
+    agent = Agent(name="assistant", instructions="Be brief.", model=ScriptedModel(chat))
+    ana = NousMemorySession(store, household, user_id="Ana")
+    ben = NousMemorySession(store, household, user_id="ben")
+    group = NousMemorySession(store, household, title="household chat")
+    await Runner.run(agent, "My therapist is Dr. Alves.", session=ana, run_config=NO_TRACING)
+    await Runner.run(agent, "My dog Rex needs a walker.", session=ben, run_config=NO_TRACING)
+    await Runner.run(agent, [
+        {"role": "user", "name": "Ana", "content": "Our landlord is Mr Patel."},
+        {"role": "user", "name": "Ben", "content": "Thanks, I'll call him."}],
+        session=group, run_config=NO_TRACING)
+    said = [(m.role, m.person, m.name) for m in await store.transcript(household,
+                                                                        group.session_id)]
+    assert said[:2] == [("user", "ana", "Ana"), ("user", "ben", "Ben")]
+    assert [(m.role, m.person) for m in await store.transcript(household, ana.session_id)] \
+        == [("user", "ana"), ("assistant", None)]
+    assert (await group.get_items())[0] == {
+        "role": "user", "name": "Ana", "content": "Our landlord is Mr Patel."}
+    with pytest.raises(NotFoundError):  # Ben's session on Ana's episode: not found
+        await NousMemorySession(store, household, ana.session_id, user_id="Ben").get_items()
+    assert len(await NousMemorySession(store, household, group.session_id,
+                                       user_id="ben").get_items()) == 3
+    for session in (ana, ben, group):
+        await session.close()
+    await store.worker().drain()
+    for question in ("Who is my therapist?", "Who is the landlord?"):
+        for_ben = await store.recall(household, question, user="ben", k=20)
+        assert not any("Alves" in i.text for i in for_ben.items), for_ben.items
+    landlord = await store.recall(household, "landlord", user="ben", kinds=["fact"])
+    assert any("Patel" in i.text for i in landlord.items), landlord.items
+    mine = await store.recall(household, "therapist", user="ana", kinds=["fact"])
+    assert any("Alves" in i.text for i in mine.items), mine.items
+    ben_facts = (await store.list(household, kind="fact", user="ben")).items
+    assert ben_facts and all(f.people in ([], ["ben"], ["ana", "ben"]) for f in ben_facts)

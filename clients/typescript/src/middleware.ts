@@ -7,11 +7,17 @@
  * user's message when the call answers a new one, and the model's text.  A call that
  * continues a tool loop (its prompt ends with tool results) records only the answer,
  * so a user's message is stored once however many steps answer it.
+ *
+ * People: with `user` (a user id or name) every request the middleware sends says who
+ * the user is (the `X-User` header): the context holds only that person's memories and
+ * the shared ones, and the episode it starts is theirs, so what is learned from it is
+ * theirs.  Without it the calls are the owner's, who reads everything.
  */
 
 import { type LanguageModelMiddleware, wrapLanguageModel } from "ai";
 
 import type { Context, MessageIn, NousMemoryClient } from "./client.js";
+import { NousMemoryError } from "./errors.js";
 
 type Transform = NonNullable<LanguageModelMiddleware["transformParams"]>;
 type CallOptions = Parameters<Transform>[0]["params"];
@@ -37,6 +43,9 @@ export interface NousMemoryOptions {
   sections?: string[] | Record<string, number>;
   /** Record the turns (true by default); false only reads memories. */
   record?: boolean;
+  /** The person talking (a user id or name), sent with every request; left out, the
+   * owner, who reads everything. */
+  user?: string;
 }
 
 export interface NousMemory {
@@ -51,14 +60,19 @@ const DEFAULT_BUDGET_TOKENS = 1500;
 
 /** The middleware and its episode, for `wrapLanguageModel` or your own composition. */
 export function nousMemory(options: NousMemoryOptions): NousMemory {
-  const { client, agentId } = options;
+  const { client, agentId, user } = options;
   let episode: Promise<string> | undefined =
     options.episodeId === undefined ? undefined : Promise.resolve(options.episodeId);
   let context: Context | undefined;
+  // the person on every request: the header, through the typed client's own options
+  const headers = user === undefined ? {} : { "X-User": user };
+  const path = { agent_id: agentId };
 
   const episodeId = (): Promise<string> => {
-    episode ??= client.startEpisode(agentId, present({ title: options.title }))
-      .then((made) => made.id);
+    episode ??= unwrap(client.api.POST("/agents/{agent_id}/episodes", {
+      params: { path }, headers,
+      body: present({ title: options.title, user_id: user }),
+    })).then((made) => made.id);
     return episode;
   };
 
@@ -71,9 +85,12 @@ export function nousMemory(options: NousMemoryOptions): NousMemory {
     if (!query.trim()) {
       return params;
     }
-    context = await client.assembleContext(agentId, query, present({
-      budget_tokens: options.budgetTokens ?? DEFAULT_BUDGET_TOKENS,
-      sections: options.sections,
+    context = await unwrap(client.api.POST("/agents/{agent_id}/context", {
+      params: { path }, headers, body: present({
+        query,
+        budget_tokens: options.budgetTokens ?? DEFAULT_BUDGET_TOKENS,
+        sections: options.sections,
+      }),
     }));
     if (!context.items.length) {
       return params;
@@ -99,7 +116,10 @@ export function nousMemory(options: NousMemoryOptions): NousMemory {
         : { role: "assistant", content: answer });
     }
     if (messages.length) {
-      await client.append(agentId, await episodeId(), messages);
+      await unwrap(client.api.POST("/agents/{agent_id}/episodes/{episode_id}/messages", {
+        params: { path: { ...path, episode_id: await episodeId() } }, headers,
+        body: { messages },
+      }));
     }
   };
 
@@ -159,6 +179,16 @@ function textOf(message: PromptMessage): string {
   }
   return message.content.flatMap((part) => part.type === "text" ? [part.text] : [])
     .join("\n");
+}
+
+/** A response's body, or the service's error (as the client's own calls throw it). */
+async function unwrap<T>(pending: Promise<{ data?: T; error?: unknown; response: Response }>
+): Promise<T> {
+  const { data, error, response } = await pending;
+  if (!response.ok) {
+    throw NousMemoryError.from(response.status, error);
+  }
+  return data as T;
 }
 
 function present<T extends object>(value: T): T {

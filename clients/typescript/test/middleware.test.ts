@@ -74,3 +74,33 @@ test("a failing memory service fails the call with its error", async () => {
   await assert.rejects(generateText({ model, prompt: "Hello?", maxRetries: 0 }),
     /HTTP 403/);
 });
+
+test("user: each person reads theirs and the shared, and the episode is theirs", async () => {
+  // the last test of the file: it adds people's facts to the middleware agent
+  await client.learnFact(A, "The house wifi network is called Otter");  // the owner's: shared
+  for (const [user, content] of [["ana", "My therapist is Dr Alves"],
+                                 ["ben", "My dog Rex needs a walker"]] as const) {
+    const learned = await client.api.POST("/agents/{agent_id}/facts/learn", {
+      params: { path: { agent_id: A } }, headers: { "X-User": user }, body: { content } });
+    assert.equal(learned.response.status, 200);
+  }
+  const question = "Who is my therapist, who needs a walker and what is the wifi called?";
+  const ben = nousMemory({ client, agentId: A, user: "Ben", title: "Ben's chat" });
+  const benModel = wrapLanguageModel({ model: provider.chatModel("scripted"),
+                                       middleware: ben.middleware });
+  const forBen = await generateText({ model: benModel, prompt: question });
+  assert.match(forBen.text, /Otter/);
+  assert.match(forBen.text, /Rex/);
+  assert.doesNotMatch(forBen.text, /Alves/);
+  const episode = await client.getEpisode(A, await ben.episodeId());
+  assert.deepEqual(episode.people, ["ben"]);
+  assert.deepEqual((await client.transcript(A, episode.id)).map((m) => m.content),
+    [question, forBen.text]);
+
+  const ana = withNousMemory(provider.chatModel("scripted"),
+    { client, agentId: A, user: "Ana", record: false });
+  const forAna = await generateText({ model: ana, prompt: question });
+  assert.match(forAna.text, /Alves/);
+  assert.match(forAna.text, /Otter/);
+  assert.doesNotMatch(forAna.text, /Rex/);
+});
