@@ -29,12 +29,13 @@ from ..context.upcoming import MAX_DAYS, MAX_EVENTS, Upcoming
 from ..errors import FieldProblem, InvalidInputError
 from .body import json_object, unknown_fields
 from .errors import problem_responses
+from .people import USER_FIELD_DESCRIPTION, UserHeader, UserQuery, asking, with_user
 from .routes import AgentId, Store
 from .schemas import REF, request_body
 
 REQUEST = "ContextRequest"
 FIELDS = ("query", "budget_tokens", "sections", "extraction", "query_embedding", "as_of",
-          "current_only")
+          "current_only", "user")
 
 Target = Annotated[str, Path(
     description="A memory id (UUID) or a ref from a context, e.g. fact:1a2b3c4d or "
@@ -64,6 +65,7 @@ class ContextBody(BaseModel):
         False, description="Leave out what no longer holds (superseded values and the "
                            "turns and episodes that state them); by default they are "
                            "shown after the current value, marked '(older: ...)'")
+    user: str | None = Field(None, description=USER_FIELD_DESCRIPTION)
 
 
 def context_request_schemas() -> dict[str, dict[str, Any]]:
@@ -83,7 +85,8 @@ EXAMPLES: dict[str, Any] = {
 @router.post("/context", summary="Assemble the memories relevant to a query, within a budget",
              openapi_extra=request_body(REQUEST, EXAMPLES),
              responses=problem_responses(401, 403, 413, 422, 503))
-async def assemble_context(agent_id: AgentId, request: Request, store: Store) -> Context:
+async def assemble_context(agent_id: AgentId, request: Request, store: Store,
+                           x_user: UserHeader = None) -> Context:
     """``text`` (wrapped in a ``<nous-memory kind="context">`` block) is never over
     ``budget_tokens``; every line carries its ref for ``expand``."""
     body = await json_object(request)
@@ -92,7 +95,8 @@ async def assemble_context(agent_id: AgentId, request: Request, store: Store) ->
         problems.insert(0, FieldProblem("query", "missing"))
     if problems:
         raise InvalidInputError(problems)
-    options = {name: value for name, value in body.items() if value is not None}
+    options = {name: value for name, value in with_user(x_user, body).items()
+               if value is not None}
     query = options.pop("query")
     return await store.assemble_context(agent_id, query, **options)
 
@@ -105,16 +109,19 @@ async def upcoming(agent_id: AgentId, store: Store,
                    as_of: Annotated[datetime | None, Query(
                        description="From when (ISO 8601; default now)")] = None,
                    limit: Annotated[int, Query(ge=1, le=MAX_EVENTS,
-                                               description="At most this many")] = 50
-                   ) -> Upcoming:
+                                               description="At most this many")] = 50,
+                   user: UserQuery = None, x_user: UserHeader = None) -> Upcoming:
     """Dated facts ahead of ``as_of`` ("my dentist appointment is next Tuesday at 3pm"):
     a moved plan at its new date only, a past one no longer."""
-    return await store.upcoming(agent_id, days=days, as_of=as_of, limit=limit)
+    return await store.upcoming(agent_id, days=days, as_of=as_of, limit=limit,
+                                user=asking(x_user, user))
 
 
 @router.get("/memories/{memory_id}/expand", summary="Everything about one memory",
             responses=problem_responses(401, 403, 404, 422, 503))
-async def expand(agent_id: AgentId, memory_id: Target, store: Store) -> Expanded:
+async def expand(agent_id: AgentId, memory_id: Target, store: Store,
+                 user: UserQuery = None, x_user: UserHeader = None) -> Expanded:
     """Every field (archived detail restored), history, supersession chain, source
-    episode with a transcript excerpt, and what is in cold storage."""
-    return await store.expand(agent_id, memory_id)
+    episode with a transcript excerpt, and what is in cold storage.  Another person's
+    memory is a 404 for a ``user``, as an unknown one is."""
+    return await store.expand(agent_id, memory_id, user=asking(x_user, user))

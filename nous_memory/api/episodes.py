@@ -57,13 +57,15 @@ class TranscriptEntry(BaseModel):
     tokens: int
     created_at: datetime | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    person: str | None = Field(default=None, description="Who said it (a person key, "
+                               "people/); null: nobody's, such as the assistant's turns")
 
     @classmethod
     def of(cls, message: TranscriptMessage) -> TranscriptEntry:
         return cls(seq=message.seq, role=message.role, content=message.content,
                    name=message.name, tool_call_id=message.tool_call_id,
                    tokens=message.tokens, created_at=message.created_at,
-                   metadata=message.metadata)
+                   metadata=message.metadata, person=message.person)
 
 
 class TranscriptPage(BaseModel):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import models_json_schema
 
 from ..errors import FieldProblem, InvalidInputError
@@ -22,10 +22,12 @@ from ..memories.kinds import FactDetail
 from ..memories.records import Memory
 from .body import json_object, unknown_fields
 from .errors import problem_responses
+from .people import USER_FIELD_DESCRIPTION, UserHeader, with_user
 from .routes import AgentId, Store
 from .schemas import REF, request_body
 
 LEARN = "FactLearn"
+BODY_FIELDS = (*LEARN_FIELDS, "user")
 
 
 FactId = Annotated[str, Path(
@@ -43,6 +45,10 @@ def _learn_model() -> type[BaseModel]:
     fields: dict[str, Any] = {
         name: (FactDetail.model_fields[name].annotation, FactDetail.model_fields[name])
         for name in LEARN_FIELDS}
+    fields["user"] = (str | None, Field(
+        default=None, description=USER_FIELD_DESCRIPTION + "  The fact is theirs and is "
+        "weighed against their facts only; said for a group ('our wifi is ...') it is "
+        "shared."))
     return create_model(
         LEARN, __config__=ConfigDict(extra="forbid"),
         __doc__="A statement to learn.  ``null`` is the same as leaving a field out.",
@@ -100,20 +106,22 @@ def _examples(examples: dict[str, Any]) -> dict[int | str, dict[str, Any]]:
     openapi_extra=request_body(LEARN, LEARN_EXAMPLES),
     responses={**_examples(LEARN_RESULT_EXAMPLES),
                **problem_responses(401, 403, 413, 422, 503)})
-async def learn_fact(agent_id: AgentId, request: Request, store: Store) -> LearnResult:
+async def learn_fact(agent_id: AgentId, request: Request, store: Store,
+                     x_user: UserHeader = None) -> LearnResult:
     """Creates the fact, or confirms, merges into, supersedes or reactivates a stored one.
 
     ``action`` says which; ``related`` holds the fact confirmed, replaced or flagged as a
     possible conflict.  ``rejected`` (with a ``reason``) stores nothing and is still a 200.
     """
     body = await json_object(request)
-    problems = unknown_fields(body, LEARN_FIELDS)
+    problems = unknown_fields(body, BODY_FIELDS)
     if "content" not in body:
         problems.insert(0, FieldProblem("content", "missing"))
     if problems:
         raise InvalidInputError(problems)
     content = body.pop("content")
-    fields = {name: value for name, value in body.items() if value is not None}
+    fields = {name: value for name, value in with_user(x_user, body).items()
+              if value is not None}
     return await store.learn_fact(agent_id, content, **fields)
 
 

@@ -25,22 +25,25 @@ from mcp.server import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import METHOD_NOT_FOUND, PARSE_ERROR
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from ..access import KeyGrant
 from ..db.audit import ACTOR
-from ..errors import DatabaseUnavailableError
+from ..errors import DatabaseUnavailableError, InvalidInputError
 from ..tools import ToolBox
 from ..tools.mcp_lines import Refusal, check_line
 from ..tools.mcp_server import build_server
 from .auth import API_KEY_HEADER, KeyRing, grant_for, presented_key
 from .body import replay
+from .people import USER_HEADER, asking
 
 log = logging.getLogger("nous_memory.mcp")
 
 PATH = "/mcp"
 _KEY_STATE = "nous_memory_api_key"
+_USER_STATE = "nous_memory_user"
 _LOOPBACK = TransportSecuritySettings(
     enable_dns_rebinding_protection=True,
     allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"],
@@ -86,7 +89,9 @@ class LineGuard:
 
 class KeyGuard:
     """401 without a known key, 403 for a read-only one (the tools write); the key found
-    rides along in the request state and names the request's audit events."""
+    rides along in the request state and names the request's audit events.  So does the
+    person of the ``X-User`` header (a bad one: 422), whom every tool call of the request
+    acts for: the person comes from the connection, never from a tool argument."""
 
     def __init__(self, app: LineGuard, ring: KeyRing | None, app_state: Any) -> None:
         self._app = app
@@ -108,7 +113,23 @@ class KeyGuard:
                 return
             scope.setdefault("state", {})[_KEY_STATE] = key
             ACTOR.set(key.name)  # reset by the Observe middleware when the request ends
+        if scope["type"] == "http":
+            try:
+                person = asking(Headers(scope=scope).get(USER_HEADER))
+            except InvalidInputError as exc:
+                await _refuse_input(send, exc)
+                return
+            scope.setdefault("state", {})[_USER_STATE] = person
         await self._app(scope, receive, send)
+
+
+async def _refuse_input(send: Send, exc: InvalidInputError) -> None:
+    """422 in the REST API's shape: the field (the header) and the reason."""
+    body = json.dumps({"detail": [{"field": p.field, "reason": p.reason}
+                                  for p in exc.problems]}).encode()
+    await send({"type": "http.response.start", "status": 422, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _refuse(send: Send, status: int, reason: str) -> None:
@@ -140,8 +161,10 @@ class McpEndpoint:
             raise DatabaseUnavailableError("the store is not open")
         request = ctx.request
         key: KeyGrant | None = None
+        user: str | None = None
         if isinstance(request, Request):
             key = request.scope.get("state", {}).get(_KEY_STATE)
+            user = request.scope.get("state", {}).get(_USER_STATE)
         if self._ring is not None and key is None:  # KeyGuard let no such request through
             raise PermissionError("an MCP request without a checked API key")
         agents = key.agents if key is not None else None
@@ -149,7 +172,7 @@ class McpEndpoint:
         if box is None or box.store is not store:
             box = self._boxes[agents] = ToolBox(store, allowed_agents=agents,
                                                 actor="mcp-http")
-        return box
+        return box if user is None else box.acting_for(user)
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:

@@ -21,6 +21,7 @@ from fastapi.responses import StreamingResponse
 from ..portability import ErasureReceipt, ImportSummary
 from .body import bounded_stream
 from .errors import problem_responses
+from .people import UserHeader, UserQuery, asking
 from .routes import AgentId, Store
 
 IMPORT_PATH = re.compile(r"^/agents/[^/]+/import$")
@@ -36,10 +37,13 @@ router = APIRouter(prefix="/agents/{agent_id}", tags=["export and erasure"])
                          "type": "string", "description": "JSON Lines (docs/export-format.md)"}}},
                      "description": "The export file (docs/export-format.md), streamed"},
                **problem_responses(401, 403, 404, 422, 503)})
-async def export_agent(agent_id: AgentId, store: Store) -> StreamingResponse:
+async def export_agent(agent_id: AgentId, store: Store, user: UserQuery = None,
+                       x_user: UserHeader = None) -> StreamingResponse:
     """Every record of the agent, read from one snapshot: a header line, a line per row
-    and a trailer with row counts and a SHA-256 (a cut-off download is detected)."""
-    stream = store.export_agent(agent_id)
+    and a trailer with row counts and a SHA-256 (a cut-off download is detected).  For a
+    ``user``: that person's own export (what is theirs and the conversations they were
+    in)."""
+    stream = store.export_agent(agent_id, user=asking(x_user, user))
     chunks = aiter(stream)
     first = await anext(chunks)  # an unknown agent is a 404 before the body starts
 

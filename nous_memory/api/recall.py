@@ -20,6 +20,7 @@ from ..errors import FieldProblem, InvalidInputError
 from ..memories.kinds import Kind
 from .body import json_object, unknown_fields
 from .errors import problem_responses
+from .people import USER_FIELD_DESCRIPTION, UserHeader, with_user
 from .routes import AgentId, Store
 from .schemas import REF, request_body
 
@@ -49,6 +50,7 @@ class RecallRequest(BaseModel):
         default=False, description="Leave out what no longer holds (items with "
                                    "stale_since); by default they come after the current "
                                    "value")
+    user: str | None = Field(default=None, description=USER_FIELD_DESCRIPTION)
 
 
 RECALL_FIELDS = tuple(RecallRequest.model_fields)  # the body's names, from the model
@@ -71,7 +73,8 @@ EXAMPLES: dict[str, Any] = {
 @router.post("/recall", summary="Ranked memories and verbatim episode excerpts for a query",
              openapi_extra=request_body(RECALL, EXAMPLES),
              responses=problem_responses(401, 403, 413, 422, 503))
-async def recall(agent_id: AgentId, request: Request, store: Store) -> RecallResult:
+async def recall(agent_id: AgentId, request: Request, store: Store,
+                 x_user: UserHeader = None) -> RecallResult:
     """Hybrid recall: vector and full-text search over the agent's memories and episode
     chunks, fused by reciprocal rank fusion with bounded priors.  Each item has typed
     scores; only ``scores.cosine`` is meant for thresholds."""
@@ -81,6 +84,6 @@ async def recall(agent_id: AgentId, request: Request, store: Store) -> RecallRes
         problems.insert(0, FieldProblem("query", "missing"))
     if problems:
         raise InvalidInputError(problems)
-    options = {name: value for name, value in body.items()
+    options = {name: value for name, value in with_user(x_user, body).items()
                if value is not None and name != "query"}
     return await store.recall(agent_id, body["query"], **options)

@@ -28,6 +28,7 @@ from ..store import MemoryStore
 from .auth import presents_valid_key
 from .body import json_object
 from .errors import problem_responses
+from .people import UserHeader, UserQuery, asking, with_user
 from .schemas import (
     BATCH,
     CHANGE_EXAMPLES,
@@ -130,9 +131,11 @@ async def ready(request: Request) -> JSONResponse:
     "", status_code=201, summary="Remember one memory",
     openapi_extra=request_body(CREATE, CREATE_EXAMPLES),
     responses=problem_responses(401, 403, 413, 422, 503))
-async def create_memory(agent_id: AgentId, request: Request, store: Store) -> Memory:
-    """Creates one memory of the given ``kind``; its summary and embedding are computed now."""
-    fields = await json_object(request)
+async def create_memory(agent_id: AgentId, request: Request, store: Store,
+                        x_user: UserHeader = None) -> Memory:
+    """Creates one memory of the given ``kind``; its summary and embedding are computed now.
+    ``user`` (or the header) makes it that person's; ``people`` names several."""
+    fields = with_user(x_user, await json_object(request))
     if "kind" not in fields:
         raise InvalidInputError.single("kind", "missing")
     kind = fields.pop("kind")
@@ -144,13 +147,18 @@ async def create_memory(agent_id: AgentId, request: Request, store: Store) -> Me
     "/batch", status_code=201, summary="Remember many memories at once",
     openapi_extra=request_body(BATCH, {"two": {"items": list(CREATE_EXAMPLES.values())[:2]}}),
     responses=problem_responses(401, 403, 413, 422, 503))
-async def create_memories(agent_id: AgentId, request: Request, store: Store) -> MemoryList:
-    """All or nothing: one invalid item rejects the batch, naming ``items[i].field``."""
+async def create_memories(agent_id: AgentId, request: Request, store: Store,
+                          x_user: UserHeader = None) -> MemoryList:
+    """All or nothing: one invalid item rejects the batch, naming ``items[i].field``.
+    The header makes every item that person's."""
     body = await json_object(request)
     _refuse(body, (name for name in body if name != "items"))
     items = body.get("items")
     if not isinstance(items, list):
         raise InvalidInputError.single("items", "missing; expected an array of memories")
+    if x_user is not None:
+        items = [with_user(x_user, item, f"items[{i}].user") if isinstance(item, dict)
+                 else item for i, item in enumerate(items)]
     return MemoryList(items=await store.remember_many(agent_id, items))
 
 
@@ -169,10 +177,12 @@ async def list_memories(
     cursor: Annotated[str | None, Query(
         description="The previous page's ``next_cursor``")] = None,
     tag: Annotated[str | None, Query(description="Only memories with this tag")] = None,
+    user: UserQuery = None, x_user: UserHeader = None,
 ) -> Page:
     """One page; pass ``next_cursor`` back as ``cursor`` until it is null."""
     return await store.list(agent_id, kind=kind, status=status, created_after=created_after,
-                            created_before=created_before, limit=limit, cursor=cursor, tag=tag)
+                            created_before=created_before, limit=limit, cursor=cursor, tag=tag,
+                            user=asking(x_user, user))
 
 
 @router.get("/{memory_id}", summary="Read one memory",

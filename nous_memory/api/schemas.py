@@ -93,6 +93,10 @@ def _create_model(kind: Kind) -> type[BaseModel]:
     for name, info in CommonFields.model_fields.items():
         if name != "summary" or kind is Kind.EPISODE:  # other kinds' summaries are computed
             fields[name] = (info.annotation, info)
+    fields["user"] = (str | None, Field(  # people/: the store turns it into people=[user]
+        default=None, description="Whose it is: one person (a user id or a name; or send "
+                                  "the X-User header); ``people`` names several instead. "
+                                  "Neither: the agent's, shared with everyone."))
     return create_model(
         f"{kind.value.capitalize()}Create",
         __config__=ConfigDict(extra="forbid"),
@@ -106,6 +110,7 @@ def _changes_schema(kind: Kind, create: dict[str, Any]) -> dict[str, Any]:
     schema = copy.deepcopy(create)
     schema.pop("required", None)
     schema["properties"].pop("kind", None)
+    schema["properties"].pop("user", None)  # a create-time shorthand for people
     for prop in schema["properties"].values():
         prop.pop("default", None)
     schema["title"] = f"{kind.value.capitalize()}Changes"

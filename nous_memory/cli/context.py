@@ -23,7 +23,7 @@ from ..context.model import (
 from ..context.results import Expanded
 from ..errors import InvalidInputError
 from ..memories.params import parse_time
-from .output import Output, event_text, shorten
+from .output import Output, add_user_option, event_text, shorten
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -57,6 +57,7 @@ def add_context_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     context.add_argument("--current-only", action="store_true",
                          help="leave out what no longer holds (old values, and the turns "
                               "that state them)")
+    add_user_option(context)
     context.set_defaults(handler=_context, remote=True)
 
     upcoming = commands.add_parser("upcoming", parents=[agent],
@@ -64,11 +65,13 @@ def add_context_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     upcoming.add_argument("--days", type=int, default=7, metavar="N",
                           help="how many days ahead (default 7)")
     upcoming.add_argument("--as-of", metavar="TIME", help="from when (ISO 8601; default now)")
+    add_user_option(upcoming)
     upcoming.set_defaults(handler=_upcoming, remote=True)
 
     expand = commands.add_parser("expand", parents=[agent],
                                  help="everything about one memory (id or ref)")
     expand.add_argument("id", metavar="ID_OR_REF")
+    add_user_option(expand)
     expand.set_defaults(handler=_expand, remote=True)
 
 
@@ -97,20 +100,20 @@ async def _context(store: MemoryStore, args: argparse.Namespace) -> Output:
                                           sections=parse_sections(args.section),
                                           extraction=args.extraction,
                                           as_of=parse_time(args.as_of, "as_of"),
-                                          current_only=args.current_only)
+                                          current_only=args.current_only, user=args.user)
     return Output(result.model_dump(mode="json"), context_text(result))
 
 
 async def _upcoming(store: MemoryStore, args: argparse.Namespace) -> Output:
     result = await store.upcoming(args.agent, days=args.days,
-                                  as_of=parse_time(args.as_of, "as_of"))
+                                  as_of=parse_time(args.as_of, "as_of"), user=args.user)
     lines = [f"{e.event_at:%a %-d %b %Y %H:%M}  [{e.ref}] {e.text}" for e in result.events]
     return Output(result.model_dump(mode="json"),
                   "\n".join(lines) or f"No plans before {result.until:%a %-d %b %Y}.")
 
 
 async def _expand(store: MemoryStore, args: argparse.Namespace) -> Output:
-    result = await store.expand(args.agent, args.id)
+    result = await store.expand(args.agent, args.id, user=args.user)
     return Output(result.model_dump(mode="json"), expanded_text(result))
 
 

@@ -18,7 +18,7 @@ from ..facts.results import LEARN_FIELDS, FactHistory, LearnResult
 from ..memories.kinds import FactDetail
 from ..memories.records import Memory
 from .fields import ALL_KINDS, FieldOption, field_option
-from .output import Output, event_text, shorten
+from .output import Output, add_user_option, event_text, shorten
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -54,6 +54,7 @@ def add_fact_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
         group.add_argument(*option.flags(frozenset()), dest=option.dest,
                            metavar=option.metavar, type=option.convert,
                            required=option.name == "content", help=option.help)
+    add_user_option(learn, writes=True)
     learn.set_defaults(handler=_learn, field_options=options, remote=True)
 
     history = actions.add_parser("history", parents=[agent],
@@ -67,7 +68,7 @@ async def _learn(store: MemoryStore, args: argparse.Namespace) -> Output:
     fields = {o.name: getattr(args, o.dest) for o in options
               if getattr(args, o.dest) is not None}
     content = fields.pop("content")
-    result = await store.learn_fact(args.agent, content, **fields)
+    result = await store.learn_fact(args.agent, content, **fields, user=args.user)
     return Output(result.model_dump(mode="json"), learn_text(result))
 
 

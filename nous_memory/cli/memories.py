@@ -10,11 +10,19 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from ..errors import a_or_an
+from ..errors import InvalidInputError, a_or_an
 from ..memories.kinds import Kind, Status
 from .backup import add_backup_commands
 from .fields import add_field_options, collect_fields, options_for_kind, options_for_update
-from .output import Output, dump, event_text, memory_line, memory_text, shorten
+from .output import (
+    Output,
+    add_user_option,
+    dump,
+    event_text,
+    memory_line,
+    memory_text,
+    shorten,
+)
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -51,6 +59,7 @@ def add_memory_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
         sub = kinds.add_parser(kind.value, parents=[agent],
                                help=f"remember {a_or_an(kind.value)}")
         add_field_options(sub, options)
+        add_user_option(sub, writes=True)
         sub.set_defaults(handler=_remember, field_options=options, remote=True)
 
     get = commands.add_parser("get", parents=[agent], help="show one memory")
@@ -67,6 +76,7 @@ def add_memory_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     listing.add_argument("--limit", type=int, default=50, metavar="N",
                          help="page size, 1 to 500 (default 50)")
     listing.add_argument("--cursor", metavar="C", help="the next cursor a previous page printed")
+    add_user_option(listing)
     listing.set_defaults(handler=_list, remote=True)
 
     update = commands.add_parser(
@@ -136,6 +146,11 @@ async def _db_report(store: MemoryStore) -> dict[str, Any]:
 
 async def _remember(store: MemoryStore, args: argparse.Namespace) -> Output:
     fields = collect_fields(args, args.field_options, reserved=("agent_id", "kind"))
+    if args.user is not None:
+        if fields.get("user") not in (None, args.user):
+            raise InvalidInputError.single("user", "given by --user and in --fields; "
+                                                   "give it once")
+        fields["user"] = args.user
     memory = await store.remember(args.agent, args.kind, **fields)
     return Output(dump(memory), memory_line(memory))
 
@@ -147,7 +162,7 @@ async def _get(store: MemoryStore, args: argparse.Namespace) -> Output:
 
 async def _list(store: MemoryStore, args: argparse.Namespace) -> Output:
     page = await store.list(args.agent, kind=args.kind, status=args.status, limit=args.limit,
-                            cursor=args.cursor)
+                            cursor=args.cursor, user=args.user)
     lines = [f"{m.id}  {m.kind.value:<9}  {m.status.value:<10}  "
              f"{shorten(m.summary, LIST_SUMMARY_CHARS)}" for m in page.items]
     if not lines:

@@ -122,3 +122,13 @@ def stop_on_signals(stop: asyncio.Event) -> Iterator[None]:
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
+
+
+def add_user_option(parser: argparse.ArgumentParser, *, writes: bool = False) -> None:
+    """``--user PERSON``: the command reads (or writes) for that person (people/)."""
+    parser.add_argument(
+        "--user", metavar="PERSON",
+        help=("whose it is (a user id or a name; default: the agent's, shared with "
+              "everyone)") if writes else
+             ("the person asking (a user id or a name): only their memories and shared "
+              "ones (default: the agent's owner, who sees everything)"))

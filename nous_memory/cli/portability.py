@@ -31,6 +31,9 @@ def add_portability_commands(commands: argparse._SubParsersAction[argparse.Argum
                     "chunks, summaries, cold storage, pending work) as one JSON Lines file.")
     export.add_argument("-o", "--output", metavar="FILE",
                         help="the file to write (default: standard output)")
+    export.add_argument("--user", metavar="PERSON",
+                        help="one person's own export: what is theirs and the "
+                             "conversations they were in (default: everything)")
     export.set_defaults(handler=_export, remote=True)
 
     load = commands.add_parser(
@@ -62,7 +65,8 @@ async def _export(store: MemoryStore, args: argparse.Namespace) -> Output:
         if args.json:
             raise InvalidInputError.single("json", "the export itself goes to standard "
                                                    "output; use -o FILE with --json")
-        summary = await store.export_agent_to(args.agent, sys.stdout.buffer)
+        summary = await store.export_agent_to(args.agent, sys.stdout.buffer,
+                                              user=args.user)
         sys.stdout.buffer.flush()
         print(f"exported {summary.rows} rows of {summary.agent_id}", file=sys.stderr)
         return Output(None, "")
@@ -70,7 +74,7 @@ async def _export(store: MemoryStore, args: argparse.Namespace) -> Output:
     partial = target.with_name(target.name + ".partial")
     try:
         with await asyncio.to_thread(partial.open, "wb") as out:
-            summary = await store.export_agent_to(args.agent, out)
+            summary = await store.export_agent_to(args.agent, out, user=args.user)
         partial.replace(target)
     finally:
         with contextlib.suppress(FileNotFoundError):

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..context.results import MAX_K, MIN_K, RecallItem, RecallResult
 from ..memories.params import parse_time
-from .output import Output, shorten
+from .output import Output, add_user_option, shorten
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -46,6 +46,7 @@ def add_recall_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
     recall.add_argument("--current-only", action="store_true",
                         help="leave out what no longer holds (old values, and the turns "
                              "that state them)")
+    add_user_option(recall)
     recall.set_defaults(handler=_recall, remote=True)
 
 
@@ -53,7 +54,7 @@ async def _recall(store: MemoryStore, args: argparse.Namespace) -> Output:
     result = await store.recall(args.agent, args.query, kinds=args.kinds, k=args.k,
                                 include_superseded=args.include_superseded,
                                 as_of=parse_time(args.as_of, "as_of"),
-                                current_only=args.current_only)
+                                current_only=args.current_only, user=args.user)
     return Output(result.model_dump(mode="json"), recall_text(result))
 
 

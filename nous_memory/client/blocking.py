@@ -53,8 +53,9 @@ class MemoryClient:
         finally:
             self._runner.close()
 
-    def export_agent_to(self, agent_id: str, out: BinaryIO, /) -> ExportSummary:
-        return self._runner.run(self.aio.export_agent_to(agent_id, out))
+    def export_agent_to(self, agent_id: str, out: BinaryIO, /, *,
+                        user: str | None = None) -> ExportSummary:
+        return self._runner.run(self.aio.export_agent_to(agent_id, out, user=user))
 
     health = _blocking(AsyncMemoryClient.health)
     ready = _blocking(AsyncMemoryClient.ready)
@@ -79,6 +80,7 @@ class MemoryClient:
     recall = _blocking(AsyncMemoryClient.recall)
     assemble_context = _blocking(AsyncMemoryClient.assemble_context)
     expand = _blocking(AsyncMemoryClient.expand)
+    upcoming = _blocking(AsyncMemoryClient.upcoming)
     import_agent = _blocking(AsyncMemoryClient.import_agent)
     forget_agent = _blocking(AsyncMemoryClient.forget_agent)
     build_prompt = _blocking(AsyncMemoryClient.build_prompt)

@@ -37,11 +37,15 @@ EXPORT_HEADER_KEY, EXPORT_END_KEY = "nous_memory_export", "end"  # portability.l
 
 
 class AsyncMemoryClient(ConversationCalls):
-    """A remote ``MemoryStore``: ``async with AsyncMemoryClient(url, api_key=...) as m:``."""
+    """A remote ``MemoryStore``: ``async with AsyncMemoryClient(url, api_key=...) as m:``.
+    ``user``: the person the calls that take one are for when they name nobody (people/;
+    None: the agent's owner), for a client made per person, as a gateway makes one."""
 
     def __init__(self, url: str, *, api_key: str | None = None, timeout_s: float = 30.0,
-                 max_attempts: int = 3, transport: Transport | None = None) -> None:
+                 max_attempts: int = 3, transport: Transport | None = None,
+                 user: str | None = None) -> None:
         self.url = url.rstrip("/")
+        self.user = user
         self._t = transport or Transport(self.url, api_key=api_key, timeout_s=timeout_s,
                                          max_attempts=max_attempts)
 
@@ -65,6 +69,11 @@ class AsyncMemoryClient(ConversationCalls):
 
     _agent = staticmethod(agent_path)
 
+    def _for(self, user: str | None) -> str | None:
+        """The person a call is for: its own ``user``, else the client's.  Sent as a body
+        or query field (not the X-User header), so any name travels as UTF-8 text."""
+        return self.user if user is None else user
+
     # ------------------------------------------------------------------ service
 
     async def health(self) -> dict[str, Any]:
@@ -82,6 +91,8 @@ class AsyncMemoryClient(ConversationCalls):
 
     async def remember(self, agent_id: str, kind: Kind | str, /, **fields: Any) -> Memory:
         body = {"kind": kind, **fields}
+        if fields.get("user") is None and not fields.get("people") and self.user is not None:
+            body["user"] = self.user
         return Memory.model_validate(await self._t.json(
             "POST", self._agent(agent_id, "memories"), idempotent=False, body=body))
 
@@ -118,13 +129,13 @@ class AsyncMemoryClient(ConversationCalls):
                    created_after: datetime | None = None,
                    created_before: datetime | None = None,
                    limit: int = 50, cursor: str | None = None,
-                   tag: str | None = None) -> Page:
+                   tag: str | None = None, user: str | None = None) -> Page:
         statuses = [status] if isinstance(status, str) else status
         return Page.model_validate(await self._t.json(
             "GET", self._agent(agent_id, "memories"), idempotent=True, params={
                 "kind": kind, "status": None if statuses is None else builtins.list(statuses),
                 "created_after": created_after, "created_before": created_before,
-                "limit": limit, "cursor": cursor, "tag": tag}))
+                "limit": limit, "cursor": cursor, "tag": tag, "user": self._for(user)}))
 
     # ------------------------------------------------------------------ facts
 
@@ -133,13 +144,15 @@ class AsyncMemoryClient(ConversationCalls):
                          source: str | None = None, source_episode_id: UUID | str | None = None,
                          source_kind: str = "user_stated",
                          instructions: str | None = None,
-                         valid_from: datetime | str | None = None) -> LearnResult:
+                         valid_from: datetime | str | None = None,
+                         user: str | None = None) -> LearnResult:
         """``instructions`` is not served (the service refuses it as an unknown field):
         instruction echoes are checked where facts are extracted, in the service."""
         body = {"content": content, "subject": subject, "category": category,
                 "confidence": confidence, "source": source,
                 "source_episode_id": source_episode_id, "source_kind": source_kind,
-                "instructions": instructions, "valid_from": valid_from}
+                "instructions": instructions, "valid_from": valid_from,
+                "user": self._for(user)}
         return LearnResult.model_validate(await self._t.json(
             "POST", self._agent(agent_id, "facts", "learn"), idempotent=False,
             body={k: v for k, v in body.items() if v is not None}))
@@ -231,8 +244,8 @@ class AsyncMemoryClient(ConversationCalls):
                      include_superseded: bool = False,
                      query_embedding: Sequence[float] | None = None,
                      as_of: datetime | str | None = None,
-                     current_only: bool = False) -> RecallResult:
-        body = {"query": query, "kinds": kinds, "k": k,
+                     current_only: bool = False, user: str | None = None) -> RecallResult:
+        body = {"query": query, "kinds": kinds, "k": k, "user": self._for(user),
                 "include_superseded": include_superseded,
                 "query_embedding": None if query_embedding is None
                 else [float(x) for x in query_embedding], "as_of": as_of,
@@ -247,8 +260,8 @@ class AsyncMemoryClient(ConversationCalls):
                                extraction: Extraction | str = Extraction.CACHED,
                                query_embedding: Sequence[float] | None = None,
                                as_of: datetime | str | None = None,
-                               current_only: bool = False) -> Context:
-        body = {"query": query, "budget_tokens": budget_tokens,
+                               current_only: bool = False, user: str | None = None) -> Context:
+        body = {"query": query, "budget_tokens": budget_tokens, "user": self._for(user),
                 "sections": None if sections is None else
                 (dict(sections) if isinstance(sections, Mapping) else builtins.list(sections)),
                 "extraction": extraction,
@@ -259,13 +272,16 @@ class AsyncMemoryClient(ConversationCalls):
             "POST", self._agent(agent_id, "context"), idempotent=True,
             body={k_: v for k_, v in body.items() if v is not None}))
 
-    async def expand(self, agent_id: str, memory_id: UUID | str, /) -> Expanded:
+    async def expand(self, agent_id: str, memory_id: UUID | str, /, *,
+                     user: str | None = None) -> Expanded:
         return Expanded.model_validate(await self._t.json(
-            "GET", self._agent(agent_id, "memories", memory_id, "expand"), idempotent=True))
+            "GET", self._agent(agent_id, "memories", memory_id, "expand"), idempotent=True,
+            params={"user": self._for(user)}))
 
     async def upcoming(self, agent_id: str, /, *, days: int = 7,
-                       as_of: datetime | str | None = None, limit: int = 50) -> Upcoming:
-        params: dict[str, Any] = {"days": days, "limit": limit}
+                       as_of: datetime | str | None = None, limit: int = 50,
+                       user: str | None = None) -> Upcoming:
+        params: dict[str, Any] = {"days": days, "limit": limit, "user": self._for(user)}
         if as_of is not None:
             params["as_of"] = as_of
         return Upcoming.model_validate(await self._t.json(
@@ -273,16 +289,22 @@ class AsyncMemoryClient(ConversationCalls):
 
     # ------------------------------------------------------------------ a whole agent
 
-    async def export_agent(self, agent_id: str, /) -> AsyncIterator[bytes]:
-        """The export file's bytes as they arrive (an unknown agent: NotFoundError)."""
-        async with self._t.stream(self._agent(agent_id, "export")) as response:
+    async def export_agent(self, agent_id: str, /, *,
+                           user: str | None = None) -> AsyncIterator[bytes]:
+        """The export file's bytes as they arrive (an unknown agent: NotFoundError);
+        ``user``: that person's own export."""
+        person = self._for(user)
+        async with self._t.stream(self._agent(agent_id, "export"),
+                                  params=None if person is None else {"user": person}
+                                  ) as response:
             async for chunk in response.aiter_bytes():
                 yield chunk
 
-    async def export_agent_to(self, agent_id: str, out: BinaryIO, /) -> ExportSummary:
+    async def export_agent_to(self, agent_id: str, out: BinaryIO, /, *,
+                              user: str | None = None) -> ExportSummary:
         """Write the export to a binary file; the summary is read from its trailer."""
         size, tail = 0, b""
-        async for chunk in self.export_agent(agent_id):
+        async for chunk in self.export_agent(agent_id, user=user):
             out.write(chunk)
             size += len(chunk)
             tail = (tail + chunk)[-65_536:]
@@ -345,4 +367,4 @@ def _message(m: dict[str, Any]) -> TranscriptMessage:
         tool_call_id=m.get("tool_call_id"), tokens=m["tokens"],
         created_at=None if m.get("created_at") is None
         else datetime.fromisoformat(m["created_at"]),
-        metadata=m.get("metadata") or {})
+        metadata=m.get("metadata") or {}, person=m.get("person"))

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 from ..context.model import MAX_QUERY_CHARS, MIN_BUDGET_TOKENS
 from ..context.refs import make_ref
 from ..context.upcoming import MAX_DAYS
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, NotFoundError
 from ..memories.kinds import MAX_TEXT_CHARS, CensorAction, CensorDetail, Kind
 from ..memories.records import Memory
+from ..people import visible_to
 from . import render
 from .arguments import remember_problems, remember_properties
 
@@ -41,11 +42,15 @@ class ToolResult:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolPolicy:
-    """What the server lets the model do beyond reading and soft changes."""
+    """What the server lets the model do beyond reading and soft changes, and for whom:
+    ``user`` is the person every call reads and writes for (people/; None: the agent's
+    owner).  It is set by whoever made the session, never by a tool argument, so a model
+    cannot ask for another person's memories."""
 
     allow_purge: bool = False
     allow_restore: bool = False
     actor: str = "tools"
+    user: str | None = None
 
 
 Call = Callable[["MemoryStore", str, Mapping[str, Any], ToolPolicy], Awaitable[ToolResult]]
@@ -84,7 +89,8 @@ async def _search(store: MemoryStore, agent: str, args: Mapping[str, Any],
                                 k=args.get("k", 10),
                                 include_superseded=args.get("include_superseded", False),
                                 as_of=args.get("as_of"),
-                                current_only=args.get("current_only", False))
+                                current_only=args.get("current_only", False),
+                                user=policy.user)
     items = [{"ref": i.ref, "kind": i.kind.value, "memory_id": str(i.memory_id),
               "chunk_no": i.chunk_no, "text": i.text, "score": i.scores.final,
               "cosine": i.scores.cosine,
@@ -100,7 +106,8 @@ async def _context(store: MemoryStore, agent: str, args: Mapping[str, Any],
     result = await store.assemble_context(agent, args["query"],
                                           budget_tokens=args.get("budget_tokens", 1_500),
                                           as_of=args.get("as_of"),
-                                          current_only=args.get("current_only", False))
+                                          current_only=args.get("current_only", False),
+                                          user=policy.user)
     items = [{"ref": i.ref, "kind": i.kind, "section": i.section.value, "tier": i.tier.value,
               "memory_id": str(i.id)} for i in result.items]
     return ToolResult(text=render.context(result), data={
@@ -110,13 +117,14 @@ async def _context(store: MemoryStore, agent: str, args: Mapping[str, Any],
 
 async def _upcoming(store: MemoryStore, agent: str, args: Mapping[str, Any],
                     policy: ToolPolicy) -> ToolResult:
-    result = await store.upcoming(agent, days=args.get("days", 7), as_of=args.get("as_of"))
+    result = await store.upcoming(agent, days=args.get("days", 7), as_of=args.get("as_of"),
+                                  user=policy.user)
     return ToolResult(text=render.upcoming(result), data=result.model_dump(mode="json"))
 
 
 async def _expand(store: MemoryStore, agent: str, args: Mapping[str, Any],
                   policy: ToolPolicy) -> ToolResult:
-    result = await store.expand(agent, args["ref"])
+    result = await store.expand(agent, args["ref"], user=policy.user)
     newest = result.model_copy(update={"events": result.events[-render.MAX_EVENTS:]})
     return ToolResult(text=render.expanded(result), data={
         **render.structured(newest), "event_count": len(result.events)})
@@ -128,7 +136,7 @@ async def _remember(store: MemoryStore, agent: str, args: Mapping[str, Any],
     if problems:
         raise InvalidInputError(problems)
     fields = {k: v for k, v in args.items() if k not in ("kind", "agent_id")}
-    memory = await store.remember(agent, args["kind"], **fields)
+    memory = await store.remember(agent, args["kind"], **fields, user=policy.user)
     return ToolResult(text=render.remembered(memory), data=_memory_data(memory))
 
 
@@ -137,7 +145,7 @@ async def _learn_fact(store: MemoryStore, agent: str, args: Mapping[str, Any],
     result = await store.learn_fact(
         agent, args["content"], subject=args.get("subject"), category=args.get("category"),
         confidence=args.get("confidence"), source_kind=args.get("source_kind", "user_stated"),
-        source="assistant tool call")
+        source="assistant tool call", user=policy.user)
     data: dict[str, Any] = {"action": result.action.value, "reason": result.reason,
                             "similarity": result.similarity,
                             "related": [make_ref(Kind.FACT, r) for r in result.related]}
@@ -162,7 +170,7 @@ async def _forget(store: MemoryStore, agent: str, args: Mapping[str, Any],
             "ref", "a transcript excerpt cannot be forgotten on its own; forget its episode "
                    "(the ref before '#') or remember a correction")
     ident = await store.resolve(agent, args["ref"])
-    memory = await store.get(agent, ident)
+    memory = await _theirs(store, agent, ident, policy)
     if isinstance(memory.detail, CensorDetail) and memory.detail.action is CensorAction.ABSOLUTE:
         raise InvalidInputError.single(  # "no override" must hold against the model too
             "ref", "an absolute censor cannot be forgotten by the assistant; only its owner "
@@ -185,6 +193,7 @@ async def _restore(store: MemoryStore, agent: str, args: Mapping[str, Any],
         raise InvalidInputError.single("ref", "a transcript excerpt is restored with its "
                                               "episode (the ref before '#')")
     ident = await store.resolve(agent, args["ref"], deleted=True)
+    await _theirs(store, agent, ident, policy, deleted=True)
     back = await store.restore_deleted(agent, ident, actor=policy.actor)
     return ToolResult(
         text=render.restored(back),
@@ -195,7 +204,7 @@ async def _restore(store: MemoryStore, agent: str, args: Mapping[str, Any],
 async def _history(store: MemoryStore, agent: str, args: Mapping[str, Any],
                    policy: ToolPolicy) -> ToolResult:
     ident = await store.resolve(agent, args["ref"])
-    memory = await store.get(agent, ident)
+    memory = await _theirs(store, agent, ident, policy)
     chain: list[Memory] = []
     if memory.kind is Kind.FACT:  # one read gives the versions and their events
         versions = await store.fact_history(agent, ident)
@@ -207,6 +216,16 @@ async def _history(store: MemoryStore, agent: str, args: Mapping[str, Any],
         "memory": render.structured(memory), "event_count": len(events),
         "events": render.structured(events[-render.MAX_EVENTS:]),
         "chain": [render.ref(m) for m in chain]})
+
+
+async def _theirs(store: MemoryStore, agent: str, ident: Any, policy: ToolPolicy, *,
+                  deleted: bool = False) -> Memory:
+    """The memory, when the session's person may see it; another person's is not found,
+    exactly like an unknown one (its existence is theirs too)."""
+    memory = await store.get(agent, ident, include_deleted=deleted)
+    if not visible_to(memory.people, policy.user):
+        raise NotFoundError("memory", ident)
+    return memory
 
 
 def _memory_data(memory: Memory) -> dict[str, Any]:

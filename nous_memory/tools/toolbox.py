@@ -4,11 +4,15 @@ A ``ToolBox`` is bound either to one agent (the agent is not an argument at all,
 model cannot even name another one) or to a set of agents an API key allows (then
 ``agent_id`` is an argument and anything outside the set is refused).  Every failure
 comes back as an error result naming the field and the reason; nothing a model sends
-can end the session.
+can end the session.  A box may also act for one person (``user``, people/): every
+call reads what is theirs or shared and writes for them; that too is the box's, never
+an argument, so a model cannot ask as someone else.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -23,6 +27,7 @@ from ..errors import (
     NousMemoryError,
 )
 from ..memories.kinds import parse_agent_id
+from ..people.keys import optional_person
 from .arguments import ArgumentChecker, parse_arguments
 from .definitions import TOOLS, Tool, ToolPolicy, ToolResult
 
@@ -38,22 +43,36 @@ class ToolBox:
     ``agent_id``: every call acts for this agent (``agent_id`` is not an argument).
     ``allowed_agents``: otherwise calls name their agent, which must be in this set
     (None: any agent, for a trusted caller such as a loopback server without keys).
+    ``user``: the person every call acts for (None: the agent's owner, who sees all).
     """
 
     def __init__(self, store: MemoryStore, *, agent_id: str | None = None,
                  allowed_agents: frozenset[str] | None = None,
                  allow_purge: bool | None = None, allow_restore: bool | None = None,
-                 actor: str = "tools") -> None:
+                 actor: str = "tools", user: str | None = None) -> None:
         self.store = store
         self.agent_id = parse_agent_id(agent_id) if agent_id is not None else None
         self.allowed_agents = allowed_agents
         purge = store.settings.tools_allow_purge if allow_purge is None else allow_purge
         restore = store.settings.tools_allow_restore if allow_restore is None else allow_restore
-        self.policy = ToolPolicy(allow_purge=purge, allow_restore=restore, actor=actor)
+        self.policy = ToolPolicy(allow_purge=purge, allow_restore=restore, actor=actor,
+                                 user=optional_person(user))
         self._offered = tuple(tool for tool in TOOLS if restore or not tool.gated)
         self._tools = {tool.name: tool for tool in self._offered}
         self._checkers = {tool.name: ArgumentChecker(self.input_schema(tool))
                           for tool in self._offered}
+
+    @property
+    def user(self) -> str | None:
+        """The person this box acts for (a person key; None: the agent's owner)."""
+        return self.policy.user
+
+    def acting_for(self, user: str | None) -> ToolBox:
+        """This box for another person (a connection's), sharing its tools and checkers:
+        cheap enough to make per request."""
+        box = copy.copy(self)
+        box.policy = dataclasses.replace(self.policy, user=optional_person(user))
+        return box
 
     @property
     def tools(self) -> tuple[Tool, ...]:

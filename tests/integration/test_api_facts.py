@@ -239,7 +239,7 @@ async def test_openapi_documents_the_fact_routes(client: httpx.AsyncClient) -> N
     assert media["schema"] == {"$ref": "#/components/schemas/FactLearn"}
     schemas = spec["components"]["schemas"]
     body = schemas["FactLearn"]
-    assert list(body["properties"]) == list(LEARN_FIELDS)
+    assert list(body["properties"]) == [*LEARN_FIELDS, "user"]  # user: who says it
     assert body["required"] == ["content"]
     assert body["additionalProperties"] is False
     assert body["properties"]["confidence"]["anyOf"][0]["maximum"] == 1.0

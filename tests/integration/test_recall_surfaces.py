@@ -48,7 +48,7 @@ async def test_rest_recall_answers_with_typed_scores(client: httpx.AsyncClient,
         "/RecallRequest")
     assert set(spec["components"]["schemas"]["RecallRequest"]["properties"]) == {
         "query", "kinds", "k", "include_superseded", "query_embedding", "as_of",
-        "current_only"}
+        "current_only", "user"}
 
 
 @pytest.mark.parametrize(("body", "field"), [

@@ -87,6 +87,7 @@ export interface paths {
         /**
          * Remember one memory
          * @description Creates one memory of the given ``kind``; its summary and embedding are computed now.
+         *     ``user`` (or the header) makes it that person's; ``people`` names several.
          */
         post: operations["create_memory_agents__agent_id__memories_post"];
         delete?: never;
@@ -107,6 +108,7 @@ export interface paths {
         /**
          * Remember many memories at once
          * @description All or nothing: one invalid item rejects the batch, naming ``items[i].field``.
+         *     The header makes every item that person's.
          */
         post: operations["create_memories_agents__agent_id__memories_batch_post"];
         delete?: never;
@@ -533,7 +535,8 @@ export interface paths {
         /**
          * Everything about one memory
          * @description Every field (archived detail restored), history, supersession chain, source
-         *     episode with a transcript excerpt, and what is in cold storage.
+         *     episode with a transcript excerpt, and what is in cold storage.  Another person's
+         *     memory is a 404 for a ``user``, as an unknown one is.
          */
         get: operations["expand_agents__agent_id__memories__memory_id__expand_get"];
         put?: never;
@@ -580,7 +583,9 @@ export interface paths {
         /**
          * Export everything of an agent as JSON Lines
          * @description Every record of the agent, read from one snapshot: a header line, a line per row
-         *     and a trailer with row counts and a SHA-256 (a cut-off download is detected).
+         *     and a trailer with row counts and a SHA-256 (a cut-off download is detected).  For a
+         *     ``user``: that person's own export (what is theirs and the conversations they were
+         *     in).
          */
         get: operations["export_agent_agents__agent_id__export_get"];
         put?: never;
@@ -1474,6 +1479,11 @@ export interface components {
             deleted_at?: string | null;
             /** Detail */
             detail: components["schemas"]["DecisionDetail"] | components["schemas"]["FactDetail"] | components["schemas"]["EpisodeDetail"] | components["schemas"]["ProcedureDetail"] | components["schemas"]["CensorDetail"];
+            /**
+             * People
+             * @default []
+             */
+            people?: string[];
         };
         /**
          * MemoryEvent
@@ -2064,6 +2074,11 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
+            /**
+             * Person
+             * @description Who said it (a person key, people/); null: nobody's, such as the assistant's turns
+             */
+            person?: string | null;
         };
         /** TranscriptExcerpt */
         TranscriptExcerpt: {
@@ -2209,6 +2224,17 @@ export interface components {
              * @default []
              */
             tags?: string[];
+            /**
+             * People
+             * @default []
+             */
+            people?: string[];
+            /**
+             * User
+             * @description Whose it is: one person (a user id or a name; or send the X-User header); ``people`` names several instead. Neither: the agent's, shared with everyone.
+             * @default null
+             */
+            user?: string | null;
         };
         /**
          * DecisionCreate
@@ -2264,6 +2290,17 @@ export interface components {
              * @default []
              */
             tags?: string[];
+            /**
+             * People
+             * @default []
+             */
+            people?: string[];
+            /**
+             * User
+             * @description Whose it is: one person (a user id or a name; or send the X-User header); ``people`` names several instead. Neither: the agent's, shared with everyone.
+             * @default null
+             */
+            user?: string | null;
         };
         /**
          * EpisodeCreate
@@ -2363,6 +2400,17 @@ export interface components {
              * @default null
              */
             summary?: string | null;
+            /**
+             * People
+             * @default []
+             */
+            people?: string[];
+            /**
+             * User
+             * @description Whose it is: one person (a user id or a name; or send the X-User header); ``people`` names several instead. Neither: the agent's, shared with everyone.
+             * @default null
+             */
+            user?: string | null;
         };
         /**
          * FactCreate
@@ -2478,6 +2526,17 @@ export interface components {
              * @default []
              */
             tags?: string[];
+            /**
+             * People
+             * @default []
+             */
+            people?: string[];
+            /**
+             * User
+             * @description Whose it is: one person (a user id or a name; or send the X-User header); ``people`` names several instead. Neither: the agent's, shared with everyone.
+             * @default null
+             */
+            user?: string | null;
         };
         /**
          * ProcedureCreate
@@ -2536,6 +2595,17 @@ export interface components {
              * @default []
              */
             tags?: string[];
+            /**
+             * People
+             * @default []
+             */
+            people?: string[];
+            /**
+             * User
+             * @description Whose it is: one person (a user id or a name; or send the X-User header); ``people`` names several instead. Neither: the agent's, shared with everyone.
+             * @default null
+             */
+            user?: string | null;
         };
         /**
          * DecisionChanges
@@ -2561,6 +2631,8 @@ export interface components {
             importance?: number;
             /** Tags */
             tags?: string[];
+            /** People */
+            people?: string[];
         };
         /**
          * FactChanges
@@ -2610,6 +2682,8 @@ export interface components {
             importance?: number;
             /** Tags */
             tags?: string[];
+            /** People */
+            people?: string[];
         };
         /**
          * EpisodeChanges
@@ -2652,6 +2726,8 @@ export interface components {
             tags?: string[];
             /** Summary */
             summary?: string | null;
+            /** People */
+            people?: string[];
         };
         /**
          * ProcedureChanges
@@ -2678,6 +2754,8 @@ export interface components {
             importance?: number;
             /** Tags */
             tags?: string[];
+            /** People */
+            people?: string[];
         };
         /**
          * CensorChanges
@@ -2697,6 +2775,8 @@ export interface components {
             importance?: number;
             /** Tags */
             tags?: string[];
+            /** People */
+            people?: string[];
         };
         /**
          * MemoryCreate
@@ -2754,6 +2834,12 @@ export interface components {
              * @default null
              */
             valid_from?: string | null;
+            /**
+             * User
+             * @description Who asks: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything (or send the X-User header).  The fact is theirs and is weighed against their facts only; said for a group ('our wifi is ...') it is shared.
+             * @default null
+             */
+            user?: string | null;
         };
         /**
          * EpisodeStart
@@ -2802,6 +2888,11 @@ export interface components {
              * @default null
              */
             name?: string | null;
+            /**
+             * User
+             * @default null
+             */
+            user?: string | null;
             /**
              * Tool Call Id
              * @default null
@@ -2868,6 +2959,12 @@ export interface components {
              * @default false
              */
             current_only?: boolean;
+            /**
+             * User
+             * @description Who asks: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything (or send the X-User header).
+             * @default null
+             */
+            user?: string | null;
         };
         /**
          * ContextBody
@@ -2916,6 +3013,12 @@ export interface components {
              * @default false
              */
             current_only?: boolean;
+            /**
+             * User
+             * @description Who asks: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything (or send the X-User header).
+             * @default null
+             */
+            user?: string | null;
         };
         /**
          * HistoryImport
@@ -2946,6 +3049,12 @@ export interface components {
              * @default null
              */
             title?: string | null;
+            /**
+             * User
+             * @description Whose conversation it was (a user id or a name): the user's turns and what is learned from them are that person's
+             * @default null
+             */
+            user?: string | null;
             /** Turns */
             turns: components["schemas"]["HistoryTurnIn"][];
         };
@@ -2974,6 +3083,12 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
+            /**
+             * User
+             * @description The person who said it (a user id or a name), when not the session's user
+             * @default null
+             */
+            user?: string | null;
         };
         /**
          * MessageEdit
@@ -3276,8 +3391,13 @@ export interface operations {
                 cursor?: string | null;
                 /** @description Only memories with this tag */
                 tag?: string | null;
+                /** @description Who asks: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything (or send the X-User header). */
+                user?: string | null;
             };
-            header?: never;
+            header?: {
+                /** @description Who the whole request is for: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything.  With a ``user`` field too, both must name the same person. */
+                "X-User"?: string | null;
+            };
             path: {
                 /** @description The agent that owns the memories (1-128 printable characters); every call sees only that agent's memories. */
                 agent_id: string;
@@ -3336,7 +3456,10 @@ export interface operations {
     create_memory_agents__agent_id__memories_post: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Who the whole request is for: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything.  With a ``user`` field too, both must name the same person. */
+                "X-User"?: string | null;
+            };
             path: {
                 /** @description The agent that owns the memories (1-128 printable characters); every call sees only that agent's memories. */
                 agent_id: string;
@@ -3408,7 +3531,10 @@ export interface operations {
     create_memories_agents__agent_id__memories_batch_post: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Who the whole request is for: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything.  With a ``user`` field too, both must name the same person. */
+                "X-User"?: string | null;
+            };
             path: {
                 /** @description The agent that owns the memories (1-128 printable characters); every call sees only that agent's memories. */
                 agent_id: string;
@@ -4167,7 +4293,10 @@ export interface operations {
     learn_fact_agents__agent_id__facts_learn_post: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Who the whole request is for: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything.  With a ``user`` field too, both must name the same person. */
+                "X-User"?: string | null;
+            };
             path: {
                 /** @description The agent that owns the memories (1-128 printable characters); every call sees only that agent's memories. */
                 agent_id: string;
@@ -5110,7 +5239,10 @@ export interface operations {
     recall_agents__agent_id__recall_post: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Who the whole request is for: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything.  With a ``user`` field too, both must name the same person. */
+                "X-User"?: string | null;
+            };
             path: {
                 /** @description The agent that owns the memories (1-128 printable characters); every call sees only that agent's memories. */
                 agent_id: string;
@@ -5182,7 +5314,10 @@ export interface operations {
     assemble_context_agents__agent_id__context_post: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Who the whole request is for: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything.  With a ``user`` field too, both must name the same person. */
+                "X-User"?: string | null;
+            };
             path: {
                 /** @description The agent that owns the memories (1-128 printable characters); every call sees only that agent's memories. */
                 agent_id: string;
@@ -5260,8 +5395,13 @@ export interface operations {
                 as_of?: string | null;
                 /** @description At most this many */
                 limit?: number;
+                /** @description Who asks: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything (or send the X-User header). */
+                user?: string | null;
             };
-            header?: never;
+            header?: {
+                /** @description Who the whole request is for: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything.  With a ``user`` field too, both must name the same person. */
+                "X-User"?: string | null;
+            };
             path: {
                 /** @description The agent that owns the memories (1-128 printable characters); every call sees only that agent's memories. */
                 agent_id: string;
@@ -5319,8 +5459,14 @@ export interface operations {
     };
     expand_agents__agent_id__memories__memory_id__expand_get: {
         parameters: {
-            query?: never;
-            header?: never;
+            query?: {
+                /** @description Who asks: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything (or send the X-User header). */
+                user?: string | null;
+            };
+            header?: {
+                /** @description Who the whole request is for: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything.  With a ``user`` field too, both must name the same person. */
+                "X-User"?: string | null;
+            };
             path: {
                 /** @description The agent that owns the memories (1-128 printable characters); every call sees only that agent's memories. */
                 agent_id: string;
@@ -5529,8 +5675,14 @@ export interface operations {
     };
     export_agent_agents__agent_id__export_get: {
         parameters: {
-            query?: never;
-            header?: never;
+            query?: {
+                /** @description Who asks: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything (or send the X-User header). */
+                user?: string | null;
+            };
+            header?: {
+                /** @description Who the whole request is for: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything.  With a ``user`` field too, both must name the same person. */
+                "X-User"?: string | null;
+            };
             path: {
                 /** @description The agent that owns the memories (1-128 printable characters); every call sees only that agent's memories. */
                 agent_id: string;
