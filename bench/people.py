@@ -1,7 +1,7 @@
 """Several people, one assistant: is each person's private memory theirs, and is the
 asker's own value the one they get?
 
-    python bench/people.py [--groups N] [--budget 800] [--verbose]
+    python bench/people.py [--groups N] [--budget 800] [--as-owner] [--verbose]
 
 The dev set (``people_groups_*.json``, written for it by other hands): households,
 families, teams, group chats and gateway bots of 2-6 people; each person talks to the
@@ -21,9 +21,15 @@ each question is asked as its asker (``user=``) a day after the last session.
   (``assemble_context``), recall (k=10), ``expand`` of every recalled memory, the
   asker's ``list`` and ``upcoming``.  Must be 0.
 - ``people_shared_found``: share of shared questions whose answer is in the context.
+- ``people_misattributed``: share of the askers' questions about their own value whose
+  context holds another person's value for it (one the asker never said) before the
+  asker's own, or without it: the wrong person's answer.
 - ``people_attribution`` (headline): share of the askers' questions about their own
   value whose context holds an answer, and holds it before any other value the question
   names (another person's, or the asker's own old one).
+
+``--as-owner`` reads without the asker (``user=None``): what a store that does not know
+who is asking gives everyone, for comparison.
 
 Runs on a fresh embedded PostgreSQL in a temporary directory (or
 NOUS_MEMORY_DATABASE_URL, under new agent ids).  Prints ``name: value`` lines, the
@@ -98,7 +104,7 @@ def _found(text: str, value: str) -> int:
     return hit.start() if hit else -1
 
 
-async def reads(store: MemoryStore, agent: str, asker: str, question: str,
+async def reads(store: MemoryStore, agent: str, asker: str | None, question: str,
                 as_of: datetime, budget: int) -> tuple[str, list[str]]:
     """The asker's context, and every text of theirs the other faces return."""
     context = await store.assemble_context(agent, question, user=asker, as_of=as_of,
@@ -114,7 +120,7 @@ async def reads(store: MemoryStore, agent: str, asker: str, question: str,
 
 
 async def run_group(store: MemoryStore, group: dict[str, Any], budget: int,
-                    verbose: bool) -> dict[str, list[float]]:
+                    verbose: bool, as_owner: bool = False) -> dict[str, list[float]]:
     agent = f"people-{group['name']}-{uuid.uuid4().hex[:6]}"
     await store.ingest(agent, sessions(group))
     await store.worker().drain()
@@ -122,15 +128,20 @@ async def run_group(store: MemoryStore, group: dict[str, Any], budget: int,
                for s in group["sessions"])
     as_of = last + timedelta(days=1)
     markers = {p: [m.lower() for m in ms] for p, ms in group.get("private", {}).items()}
-    out: dict[str, list[float]] = {"leaks": [], "attribution": [], "shared": []}
+    out: dict[str, list[float]] = {"leaks": [], "attribution": [], "shared": [],
+                                   "misattributed": []}
+    spoken = {p: " ".join(t for s in group["sessions"] for who, t in s["turns"]
+                          if who == p).lower() for p in group["people"]}
     listed = {}
     for asker in group["people"]:
-        page = await store.list(agent, user=asker, limit=200)
-        events = await store.upcoming(agent, user=asker, as_of=as_of, days=60)
+        reader = None if as_owner else asker
+        page = await store.list(agent, user=reader, limit=200)
+        events = await store.upcoming(agent, user=reader, as_of=as_of, days=60)
         listed[asker] = [m.summary for m in page.items] + [e.text for e in events.events]
     for q in group["questions"]:
         asker = q["asker"]
-        context, texts = await reads(store, agent, asker, q["question"], as_of, budget)
+        context, texts = await reads(store, agent, None if as_owner else asker,
+                                     q["question"], as_of, budget)
         everything = "\n".join([context, *texts, *listed[asker]]).lower()
         leaks = [(p, m) for p, ms in markers.items() if p != asker for m in ms
                  if _found(everything, m) >= 0]
@@ -143,6 +154,10 @@ async def run_group(store: MemoryStore, group: dict[str, Any], budget: int,
             others = [_found(context, v) for v in q.get("not", [])]
             ok = first >= 0 and all(o < 0 or o > first for o in others)
             out["attribution"].append(float(ok))
+            theirs = [_found(context, v) for v in q.get("not", [])
+                      if _found(spoken[asker], v) < 0]  # values the asker never said
+            out["misattributed"].append(float(any(
+                o >= 0 and (first < 0 or o < first) for o in theirs)))
             if not ok and verbose:
                 print(f"# attribution {group['name']} {asker}: {q['question']} "
                       f"{q['answer']} not {q.get('not')}\n{context}\n", file=sys.stderr)
@@ -162,10 +177,11 @@ async def run(args: argparse.Namespace) -> None:
                   else MemoryStore.open(data_dir=tmp, database_url=None))
         async with opened as store:
             for half, items in halves.items():
-                total: dict[str, list[float]] = {"leaks": [], "attribution": [], "shared": []}
+                total: dict[str, list[float]] = {"leaks": [], "attribution": [], "shared": [],
+                                                 "misattributed": []}
                 for group in items:
                     result = await run_group(store, group, args.budget,
-                                             args.verbose and half == "tune")
+                                             args.verbose and half == "tune", args.as_owner)
                     for key, values in result.items():
                         total[key].extend(values)
                 figures[half] = total
@@ -176,6 +192,8 @@ async def run(args: argparse.Namespace) -> None:
         total = figures[half]
         lines.append(f"{prefix}people_leaks: {int(sum(total['leaks']))}")
         lines.append(f"{prefix}people_shared_found: {mean(total['shared'] or [0]):.4f}")
+        lines.append(f"{prefix}people_misattributed: "
+                     f"{mean(total['misattributed'] or [0]):.4f}")
         lines.append(f"{prefix}people_attribution: {mean(total['attribution'] or [0]):.4f}")
     # the measured half's headline last
     print("\n".join(lines))
@@ -186,6 +204,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--groups", type=int, default=0, help="the first N groups of each "
                                                               "half (0: all)")
     parser.add_argument("--budget", type=int, default=800, help="context budget in tokens")
+    parser.add_argument("--as-owner", action="store_true",
+                        help="read without the asker, for comparison")
     parser.add_argument("--verbose", action="store_true")
     asyncio.run(run(parser.parse_args(argv)))
 
