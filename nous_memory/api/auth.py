@@ -147,7 +147,8 @@ _header = APIKeyHeader(name=API_KEY_HEADER, auto_error=False, scheme_name="ApiKe
 # more (by route template); every other method needs read-write.
 READ_POSTS = frozenset({"/agents/{agent_id}/recall", "/agents/{agent_id}/context"})
 OWNER_ROUTES = frozenset({"/agents/{agent_id}/export", "/agents/{agent_id}/import",
-                          "/agents/{agent_id}", "/keys", "/keys/{name}",
+                          "/agents/{agent_id}", "/agents/{agent_id}/people/{user}",
+                          "/keys", "/keys/{name}",
                           "/keys/{name}/rotate"})
 
 

@@ -1,6 +1,7 @@
 """A whole agent over HTTP: ``GET /agents/{agent_id}/export`` (streamed JSON Lines),
 ``POST /agents/{agent_id}/import`` (the file as the body, read as it arrives) and
-``DELETE /agents/{agent_id}`` (forget the agent).
+``DELETE /agents/{agent_id}`` (forget the agent), ``DELETE
+/agents/{agent_id}/people/{user}`` (forget one person of it).
 
 Each is one store call, scoped like every other route by the agent in the path (an API
 key limited to some agents may export, import into and forget only those).  An import
@@ -18,7 +19,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 
-from ..portability import ErasureReceipt, ImportSummary
+from ..portability import ErasureReceipt, ImportSummary, PersonErasure
 from .body import bounded_stream
 from .errors import problem_responses
 from .people import UserHeader, UserQuery, asking
@@ -92,3 +93,16 @@ async def forget_agent(agent_id: AgentId, request: Request, store: Store) -> Era
     erased, and it can be retried."""
     key = getattr(request.state, "key", None)
     return await store.forget_agent(agent_id, actor=key.name if key is not None else "api")
+
+
+@router.delete("/people/{user}", summary="Forget one person of an agent",
+               responses=problem_responses(401, 403, 409, 422, 503))
+async def forget_person(agent_id: AgentId, user: str, request: Request,
+                        store: Store) -> PersonErasure:
+    """Every memory that is this person's alone (their facts, their own conversations
+    and what was learned from them) purged in one transaction; the conversations they
+    had with others stay the others', without them.  The receipt holds counts and who
+    asked, no content."""
+    key = getattr(request.state, "key", None)
+    return await store.forget_person(agent_id, user,
+                                     actor=key.name if key is not None else "api")

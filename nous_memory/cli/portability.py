@@ -1,5 +1,5 @@
-"""``nous-memory export``, ``import`` and ``forget-agent``: a whole agent to a file, from
-a file, or erased for good.
+"""``nous-memory export``, ``import``, ``forget-agent`` and ``forget-person``: a whole agent
+to a file, from a file, or erased for good; one person of it forgotten.
 
 The file format is docs/export-format.md.  An export written with ``-o`` goes to a
 temporary name first and is renamed when complete, so a failed export never leaves a
@@ -58,6 +58,16 @@ def add_portability_commands(commands: argparse._SubParsersAction[argparse.Argum
     forget.add_argument("--yes", action="store_true", help="confirm the erasure")
     forget.add_argument("--actor", default="cli", help="who asked (kept in the receipt)")
     forget.set_defaults(handler=_forget, remote=True)
+
+    person = commands.add_parser(
+        "forget-person", parents=[agent], help="forget one person of an agent for good",
+        description="Purge every memory that is this person's alone (their facts, their "
+                    "own conversations and what was learned from them) in one "
+                    "transaction; they leave the conversations they had with others.")
+    person.add_argument("user", metavar="PERSON", help="the person (a user id or a name)")
+    person.add_argument("--yes", action="store_true", help="confirm the erasure")
+    person.add_argument("--actor", default="cli", help="who asked (kept in the audit)")
+    person.set_defaults(handler=_forget_person, remote=True)
 
 
 async def _export(store: MemoryStore, args: argparse.Namespace) -> Output:
@@ -124,3 +134,15 @@ async def _forget(store: MemoryStore, args: argparse.Namespace) -> Output:
     lines += [f"  {table:<24}{n}" for table, n in sorted(receipt.counts.items()) if n]
     return Output(receipt.model_dump(mode="json"), "\n".join(lines))
 
+
+async def _forget_person(store: MemoryStore, args: argparse.Namespace) -> Output:
+    if not args.yes:
+        raise InvalidInputError.single(
+            "yes", f"forget-person purges everything of {args.user} in {args.agent} for "
+                   "good; run it again with --yes to confirm (export --user keeps a copy)")
+    erased = await store.forget_person(args.agent, args.user, actor=args.actor)
+    purged = sum(erased.purged.values())
+    lines = [f"forgot a person of {erased.agent_id}: {purged} memories purged, "
+             f"{erased.left} shared ones left to the others"]
+    lines += [f"  {kind:<24}{n}" for kind, n in sorted(erased.purged.items())]
+    return Output(erased.model_dump(mode="json"), "\n".join(lines))

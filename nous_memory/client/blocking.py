@@ -83,6 +83,7 @@ class MemoryClient:
     upcoming = _blocking(AsyncMemoryClient.upcoming)
     import_agent = _blocking(AsyncMemoryClient.import_agent)
     forget_agent = _blocking(AsyncMemoryClient.forget_agent)
+    forget_person = _blocking(AsyncMemoryClient.forget_person)
     build_prompt = _blocking(AsyncMemoryClient.build_prompt)
     summarize_conversation = _blocking(AsyncMemoryClient.summarize_conversation)
     conversation_summary = _blocking(AsyncMemoryClient.conversation_summary)

@@ -14,6 +14,7 @@ import os
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, BinaryIO
+from urllib.parse import quote
 from uuid import UUID
 
 from ..context.model import DEFAULT_BUDGET_TOKENS, Context, Extraction
@@ -24,7 +25,8 @@ from ..facts.results import FactHistory, LearnResult
 from ..memories.kinds import Kind, Status
 from ..memories.messages import TranscriptMessage
 from ..memories.records import Memory, MemoryEvent, Page
-from ..portability.reports import ErasureReceipt, ExportSummary, ImportSummary
+from ..people import person_key
+from ..portability.reports import ErasureReceipt, ExportSummary, ImportSummary, PersonErasure
 from .conversation import ConversationCalls
 from .http import Transport, agent_path, parse
 
@@ -340,6 +342,13 @@ class AsyncMemoryClient(ConversationCalls):
         """``actor`` is not sent: the service records the key's name."""
         return ErasureReceipt.model_validate(await self._t.json(
             "DELETE", self._agent(agent_id), idempotent=False))
+
+    async def forget_person(self, agent_id: str, user: str, /, *, actor: str = "python"
+                            ) -> PersonErasure:
+        """Forget one person of an agent; ``actor`` is not sent (the key's name is)."""
+        return PersonErasure.model_validate(await self._t.json(
+            "DELETE", f"{self._agent(agent_id)}/people/{quote(person_key(user), safe='')}",
+            idempotent=False))
 
 
 async def _chunks(source: AsyncIterable[bytes] | BinaryIO) -> AsyncIterator[bytes]:

@@ -203,6 +203,10 @@ async def test_remote_client_asks_as_a_person(url: str, store: MemoryStore) -> N
         with pytest.raises(InvalidInputError) as bad:
             await owner.recall(AGENT, "x", user="")
         assert bad.value.problems[0].field == "user"
+        erased = await owner.forget_person(AGENT, "Ben")  # his locker code, only his
+        assert erased.purged == {"fact": 1} and erased.left == 1  # the bins: Ana's now
+        after = b"".join([chunk async for chunk in owner.export_agent(AGENT)])
+        assert b"4471" not in after and b"penicillin" in after and b"Monday" in after
 
     def blocking() -> list[str]:
         with MemoryClient(url, user="ben") as client:
@@ -249,6 +253,12 @@ async def test_cli_user_option_over_a_service(url: str, store: MemoryStore) -> N
     assert "penicillin" not in exported.stdout
     bad = await cli("recall", "x", "--user", "")
     assert bad.code == 2 and "user" in bad.stderr, bad.stderr
+    refused = await cli("forget-person", "ana")  # not without --yes
+    assert refused.code == 2 and "--yes" in refused.stderr, refused.stderr
+    forgot = (await cli("forget-person", "ana", "--yes", "--json")).json()
+    assert forgot["purged"] == {"fact": 1}, forgot
+    gone = (await cli("recall", QUESTION, "--k", "20", "--json")).json()
+    assert _said([i["text"] for i in gone["items"]]) == (False, True)
 
 
 # ---------------------------------------------------------------------------- ToolBox

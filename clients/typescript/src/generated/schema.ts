@@ -641,6 +641,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agents/{agent_id}/people/{user}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Forget one person of an agent
+         * @description Every memory that is this person's alone (their facts, their own conversations
+         *     and what was learned from them) purged in one transaction; the conversations they
+         *     had with others stay the others', without them.  The receipt holds counts and who
+         *     asked, no content.
+         */
+        delete: operations["forget_person_agents__agent_id__people__user__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/keys": {
         parameters: {
             query?: never;
@@ -1553,6 +1576,28 @@ export interface components {
             items: components["schemas"]["Memory"][];
             /** Next Cursor */
             next_cursor: string | null;
+        };
+        /**
+         * PersonErasure
+         * @description What forgetting one person of an agent did (no content, not even the person).
+         */
+        PersonErasure: {
+            /** Agent Id */
+            agent_id: string;
+            /**
+             * Purged
+             * @description memories purged, per kind: the person's alone
+             */
+            purged: {
+                [key: string]: number;
+            };
+            /**
+             * Left
+             * @description memories shared with others that the person left
+             */
+            left: number;
+            /** Actor */
+            actor: string;
         };
         /**
          * Problem
@@ -5874,6 +5919,75 @@ export interface operations {
             };
             /** @description No such memory for this agent */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorMessage"];
+                };
+            };
+            /** @description A conflicting change; with Retry-After, another transaction held what this one needed and nothing was written: the same call can be retried */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorMessage"];
+                };
+            };
+            /** @description Invalid input; every bad field is listed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationFailure"];
+                };
+            };
+            /** @description Database unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorMessage"];
+                };
+            };
+        };
+    };
+    forget_person_agents__agent_id__people__user__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent that owns the memories (1-128 printable characters); every call sees only that agent's memories. */
+                agent_id: string;
+                user: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PersonErasure"];
+                };
+            };
+            /** @description Missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorMessage"];
+                };
+            };
+            /** @description The API key may not act for this agent */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
