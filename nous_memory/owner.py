@@ -106,6 +106,11 @@ class OwnerView(Services):
         allowed to see all of them)."""
         return await known_agents(self._db, limit=limit, after=after)
 
+    async def people(self, agent_id: str, /, *, limit: int = 1000) -> builtins.list[str]:
+        """The person keys the agent's memories belong to (people/), sorted."""
+        return [r["person"] for r in await self._db.fetch(
+            "agent_people", parse_agent_id(agent_id), limit)]
+
     async def agent_overview(self, agent_id: str, /) -> AgentOverview:
         """Counts per kind and status, and storage use, of one agent."""
         return await agent_overview(self._db, agent_id)

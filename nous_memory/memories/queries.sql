@@ -213,3 +213,9 @@ LIMIT 1;
 UPDATE memories SET status = $3, deleted_at = NULL, updated_at = now(), version = version + 1
 WHERE agent_id = $1 AND id = $2 AND status = 'deleted'
 RETURNING id;
+
+-- name: agent_people
+-- The people an agent's memories belong to (people/), for the owner's view by person.
+SELECT DISTINCT p AS person FROM memories, unnest(people) AS p
+WHERE agent_id = $1 AND status <> 'deleted'
+ORDER BY p LIMIT $2;

@@ -434,3 +434,19 @@ async def test_an_import_over_the_limit_is_refused(store: MemoryStore) -> None:
         small = await http.post("/ui/agents/agent-a/import", data={"csrf": token},
                                 files={"file": ("a.jsonl", b"{}\n", "application/x-ndjson")})
         assert small.status_code == 422 and "line 1" in small.text
+
+
+async def test_the_owner_sees_by_person(open_ui: httpx.AsyncClient, store: MemoryStore) -> None:
+    await store.learn_fact(A, "I am allergic to penicillin.", user="ana")
+    await store.learn_fact(A, "I play the cello on Sundays.", user="ben")
+    await store.learn_fact(A, "Our wifi network is called Otter.")
+    everyone = await open_ui.get("/ui/agents/agent-a/memories")
+    assert all(w in everyone.text for w in ("penicillin", "cello", "Otter"))
+    assert '<option value="ana">' in everyone.text and '<option value="ben">' in everyone.text
+    ana = await open_ui.get("/ui/agents/agent-a/memories?person=ana")
+    assert "penicillin" in ana.text and "Otter" in ana.text and "cello" not in ana.text
+    assert '<option value="ana" selected>' in ana.text
+    found = await open_ui.get("/ui/agents/agent-a/memories?person=ben&q=allergic+penicillin")
+    assert "penicillin" not in found.text.split("<ol", 1)[-1]
+    bad = await open_ui.get("/ui/agents/agent-a/memories?person=%01")
+    assert bad.status_code == 422 and "user" in bad.text

@@ -21,23 +21,27 @@ STATUSES = [s.value for s in Status]
 
 @router.get("/memories")
 async def memories(request: Request, store: Store, agent_id: str, kind: str = "",
-                   status: str = "", tag: str = "", q: str = "",
+                   status: str = "", tag: str = "", q: str = "", person: str = "",
                    cursor: str = "") -> Response:
+    """``person``: what that person's reads see (theirs and the shared), as they see it."""
     viewer = await viewer_of(request, agent_id)
     statuses = [status] if status else [s.value for s in VISIBLE_STATUSES]
-    filters = {"kind": kind, "status": status, "tag": tag, "q": q}
+    filters = {"kind": kind, "status": status, "tag": tag, "q": q, "person": person}
+    user = person or None
+    people = await store.people(agent_id)
     if q.strip():
         result = await store.recall(agent_id, q, kinds=[kind] if kind else None, k=SEARCH_K,
-                                    include_superseded=Status.SUPERSEDED.value in statuses)
+                                    include_superseded=Status.SUPERSEDED.value in statuses,
+                                    user=user)
         hits = [item for item in result.items if item.status.value in statuses]
         return await render(request, viewer, "memories.html", agent=agent_id,
                             filters=filters, kinds=KINDS, statuses=STATUSES, hits=hits,
-                            page=None, timings=result.timings)
+                            page=None, timings=result.timings, people=people)
     page = await store.list(agent_id, kind=kind or None, status=statuses,
-                            tag=tag or None, limit=PAGE_SIZE, cursor=cursor or None)
+                            tag=tag or None, limit=PAGE_SIZE, cursor=cursor or None, user=user)
     return await render(request, viewer, "memories.html", agent=agent_id, filters=filters,
                         kinds=KINDS, statuses=STATUSES, hits=None, page=page,
-                        paged=bool(cursor), timings=None)
+                        paged=bool(cursor), timings=None, people=people)
 
 
 @router.get("/memories/{memory_id}")
