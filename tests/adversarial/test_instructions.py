@@ -29,7 +29,7 @@ async def test_an_extracted_rule_is_never_pinned_until_the_owner_confirms_it(
         rows = await store._db.fetch("context_always_on", A, list(PROFILE_CATEGORIES),
                                      CENSOR_LIMIT, PINNED_FACT_LIMIT, PgVector(query),
                                      store.memories.model_name, [], [], [], NOW_LIMIT,
-                                     datetime.now(UTC), UPCOMING_LIMIT)
+                                     datetime.now(UTC), UPCOMING_LIMIT, None)
         return {row["id"] for row in rows if row["part"] == "pin"}
 
     assert await always_on() == {stated.id}
