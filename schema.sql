@@ -894,9 +894,12 @@ found AS (
                SELECT jsonb_agg(jsonb_build_array(nf.source_episode_id, nf.source_seq))
                FROM facts sf JOIN facts nf ON nf.agent_id = $1
                                           AND nf.memory_id = sf.superseded_by_id
+               JOIN memories nm ON nm.agent_id = $1 AND nm.id = nf.memory_id
                WHERE sf.agent_id = $1 AND sf.source_episode_id = f.memory_id
                  AND sf.source_seq BETWEEN c.first_seq AND c.last_seq
-                 AND nf.source_seq IS NOT NULL)
+                 AND nf.source_seq IS NOT NULL
+                 AND ($37::text[] IS NULL OR cardinality(nm.people) = 0
+                      OR nm.people @> $37::text[]))
            END AS superseded_by,
            CASE WHEN f.source = 'chunk' THEN ARRAY(
                     SELECT u.lexeme FROM sel, unnest(ts_filter(setweight(
@@ -978,6 +981,8 @@ found AS (
                      OR (f.source = 'memory' AND m.kind = 'episode'
                          AND tfa.slot_attribute IS NOT NULL))
                 AND tm.status IN ('active', 'superseded')
+                AND ($37::text[] IS NULL OR cardinality(tm.people) = 0
+                     OR tm.people @> $37::text[])
               GROUP BY 1) g) tf ON true
 ),
 priced AS (
@@ -1136,6 +1141,7 @@ DECLARE
         NULL::jsonb AS old_values
  FROM censors c JOIN memories m ON m.agent_id = c.agent_id AND m.id = c.memory_id
  WHERE c.agent_id = $1 AND m.status = 'active'
+   AND ($13::text[] IS NULL OR cardinality(m.people) = 0 OR m.people @> $13::text[])
  ORDER BY m.importance DESC, m.id LIMIT $3)
 UNION ALL
 (SELECT m.id, m.kind, m.summary, m.importance, NULL, lower(f.category),

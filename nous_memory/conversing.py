@@ -25,6 +25,7 @@ from .history import HistorySession, IngestProgress, IngestResult, IngestStatus
 from .maintenance import JobResult, RestoreResult
 from .memories.messages import TranscriptMessage
 from .memories.records import Memory
+from .memories.whose import check_theirs
 from .wiring import Services
 
 
@@ -37,17 +38,28 @@ class ConversationView(Services):
                             participants: Sequence[str] | None = None,
                             user_id: str | None = None,
                             started_at: datetime | None = None) -> Memory:
-        """Start a conversation episode (state ``open``)."""
+        """Start a conversation episode (state ``open``); ``user_id``: the person it is
+        with: it is theirs (people/)."""
         return await self.episodes.start(agent_id, title=title, participants=participants,
                                          user_id=user_id, started_at=started_at)
 
     async def append(self, agent_id: str, episode_id: UUID | str, /,
-                     messages: Sequence[Mapping[str, Any] | MessageIn]) -> AppendResult:
-        """Append messages (role, content, name, tool_call_id, created_at, metadata)."""
+                     messages: Sequence[Mapping[str, Any] | MessageIn], *,
+                     user: str | None = None) -> AppendResult:
+        """Append messages (role, content, name, user, tool_call_id, created_at,
+        metadata).  ``user``: the person sending them (people/): the conversation must be
+        theirs or shared, and their turns without a ``user`` are theirs."""
+        await check_theirs(self._db, agent_id, episode_id, user, "episode_id")
+        if user is not None:
+            messages = [m if isinstance(m, MessageIn) or m.get("user") is not None
+                        or m.get("role") != "user" else {**m, "user": user}
+                        for m in messages]
         return await self.episodes.append(agent_id, episode_id, messages)
 
-    async def close_episode(self, agent_id: str, episode_id: UUID | str, /) -> Memory:
+    async def close_episode(self, agent_id: str, episode_id: UUID | str, /, *,
+                            user: str | None = None) -> Memory:
         """Mark the episode ``closing`` and queue its close processing (idempotent)."""
+        await check_theirs(self._db, agent_id, episode_id, user, "episode_id")
         return await self.episodes.close(agent_id, episode_id)
 
     async def ingest(self, agent_id: str,
@@ -61,18 +73,24 @@ class ConversationView(Services):
         """How far the agent's imports are: sessions imported, episodes still closing."""
         return await self.importer.status(agent_id)
 
-    async def get_episode(self, agent_id: str, episode_id: UUID | str, /) -> Memory:
+    async def get_episode(self, agent_id: str, episode_id: UUID | str, /, *,
+                          user: str | None = None) -> Memory:
+        await check_theirs(self._db, agent_id, episode_id, user, "episode_id")
         return await self.episodes.get(agent_id, episode_id)
 
     async def transcript(self, agent_id: str, episode_id: UUID | str, /, *, from_seq: int = 0,
-                         limit: int = 10_000) -> builtins.list[TranscriptMessage]:
+                         limit: int = 10_000,
+                         user: str | None = None) -> builtins.list[TranscriptMessage]:
+        await check_theirs(self._db, agent_id, episode_id, user, "episode_id")
         return await self.episodes.transcript(agent_id, episode_id, from_seq=from_seq,
                                               limit=limit)
 
     async def latest_messages(self, agent_id: str, episode_id: UUID | str, /, *,
-                              limit: int = DEFAULT_LATEST) -> builtins.list[TranscriptMessage]:
+                              limit: int = DEFAULT_LATEST,
+                              user: str | None = None) -> builtins.list[TranscriptMessage]:
         """The newest ``limit`` messages of the transcript, oldest first (a session's
         "last N items")."""
+        await check_theirs(self._db, agent_id, episode_id, user, "episode_id")
         return await self.episodes.latest(agent_id, episode_id, limit=limit)
 
     # ------------------------------------------------------------------ working memory

@@ -29,8 +29,9 @@ from .facts.learning import FactHistory, LearnResult
 from .llm import UsageRow, usage_by_agent
 from .memories.kinds import Kind, Status, parse_agent_id
 from .memories.records import Memory, MemoryEvent, Page
+from .memories.whose import check_theirs
 from .owner import OwnerView
-from .people import person_key
+from .people import person_key, visible_to
 
 
 class MemoryStore(OwnerView, ConversationView):
@@ -178,20 +179,28 @@ class MemoryStore(OwnerView, ConversationView):
         """Create many memories in one batch (each item a mapping with a ``kind``)."""
         return await self.memories.remember_many(agent_id, items)
 
+    # ``user`` on the calls that name a memory: the person asking (people/); another
+    # person's memory is not found for them
+
     async def get(self, agent_id: str, memory_id: UUID | str, *,
-                  include_deleted: bool = False) -> Memory:
+                  include_deleted: bool = False, user: str | None = None) -> Memory:
+        await check_theirs(self._db, agent_id, memory_id, user)
         return await self.memories.get(agent_id, memory_id, include_deleted=include_deleted)
 
     async def update(self, agent_id: str, memory_id: UUID | str, /, *,
-                     actor: str | None = None, **changes: Any) -> Memory:
+                     actor: str | None = None, user: str | None = None,
+                     **changes: Any) -> Memory:
+        await check_theirs(self._db, agent_id, memory_id, user)
         return await self.memories.update(agent_id, memory_id, changes, actor=actor)
 
     async def delete(self, agent_id: str, memory_id: UUID | str, *, purge: bool = False,
-                     actor: str | None = None) -> None:
+                     actor: str | None = None, user: str | None = None) -> None:
+        await check_theirs(self._db, agent_id, memory_id, user)
         await self.memories.delete(agent_id, memory_id, purge=purge, actor=actor)
 
-
-    async def history(self, agent_id: str, memory_id: UUID | str) -> list[MemoryEvent]:
+    async def history(self, agent_id: str, memory_id: UUID | str, *,
+                      user: str | None = None) -> list[MemoryEvent]:
+        await check_theirs(self._db, agent_id, memory_id, user)
         return await self.memories.history(agent_id, memory_id)
 
     async def counts(self, agent_id: str) -> dict[str, dict[str, int]]:
@@ -292,9 +301,19 @@ class MemoryStore(OwnerView, ConversationView):
         first = next((r for r in results if r.fact is not None), results[0])
         return first.model_copy(update={"also": [r for r in results if r is not first]})
 
-    async def fact_history(self, agent_id: str, fact_id: UUID | str) -> FactHistory:
-        """Every version of a fact (supersession chain, oldest first) and its events."""
-        return await self.facts.history(agent_id, fact_id)
+    async def fact_history(self, agent_id: str, fact_id: UUID | str, *,
+                           user: str | None = None) -> FactHistory:
+        """Every version of a fact (supersession chain, oldest first) and its events;
+        ``user``: the versions and events of that person's reads (people/)."""
+        await check_theirs(self._db, agent_id, fact_id, user, "fact_id")
+        found = await self.facts.history(agent_id, fact_id)
+        if user is None:
+            return found
+        asker = person_key(user, "user")
+        chain = [m for m in found.chain if visible_to(m.people, asker)]
+        kept = {m.id for m in chain}
+        return found.model_copy(update={"chain": chain, "events": [
+            e for e in found.events if e.memory_id in kept]})
 
     async def facts_from_episode(self, agent_id: str,
                                  episode_id: UUID | str) -> builtins.list[Memory]:

@@ -27,6 +27,7 @@ from ..memories.messages import TranscriptMessage
 from ..memories.records import Memory
 from .body import json_object, optional_json_object, unknown_fields
 from .errors import problem_responses
+from .people import UserHeader, asking
 from .routes import AgentId, Store
 from .schemas import REF, request_body
 
@@ -129,13 +130,18 @@ def _optional_body(extra: dict[str, Any]) -> dict[str, Any]:
     "", status_code=201, summary="Start an episode (a live conversation)",
     openapi_extra=_optional_body(request_body(START, START_EXAMPLES)),
     responses=problem_responses(401, 403, 413, 422, 503))
-async def start_episode(agent_id: AgentId, request: Request, store: Store) -> Memory:
-    """Creates an episode in state ``open``, ready for messages."""
+async def start_episode(agent_id: AgentId, request: Request, store: Store,
+                        x_user: UserHeader = None) -> Memory:
+    """Creates an episode in state ``open``, ready for messages; with ``X-User`` (or
+    ``user_id``) it is that person's."""
     body = await optional_json_object(request)
     problems = unknown_fields(body, START_FIELDS)
     if problems:
         raise InvalidInputError(problems)
     fields = {name: value for name, value in body.items() if value is not None}
+    person = asking(x_user, fields.get("user_id"), "user_id")
+    if person is not None:
+        fields["user_id"] = fields.get("user_id", person)
     return await store.start_episode(agent_id, **fields)
 
 
@@ -144,12 +150,13 @@ async def start_episode(agent_id: AgentId, request: Request, store: Store) -> Me
     openapi_extra=request_body(APPEND, APPEND_EXAMPLES),
     responses=problem_responses(401, 403, 404, 409, 413, 422, 503))
 async def append_messages(agent_id: AgentId, episode_id: EpisodeId, request: Request,
-                          store: Store) -> AppendResult:
+                          store: Store, x_user: UserHeader = None) -> AppendResult:
     """Stores the messages verbatim, numbered from the episode's ``message_count``.
 
     All or nothing: one invalid message (its field named ``messages[i].field``) rejects
     the append.  An episode that is closing or closed refuses messages with 409; a message
-    over the size limits is 413.
+    over the size limits is 413.  With ``X-User``: the conversation must be that person's
+    (or shared; else 404), and their turns without a ``user`` are theirs.
     """
     body = await json_object(request)
     problems = unknown_fields(body, ("messages",))
@@ -159,26 +166,28 @@ async def append_messages(agent_id: AgentId, episode_id: EpisodeId, request: Req
     if problems:
         raise InvalidInputError(problems)
     assert isinstance(messages, list)
-    return await store.append(agent_id, episode_id, messages)
+    return await store.append(agent_id, episode_id, messages, user=asking(x_user))
 
 
 @router.post(
     "/{episode_id}/close", status_code=202, summary="Close an episode",
     responses=problem_responses(401, 403, 404, 422, 503))
-async def close_episode(agent_id: AgentId, episode_id: EpisodeId, store: Store) -> Memory:
+async def close_episode(agent_id: AgentId, episode_id: EpisodeId, store: Store,
+                        x_user: UserHeader = None) -> Memory:
     """Marks the episode ``closing`` and queues its processing (summary, facts, decisions);
     the worker makes it ``closed``.  Closing again changes nothing and returns the episode
     as it is (``closing``, or ``closed`` once processed)."""
-    return await store.close_episode(agent_id, episode_id)
+    return await store.close_episode(agent_id, episode_id, user=asking(x_user))
 
 
 @router.get("/{episode_id}", summary="Read an episode",
             responses=problem_responses(401, 403, 404, 422, 503))
-async def get_episode(agent_id: AgentId, episode_id: EpisodeId, store: Store) -> Memory:
+async def get_episode(agent_id: AgentId, episode_id: EpisodeId, store: Store,
+                      x_user: UserHeader = None) -> Memory:
     """The episode memory: ``detail.state``, ``summary``, ``summary_source``,
     ``detail.facts_state``, ``detail.facts_extractor``, ``detail.message_count``...  A
     memory of another kind is 404."""
-    return await store.get_episode(agent_id, episode_id)
+    return await store.get_episode(agent_id, episode_id, user=asking(x_user))
 
 
 @router.get("/{episode_id}/messages", summary="A page of an episode's transcript",
@@ -191,16 +200,18 @@ async def transcript(
     last: Annotated[int | None, Query(
         description=f"Instead of a page from ``from_seq``: the newest ``last`` messages "
                     f"(1 to {TRANSCRIPT_PAGE}), oldest first")] = None,
+    x_user: UserHeader = None,
 ) -> TranscriptPage:
     """The verbatim messages from ``from_seq`` on, in order, or the newest ``last`` ones.
     A message deleted while the episode was open is left out (its seq is a gap)."""
     if last is not None:
         if from_seq:
             raise InvalidInputError.single("last", "cannot be combined with from_seq")
-        messages = await store.latest_messages(agent_id, episode_id, limit=last)
+        messages = await store.latest_messages(agent_id, episode_id, limit=last,
+                                               user=asking(x_user))
     else:
         messages = await store.transcript(agent_id, episode_id, from_seq=from_seq,
-                                          limit=limit)
+                                          limit=limit, user=asking(x_user))
     # read after the page, so the count is never behind the messages just returned
     episode = await store.get_episode(agent_id, episode_id)
     assert isinstance(episode.detail, EpisodeDetail)

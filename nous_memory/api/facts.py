@@ -20,9 +20,10 @@ from ..facts.learning import FactHistory, LearnResult
 from ..facts.results import LEARN_FIELDS
 from ..memories.kinds import FactDetail
 from ..memories.records import Memory
+from ..people import visible_to
 from .body import json_object, unknown_fields
 from .errors import problem_responses
-from .people import USER_FIELD_DESCRIPTION, UserHeader, with_user
+from .people import USER_FIELD_DESCRIPTION, UserHeader, asking, with_user
 from .routes import AgentId, Store
 from .schemas import REF, request_body
 
@@ -47,8 +48,8 @@ def _learn_model() -> type[BaseModel]:
         for name in LEARN_FIELDS}
     fields["user"] = (str | None, Field(
         default=None, description=USER_FIELD_DESCRIPTION + "  The fact is theirs and is "
-        "weighed against their facts only; said for a group ('our wifi is ...') it is "
-        "shared."))
+        "weighed against their facts only (and the agent's facts about them by their "
+        "name); without a person it is the agent's, shared."))
     return create_model(
         LEARN, __config__=ConfigDict(extra="forbid"),
         __doc__="A statement to learn.  ``null`` is the same as leaving a field out.",
@@ -127,16 +128,21 @@ async def learn_fact(agent_id: AgentId, request: Request, store: Store,
 
 @router.get("/facts/{fact_id}/history", summary="Every version of a fact and its audit trail",
             responses=problem_responses(401, 403, 404, 422, 503))
-async def fact_history(agent_id: AgentId, fact_id: FactId, store: Store) -> FactHistory:
+async def fact_history(agent_id: AgentId, fact_id: FactId, store: Store,
+                       x_user: UserHeader = None) -> FactHistory:
     """``chain``: the versions linked by supersession, oldest first (any version's id gives
-    the whole chain); ``events``: their audit entries, oldest first."""
-    return await store.fact_history(agent_id, fact_id)
+    the whole chain); ``events``: their audit entries, oldest first.  With ``X-User``: the
+    versions that person may read."""
+    return await store.fact_history(agent_id, fact_id, user=asking(x_user))
 
 
 @router.get("/episodes/{episode_id}/facts", summary="The facts learned from an episode",
             responses=problem_responses(401, 403, 422, 503))
 async def episode_facts(agent_id: AgentId, episode_id: EpisodeId,
-                        store: Store) -> list[Memory]:
+                        store: Store, x_user: UserHeader = None) -> list[Memory]:
     """Facts whose ``source_episode_id`` is this episode, current and superseded, oldest
-    first; an unknown (or another agent's) episode has none."""
-    return await store.facts_from_episode(agent_id, episode_id)
+    first; an unknown (or another agent's) episode has none, and so (with ``X-User``) has
+    another person's."""
+    user = asking(x_user)
+    facts = await store.facts_from_episode(agent_id, episode_id)
+    return [f for f in facts if user is None or visible_to(f.people, user)]

@@ -191,9 +191,11 @@ async def get_memory(
     agent_id: AgentId, memory_id: MemoryId, store: Store,
     include_deleted: Annotated[bool, Query(
         description="Also return a soft-deleted memory")] = False,
+    x_user: UserHeader = None,
 ) -> Memory:
-    """Unknown ids and other agents' ids are both 404."""
-    return await store.get(agent_id, memory_id, include_deleted=include_deleted)
+    """Unknown ids, other agents' ids and (with ``X-User``) other people's are all 404."""
+    return await store.get(agent_id, memory_id, include_deleted=include_deleted,
+                           user=asking(x_user))
 
 
 @router.patch(
@@ -201,11 +203,11 @@ async def get_memory(
     openapi_extra=request_body(CHANGES, CHANGE_EXAMPLES),
     responses=problem_responses(401, 403, 404, 409, 413, 422, 503))
 async def update_memory(agent_id: AgentId, memory_id: MemoryId, request: Request,
-                        store: Store) -> Memory:
+                        store: Store, x_user: UserHeader = None) -> Memory:
     """The summary and embedding follow the change; old and new values go to the history."""
     changes = await json_object(request)
     _refuse(changes, _UPDATE_RESERVED)
-    return await store.update(agent_id, memory_id, **changes)
+    return await store.update(agent_id, memory_id, user=asking(x_user), **changes)
 
 
 @router.delete(
@@ -215,15 +217,16 @@ async def delete_memory(
     agent_id: AgentId, memory_id: MemoryId, store: Store,
     purge: Annotated[bool, Query(
         description="Erase the rows and content instead of marking the memory deleted")] = False,
+    x_user: UserHeader = None,
 ) -> Response:
     """Soft by default (status ``deleted``); ``purge=true`` keeps only a content-free history."""
-    await store.delete(agent_id, memory_id, purge=purge)
+    await store.delete(agent_id, memory_id, purge=purge, user=asking(x_user))
     return Response(status_code=204)
 
 
 @router.get("/{memory_id}/history", summary="The audit trail of a memory",
             responses=problem_responses(401, 403, 404, 422, 503))
 async def memory_history(agent_id: AgentId, memory_id: MemoryId,
-                         store: Store) -> list[MemoryEvent]:
+                         store: Store, x_user: UserHeader = None) -> list[MemoryEvent]:
     """Every create, update and delete, oldest first; it outlives a purge."""
-    return await store.history(agent_id, memory_id)
+    return await store.history(agent_id, memory_id, user=asking(x_user))

@@ -31,6 +31,7 @@
         NULL::jsonb AS old_values
  FROM censors c JOIN memories m ON m.agent_id = c.agent_id AND m.id = c.memory_id
  WHERE c.agent_id = $1 AND m.status = 'active'
+   AND ($13::text[] IS NULL OR cardinality(m.people) = 0 OR m.people @> $13::text[])
  ORDER BY m.importance DESC, m.id LIMIT $3)
 UNION ALL
 (SELECT m.id, m.kind, m.summary, m.importance, NULL, lower(f.category),
@@ -93,20 +94,24 @@ UNION ALL
 -- How close in meaning the statements that might bear on one another are, pairwise: the
 -- current values shown and the people's statements among the candidates, each an item
 -- ($2 memory ids, $3 chunk numbers, -1 for a memory itself).  Raw cosine of the stored
--- vectors of the query's model ($4) only; a few dozen items a call at most.
+-- vectors of the query's model ($4) only; a few dozen items a call at most.  With each,
+-- how many people its memory (a chunk: its conversation) belongs to: a turn that names
+-- no one in a conversation of several people says nothing of whose value it is.
 WITH items AS (
-    SELECT k.memory_id, k.chunk_no, c.embedding
+    SELECT k.memory_id, k.chunk_no, c.embedding, cardinality(e.people) AS people
     FROM unnest($2::uuid[], $3::int[]) AS k(memory_id, chunk_no)
     JOIN episode_chunks c ON c.agent_id = $1 AND c.episode_id = k.memory_id
                          AND c.chunk_no = k.chunk_no
+    JOIN memories e ON e.agent_id = $1 AND e.id = c.episode_id
     WHERE c.embedding_model = $4
     UNION ALL
-    SELECT k.memory_id, -1, m.embedding
+    SELECT k.memory_id, -1, m.embedding, cardinality(m.people)
     FROM unnest($2::uuid[], $3::int[]) AS k(memory_id, chunk_no)
     JOIN memories m ON m.agent_id = $1 AND m.id = k.memory_id
     WHERE k.chunk_no = -1 AND m.embedding_model = $4)
 SELECT a.memory_id AS a_id, a.chunk_no AS a_chunk, b.memory_id AS b_id,
-       b.chunk_no AS b_chunk, 1 - (a.embedding <=> b.embedding) AS cosine
+       b.chunk_no AS b_chunk, 1 - (a.embedding <=> b.embedding) AS cosine,
+       a.people AS a_people, b.people AS b_people
 FROM items a JOIN items b ON (a.memory_id, a.chunk_no) < (b.memory_id, b.chunk_no);
 
 -- name: context_tier2
@@ -567,9 +572,12 @@ found AS (
                SELECT jsonb_agg(jsonb_build_array(nf.source_episode_id, nf.source_seq))
                FROM facts sf JOIN facts nf ON nf.agent_id = $1
                                           AND nf.memory_id = sf.superseded_by_id
+               JOIN memories nm ON nm.agent_id = $1 AND nm.id = nf.memory_id
                WHERE sf.agent_id = $1 AND sf.source_episode_id = f.memory_id
                  AND sf.source_seq BETWEEN c.first_seq AND c.last_seq
-                 AND nf.source_seq IS NOT NULL)
+                 AND nf.source_seq IS NOT NULL
+                 AND ($37::text[] IS NULL OR cardinality(nm.people) = 0
+                      OR nm.people @> $37::text[]))
            END AS superseded_by,
            -- the query lexemes it holds; a chunk's context words marked '~' (weaker)
            CASE WHEN f.source = 'chunk' THEN ARRAY(
@@ -660,6 +668,9 @@ found AS (
                      OR (f.source = 'memory' AND m.kind = 'episode'
                          AND tfa.slot_attribute IS NOT NULL))
                 AND tm.status IN ('active', 'superseded')
+                -- what the asker may read: another person's change is not theirs to see
+                AND ($37::text[] IS NULL OR cardinality(tm.people) = 0
+                     OR tm.people @> $37::text[])
               GROUP BY 1) g) tf ON true
 ),
 priced AS (

@@ -8,7 +8,7 @@ such pairs.  The rules are ``later.py`` (a current value a later statement bears
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -80,8 +80,11 @@ async def _decide(db: Database, model_name: str, agent: str, now: Sequence[Candi
         key(r.later.cand) for r in maybe_told} | {key(r.earlier.cand) for r in maybe_told}
     if not involved:  # most calls: no read
         return [], []
+    # a turn of "user" in a conversation of several people: whose it is is not known
+    unnamed = {key(s.cand) for s in statements if s.cand.chunk_no is not None
+               and s.speaker == "user"}
     cosines = await _cosines(db, model_name, agent, [
-        c for c in [*now, *(s.cand for s in statements)] if key(c) in involved])
+        c for c in [*now, *(s.cand for s in statements)] if key(c) in involved], unnamed)
     return (contests(now, slots, statements, cosines, words),
             retellings(statements, cosines, asked) if state else [])
 
@@ -96,12 +99,16 @@ class _AllClose(dict[tuple[Key, Key], float]):
 _CLOSE = _AllClose()
 
 
-async def _cosines(db: Database, model_name: str, agent: str,
-                   items: Sequence[Candidate]) -> dict[tuple[Key, Key], float]:
+async def _cosines(db: Database, model_name: str, agent: str, items: Sequence[Candidate],
+                   unnamed: Set[Key] = frozenset()) -> dict[tuple[Key, Key], float]:
+    """The pairs' cosines; a pair with an ``unnamed`` turn of a conversation of several
+    people is left out (not close: it bears on no one's value)."""
     rows = await db.read("context_later_cosines", agent, [c.memory_id for c in items],
                          [key(c)[1] for c in items], model_name)
     return {((r["a_id"], r["a_chunk"]), (r["b_id"], r["b_chunk"])): r["cosine"]
-            for r in rows}
+            for r in rows
+            if not ((r["a_id"], r["a_chunk"]) in unnamed and r["a_people"] > 1)
+            and not ((r["b_id"], r["b_chunk"]) in unnamed and r["b_people"] > 1)}
 
 
 async def contested_in_recall(db: Database, model_name: str, agent: str,

@@ -194,7 +194,3 @@ SELECT source_key FROM episodes WHERE agent_id = $1 AND source_key = ANY($2::tex
 -- moment its message was said, not from when it was learned.
 SELECT seq, created_at, person FROM episode_messages
 WHERE agent_id = $1 AND episode_id = $2 AND deleted_at IS NULL;
-
--- name: memory_people
--- Whose a memory is (people/): an episode's people own what is learned from it.
-SELECT people FROM memories WHERE agent_id = $1 AND id = $2;

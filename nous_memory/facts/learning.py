@@ -183,6 +183,7 @@ class FactLearner:
         if detail.slot_attribute is not None:
             rows = await conn.fetch("facts_in_slot", agent, detail.slot_subject,
                                     detail.slot_attribute, people)
+            theirs = {r["id"] for r in rows if list(r["people"]) != people}
             placement = place(detail.content, detail.slot_value or "", detail.slot_ended,
                               _said(detail),
                               [SlotFact(id=r["id"], active=r["status"] == "active",
@@ -191,7 +192,7 @@ class FactLearner:
                                         said_at=r["said_at"],
                                         superseded_by=r["superseded_by_id"]) for r in rows])
             if placement is not None:
-                return await self._place(conn, prepared, placement)
+                return await self._place(conn, prepared, placement, theirs)
         candidates = await self._nearest(conn, agent, prepared)
         plan = decide(_text(prepared), candidates, self._thresholds,
                       llm_available=llm_available, verdicts=verdicts, slot=_slot_key(detail))
@@ -200,22 +201,30 @@ class FactLearner:
         return await self._apply(conn, plan, prepared)
 
     async def _place(self, conn: Connection, prepared: PreparedWrite,
-                     placement: Placement) -> LearnResult:
+                     placement: Placement, shared: set[UUID]) -> LearnResult:
         """Apply a slot's timeline (``timeline.place``): confirm, a new current value, or a
-        past value put in its place in the history."""
+        past value put in its place in the history.  ``shared``: the agent's facts in the
+        timeline (a person's statement confirms one without its words or provenance, so
+        nothing of theirs reaches the others who read it)."""
         agent, detail = prepared.agent, fact_detail(prepared)
         if placement.action == "confirm":
             assert placement.target is not None
             current = await conn.fetchrow("fact_for_update", agent, placement.target)
             assert current is not None
+            discreet = placement.target in shared
             merge = more_specific(detail.content, current["content"])
+            if discreet and merge:  # their fuller words are theirs, beside the agent's
+                created = await self.writes.create(conn, prepared)
+                return await self.writes.result(conn, agent, LearnAction.CREATED, created,
+                                                None, "slot", [placement.target])
+            merge = merge and not discreet
             cosine = await conn.fetchval("fact_cosine", agent, placement.target,
                                          PgVector(prepared.embedded.vectors[0]),
                                          self._embeddings.model_name)
             await self.writes.confirm(conn, agent, placement.target, current["confidence"],
                                 detail.confidence, similarity=cosine or 0.0, decided_by="slot",
                                 statement=detail, reword=prepared if merge else None,
-                                old_content=current["content"])
+                                old_content=current["content"], discreet=discreet)
             return await self.writes.result(
                 conn, agent, LearnAction.MERGED if merge else LearnAction.CONFIRMED,
                 placement.target, cosine, "slot", [placement.target])

@@ -17,22 +17,22 @@ SET LOCAL hnsw.iterative_scan = relaxed_order;
 
 -- name: fact_by_hash
 -- The fact with this normalised text: the active one, else the newest superseded one.
--- Of the same people ($3) or the agent's (shared): one person's fact never confirms
--- another's, and what a person says of themselves updates what the agent knew.
+-- Of the same people ($3) only: one person's statement never confirms, merges into or
+-- brings back another's fact, nor a shared one (its history would hold their words).
 SELECT m.id, m.status, f.confidence
 FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
 WHERE f.agent_id = $1 AND f.normalized_hash = $2 AND m.status IN ('active', 'superseded')
-  AND (m.people = $3::text[] OR cardinality(m.people) = 0)
+  AND m.people = $3::text[]
 ORDER BY m.status = 'active' DESC, m.updated_at DESC
 LIMIT 1;
 
 -- name: nearest_active_facts
 -- Raw cosine similarity to this agent's active facts embedded with the same model, of
--- the same people ($5) or the agent's: one person's new value never supersedes another's.
+-- the same people ($5) only: one person's new value never supersedes another's.
 SELECT m.id, f.content, 1 - (m.embedding <=> $2) AS cosine, f.slot_subject, f.slot_attribute
 FROM memories m JOIN facts f ON f.agent_id = m.agent_id AND f.memory_id = m.id
 WHERE m.agent_id = $1 AND m.kind = 'fact' AND m.status = 'active' AND m.embedding_model = $3
-  AND (m.people = $5::text[] OR cardinality(m.people) = 0)
+  AND m.people = $5::text[]
 ORDER BY m.embedding <=> $2
 LIMIT $4;
 
@@ -185,13 +185,15 @@ WHERE f.agent_id = $1 AND f.memory_id = $2;
 -- name: facts_in_slot
 -- Every fact of one slot ($2 subject, $3 attribute), current and past, with when it was
 -- said (a fact from before slots: when it was recorded).  Through facts_slot.  Of the
--- same people ($4) or the agent's: each person's slot has a timeline of its own.
+-- same people ($4): each person's slot has a timeline of its own; and the agent's shared
+-- facts of a slot about that very person (its subject their key: "Ana lives in Lisbon"
+-- told by the backend, then Ana's own "I moved to Porto"), which their own word updates.
 SELECT f.memory_id AS id, m.status, f.content, f.slot_value, f.slot_ended, f.superseded_by_id,
-       COALESCE(f.valid_from, m.created_at) AS said_at
+       COALESCE(f.valid_from, m.created_at) AS said_at, m.people
 FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
 WHERE f.agent_id = $1 AND f.slot_subject = $2 AND f.slot_attribute = $3
   AND f.slot_attribute IS NOT NULL AND m.status IN ('active', 'superseded')
-  AND (m.people = $4::text[] OR cardinality(m.people) = 0)
+  AND (m.people = $4::text[] OR (cardinality(m.people) = 0 AND f.slot_subject = ANY($4::text[])))
 ORDER BY said_at, m.created_at
 FOR UPDATE OF f;
 

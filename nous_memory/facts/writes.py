@@ -58,7 +58,9 @@ class FactWrites:
                        stored: float | None, incoming: float | None, *, similarity: float,
                        decided_by: str, statement: FactDetail,
                        reword: PreparedWrite | None = None,
-                       old_content: str | None = None) -> None:
+                       old_content: str | None = None, discreet: bool = False) -> None:
+        """``discreet``: a person's statement confirming a fact others read (people/):
+        the history keeps that it was confirmed, not their words or where they said it."""
         base = _max(stored, incoming)
         confidence = None if base is None else round(base + (1 - base) * CONFIRM_GAIN, 4)
         content = None
@@ -76,9 +78,10 @@ class FactWrites:
             "confidence": confidence, "similarity": round(similarity, 4),
             "decided_by": decided_by,
             # the confirming statement's provenance stays in the history
-            "confirmed_by": {"content": statement.content, "source": statement.source,
-                             "source_kind": statement.source_kind.value,
-                             "source_episode_id": _s(statement.source_episode_id)}}
+            "confirmed_by": {"source_kind": statement.source_kind.value} if discreet else {
+                "content": statement.content, "source": statement.source,
+                "source_kind": statement.source_kind.value,
+                "source_episode_id": _s(statement.source_episode_id)}}
         if content is not None:
             old["content"], new["content"] = old_content, content
         await self.events(conn, agent, fact_id, "confirmed", old, new)

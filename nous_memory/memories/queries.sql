@@ -219,3 +219,8 @@ RETURNING id;
 SELECT DISTINCT p AS person FROM memories, unnest(people) AS p
 WHERE agent_id = $1 AND status <> 'deleted'
 ORDER BY p LIMIT $2;
+
+-- name: memory_people
+-- Whose a memory is (people/): who may read it; an episode's people own what is learned
+-- from it.
+SELECT people FROM memories WHERE agent_id = $1 AND id = $2;

@@ -207,7 +207,7 @@ async def _history(store: MemoryStore, agent: str, args: Mapping[str, Any],
     memory = await _theirs(store, agent, ident, policy)
     chain: list[Memory] = []
     if memory.kind is Kind.FACT:  # one read gives the versions and their events
-        versions = await store.fact_history(agent, ident)
+        versions = await store.fact_history(agent, ident, user=policy.user)
         chain = versions.chain
         events = [e for e in versions.events if e.memory_id == ident]
     else:

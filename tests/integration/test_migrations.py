@@ -128,3 +128,44 @@ async def test_upgrade_keeps_the_embedding_dimension(two_databases: tuple[str, s
     finally:
         await conn.close()
     assert types == {"vector(16)"}
+
+
+async def test_upgrade_keeps_a_users_conversations_theirs(
+        two_databases: tuple[str, str]) -> None:
+    """A conversation started for a user before people existed (v13) is that user's after
+    the upgrade, and so are its user turns and what was learned from it."""
+    old, _ = two_databases
+    await _create_released(old, 13)
+    conn = await asyncpg.connect(old)
+    try:
+        for ident, kind in (("00000000-0000-4000-8000-000000000001", "episode"),
+                            ("00000000-0000-4000-8000-000000000002", "fact"),
+                            ("00000000-0000-4000-8000-000000000003", "episode")):
+            await conn.execute(
+                "INSERT INTO memories (agent_id, id, kind, summary, summary_source, "
+                "summary_tokens) VALUES ('a', $1, $2, 's', 'template', 1)", ident, kind)
+        await conn.execute("INSERT INTO episodes (agent_id, memory_id, user_id) VALUES "
+                           "('a', '00000000-0000-4000-8000-000000000001', '  Ana  Lima '), "
+                           "('a', '00000000-0000-4000-8000-000000000003', NULL)")
+        await conn.execute(
+            "INSERT INTO episode_messages (agent_id, episode_id, seq, role, content, tokens) "
+            "VALUES ('a', '00000000-0000-4000-8000-000000000001', 0, 'user', 'hi', 1), "
+            "('a', '00000000-0000-4000-8000-000000000001', 1, 'assistant', 'hello', 1)")
+        await conn.execute(
+            "INSERT INTO facts (agent_id, memory_id, content, normalized_hash, "
+            "source_episode_id) VALUES ('a', '00000000-0000-4000-8000-000000000002', "
+            "'Ana likes tea.', sha256('x'), '00000000-0000-4000-8000-000000000001')")
+    finally:
+        await conn.close()
+    assert await _migrate(old) == schema_version()
+    conn = await asyncpg.connect(old)
+    try:
+        people = dict(await conn.fetch("SELECT id::text, people FROM memories ORDER BY id"))
+        persons = [r[0] for r in await conn.fetch(
+            "SELECT person FROM episode_messages ORDER BY seq")]
+    finally:
+        await conn.close()
+    assert people == {"00000000-0000-4000-8000-000000000001": ["ana lima"],
+                      "00000000-0000-4000-8000-000000000002": ["ana lima"],
+                      "00000000-0000-4000-8000-000000000003": []}
+    assert persons == ["ana lima", None]

@@ -170,3 +170,67 @@ async def test_a_person_is_exported_and_forgotten_alone(store: MemoryStore) -> N
     finally:
         await conn.close()
     assert left == 0
+
+
+async def test_a_persons_word_never_reaches_anothers_through_a_shared_fact(
+        store: MemoryStore) -> None:
+    """Confirming, merging or bringing back a fact is within one person's facts; a shared
+    fact about a person, told by the backend, is updated by their own word alone."""
+    told = await store.learn_fact("s", "Ana lives in Lisbon.")
+    assert told.fact is not None and told.fact.people == []
+    own = await store.learn_fact("s", "Ana lives in Lisbon with her partner Rui.", user="ana")
+    assert own.fact is not None and own.fact.people == ["ana"], own  # hers, beside it
+    same = await store.learn_fact("s", "Ana lives in Lisbon.", user="ana")
+    assert same.fact is not None and same.fact.people == ["ana"], same  # confirms hers
+    history = await store.fact_history("s", told.fact.id)
+    assert "Rui" not in str([e.model_dump() for e in history.events])
+    assert "Rui" not in (await store.get("s", told.fact.id)).summary
+    wifi = await store.learn_fact("s", "The wifi password is on the fridge.")
+    said = await store.learn_fact("s", "The wifi password is on the router now.", user="ben")
+    assert said.fact is not None and said.fact.people == ["ben"]
+    assert wifi.fact is not None and (await store.get("s", wifi.fact.id)).status is Status.ACTIVE
+    moved = await store.learn_fact("s", "I moved to Porto.", user="ana")
+    assert moved.fact is not None and moved.fact.people == ["ana"]
+    for who in ("ben", None):
+        shown = await store.get("s", told.fact.id, user=who)
+        assert shown.people == []
+    with pytest.raises(NotFoundError):
+        await store.get("s", own.fact.id, user="ben")
+    with pytest.raises(NotFoundError):
+        await store.delete("s", own.fact.id, user="ben")
+    versions = await store.fact_history("s", told.fact.id, user="ben")
+    assert all(v.people == [] for v in versions.chain)
+
+
+async def test_a_person_appends_only_to_their_conversations(store: MemoryStore) -> None:
+    hers = await store.start_episode("t", user_id="ana")
+    with pytest.raises(NotFoundError):
+        await store.append("t", hers.id, [{"role": "user", "content": "hi"}], user="ben")
+    with pytest.raises(NotFoundError):
+        await store.transcript("t", hers.id, user="ben")
+    shared = await store.start_episode("t")
+    await store.append("t", shared.id, [{"role": "user", "content": "I like jazz."},
+                                        {"role": "assistant", "content": "Nice."}],
+                       user="ben")
+    said = await store.transcript("t", shared.id, user="ben")
+    assert [m.person for m in said] == ["ben", None]
+    assert (await store.get_episode("t", shared.id)).people == ["ben"]
+
+
+async def test_an_unnamed_turn_in_a_group_bears_on_no_ones_value(store: MemoryStore) -> None:
+    """In a conversation of several people whose turns carry no names, "user: I moved to
+    Lisbon" cannot say whose home changed: the asker's own value stays current."""
+    await _private(store, "u", "ben", "I live in Berlin, near the Spree.", "Nice.",
+                   day="2026-03-01")
+    group = await store.start_episode("u")
+    await store.append("u", group.id, [
+        {"role": "user", "user": "ana", "content": "I just moved to Lisbon, finally!",
+         "created_at": "2026-03-10T10:00:00Z"},
+        {"role": "user", "user": "ben", "content": "Congrats!",
+         "created_at": "2026-03-10T10:01:00Z"}])
+    await store.close_episode("u", group.id)
+    await store.worker().drain()
+    ben = await store.assemble_context("u", "Where do I live now?", user="ben", as_of=AS_OF,
+                                       budget_tokens=600)
+    now = ben.text.split("## ")[1]
+    assert "Berlin" in now and "(older" not in now, ben.text

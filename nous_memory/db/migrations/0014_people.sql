@@ -10,6 +10,26 @@
 ALTER TABLE memories ADD COLUMN people text[] NOT NULL DEFAULT '{}';
 ALTER TABLE episode_messages ADD COLUMN person text;
 
+-- A conversation started for a user before people existed is that user's, and so are its
+-- user turns and the facts learned from it: nothing that was one person's becomes
+-- everyone's on upgrade.  The key as people/keys.py makes it (trimmed, spaces collapsed,
+-- case folded; lower() folds as casefold() does for every script but a few letters such
+-- as the German sharp s).
+UPDATE memories m SET people = ARRAY[k.person]
+FROM (SELECT agent_id, memory_id,
+             lower(regexp_replace(btrim(user_id), '\s+', ' ', 'g')) AS person
+      FROM episodes WHERE btrim(COALESCE(user_id, '')) <> '') AS k
+WHERE m.agent_id = k.agent_id AND m.id = k.memory_id;
+
+UPDATE episode_messages em SET person = m.people[1]
+FROM memories m
+WHERE m.agent_id = em.agent_id AND m.id = em.episode_id AND em.role = 'user'
+  AND cardinality(m.people) = 1;
+
+UPDATE memories m SET people = e.people
+FROM facts f JOIN memories e ON e.agent_id = f.agent_id AND e.id = f.source_episode_id
+WHERE m.agent_id = f.agent_id AND m.id = f.memory_id AND cardinality(e.people) = 1;
+
 CREATE OR REPLACE VIEW memory_records AS
 SELECT m.agent_id, m.id, m.kind, m.status, m.summary, m.summary_source, m.summary_tokens,
        m.embedding_model, m.importance, m.tags, m.version, m.created_at, m.updated_at,
@@ -223,9 +243,12 @@ found AS (
                SELECT jsonb_agg(jsonb_build_array(nf.source_episode_id, nf.source_seq))
                FROM facts sf JOIN facts nf ON nf.agent_id = $1
                                           AND nf.memory_id = sf.superseded_by_id
+               JOIN memories nm ON nm.agent_id = $1 AND nm.id = nf.memory_id
                WHERE sf.agent_id = $1 AND sf.source_episode_id = f.memory_id
                  AND sf.source_seq BETWEEN c.first_seq AND c.last_seq
-                 AND nf.source_seq IS NOT NULL)
+                 AND nf.source_seq IS NOT NULL
+                 AND ($37::text[] IS NULL OR cardinality(nm.people) = 0
+                      OR nm.people @> $37::text[]))
            END AS superseded_by,
            CASE WHEN f.source = 'chunk' THEN ARRAY(
                     SELECT u.lexeme FROM sel, unnest(ts_filter(setweight(
@@ -307,6 +330,8 @@ found AS (
                      OR (f.source = 'memory' AND m.kind = 'episode'
                          AND tfa.slot_attribute IS NOT NULL))
                 AND tm.status IN ('active', 'superseded')
+                AND ($37::text[] IS NULL OR cardinality(tm.people) = 0
+                     OR tm.people @> $37::text[])
               GROUP BY 1) g) tf ON true
 ),
 priced AS (
@@ -442,6 +467,7 @@ DECLARE
         NULL::jsonb AS old_values
  FROM censors c JOIN memories m ON m.agent_id = c.agent_id AND m.id = c.memory_id
  WHERE c.agent_id = $1 AND m.status = 'active'
+   AND ($13::text[] IS NULL OR cardinality(m.people) = 0 OR m.people @> $13::text[])
  ORDER BY m.importance DESC, m.id LIMIT $3)
 UNION ALL
 (SELECT m.id, m.kind, m.summary, m.importance, NULL, lower(f.category),

@@ -126,7 +126,7 @@ export interface paths {
         };
         /**
          * Read one memory
-         * @description Unknown ids and other agents' ids are both 404.
+         * @description Unknown ids, other agents' ids and (with ``X-User``) other people's are all 404.
          */
         get: operations["get_memory_agents__agent_id__memories__memory_id__get"];
         put?: never;
@@ -176,7 +176,8 @@ export interface paths {
         put?: never;
         /**
          * Start an episode (a live conversation)
-         * @description Creates an episode in state ``open``, ready for messages.
+         * @description Creates an episode in state ``open``, ready for messages; with ``X-User`` (or
+         *     ``user_id``) it is that person's.
          */
         post: operations["start_episode_agents__agent_id__episodes_post"];
         delete?: never;
@@ -205,7 +206,8 @@ export interface paths {
          *
          *     All or nothing: one invalid message (its field named ``messages[i].field``) rejects
          *     the append.  An episode that is closing or closed refuses messages with 409; a message
-         *     over the size limits is 413.
+         *     over the size limits is 413.  With ``X-User``: the conversation must be that person's
+         *     (or shared; else 404), and their turns without a ``user`` are theirs.
          */
         post: operations["append_messages_agents__agent_id__episodes__episode_id__messages_post"];
         delete?: never;
@@ -291,7 +293,8 @@ export interface paths {
         /**
          * Every version of a fact and its audit trail
          * @description ``chain``: the versions linked by supersession, oldest first (any version's id gives
-         *     the whole chain); ``events``: their audit entries, oldest first.
+         *     the whole chain); ``events``: their audit entries, oldest first.  With ``X-User``: the
+         *     versions that person may read.
          */
         get: operations["fact_history_agents__agent_id__facts__fact_id__history_get"];
         put?: never;
@@ -312,7 +315,8 @@ export interface paths {
         /**
          * The facts learned from an episode
          * @description Facts whose ``source_episode_id`` is this episode, current and superseded, oldest
-         *     first; an unknown (or another agent's) episode has none.
+         *     first; an unknown (or another agent's) episode has none, and so (with ``X-User``) has
+         *     another person's.
          */
         get: operations["episode_facts_agents__agent_id__episodes__episode_id__facts_get"];
         put?: never;
@@ -2881,7 +2885,7 @@ export interface components {
             valid_from?: string | null;
             /**
              * User
-             * @description Who asks: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything (or send the X-User header).  The fact is theirs and is weighed against their facts only; said for a group ('our wifi is ...') it is shared.
+             * @description Who asks: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything (or send the X-User header).  The fact is theirs and is weighed against their facts only (and the agent's facts about them by their name); without a person it is the agent's, shared.
              * @default null
              */
             user?: string | null;
@@ -3654,7 +3658,10 @@ export interface operations {
                 /** @description Also return a soft-deleted memory */
                 include_deleted?: boolean;
             };
-            header?: never;
+            header?: {
+                /** @description Who the whole request is for: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything.  With a ``user`` field too, both must name the same person. */
+                "X-User"?: string | null;
+            };
             path: {
                 /** @description The agent that owns the memories (1-128 printable characters); every call sees only that agent's memories. */
                 agent_id: string;
@@ -3727,7 +3734,10 @@ export interface operations {
                 /** @description Erase the rows and content instead of marking the memory deleted */
                 purge?: boolean;
             };
-            header?: never;
+            header?: {
+                /** @description Who the whole request is for: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything.  With a ``user`` field too, both must name the same person. */
+                "X-User"?: string | null;
+            };
             path: {
                 /** @description The agent that owns the memories (1-128 printable characters); every call sees only that agent's memories. */
                 agent_id: string;
@@ -3795,7 +3805,10 @@ export interface operations {
     update_memory_agents__agent_id__memories__memory_id__patch: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Who the whole request is for: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything.  With a ``user`` field too, both must name the same person. */
+                "X-User"?: string | null;
+            };
             path: {
                 /** @description The agent that owns the memories (1-128 printable characters); every call sees only that agent's memories. */
                 agent_id: string;
@@ -3887,7 +3900,10 @@ export interface operations {
     memory_history_agents__agent_id__memories__memory_id__history_get: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Who the whole request is for: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything.  With a ``user`` field too, both must name the same person. */
+                "X-User"?: string | null;
+            };
             path: {
                 /** @description The agent that owns the memories (1-128 printable characters); every call sees only that agent's memories. */
                 agent_id: string;
@@ -3957,7 +3973,10 @@ export interface operations {
     start_episode_agents__agent_id__episodes_post: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Who the whole request is for: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything.  With a ``user`` field too, both must name the same person. */
+                "X-User"?: string | null;
+            };
             path: {
                 /** @description The agent that owns the memories (1-128 printable characters); every call sees only that agent's memories. */
                 agent_id: string;
@@ -4036,7 +4055,10 @@ export interface operations {
                 /** @description Instead of a page from ``from_seq``: the newest ``last`` messages (1 to 10000), oldest first */
                 last?: number | null;
             };
-            header?: never;
+            header?: {
+                /** @description Who the whole request is for: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything.  With a ``user`` field too, both must name the same person. */
+                "X-User"?: string | null;
+            };
             path: {
                 /** @description The agent that owns the memories (1-128 printable characters); every call sees only that agent's memories. */
                 agent_id: string;
@@ -4106,7 +4128,10 @@ export interface operations {
     append_messages_agents__agent_id__episodes__episode_id__messages_post: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Who the whole request is for: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything.  With a ``user`` field too, both must name the same person. */
+                "X-User"?: string | null;
+            };
             path: {
                 /** @description The agent that owns the memories (1-128 printable characters); every call sees only that agent's memories. */
                 agent_id: string;
@@ -4198,7 +4223,10 @@ export interface operations {
     close_episode_agents__agent_id__episodes__episode_id__close_post: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Who the whole request is for: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything.  With a ``user`` field too, both must name the same person. */
+                "X-User"?: string | null;
+            };
             path: {
                 /** @description The agent that owns the memories (1-128 printable characters); every call sees only that agent's memories. */
                 agent_id: string;
@@ -4268,7 +4296,10 @@ export interface operations {
     get_episode_agents__agent_id__episodes__episode_id__get: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Who the whole request is for: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything.  With a ``user`` field too, both must name the same person. */
+                "X-User"?: string | null;
+            };
             path: {
                 /** @description The agent that owns the memories (1-128 printable characters); every call sees only that agent's memories. */
                 agent_id: string;
@@ -4413,7 +4444,10 @@ export interface operations {
     fact_history_agents__agent_id__facts__fact_id__history_get: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Who the whole request is for: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything.  With a ``user`` field too, both must name the same person. */
+                "X-User"?: string | null;
+            };
             path: {
                 /** @description The agent that owns the memories (1-128 printable characters); every call sees only that agent's memories. */
                 agent_id: string;
@@ -4483,7 +4517,10 @@ export interface operations {
     episode_facts_agents__agent_id__episodes__episode_id__facts_get: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Who the whole request is for: the person asking (a user id or a name, trimmed and case-folded): only their memories and the shared ones are read, and what is written is theirs; absent: the agent's owner, who reads everything.  With a ``user`` field too, both must name the same person. */
+                "X-User"?: string | null;
+            };
             path: {
                 /** @description The agent that owns the memories (1-128 printable characters); every call sees only that agent's memories. */
                 agent_id: string;
