@@ -128,19 +128,22 @@ class Transport:
 
     async def json(self, method: str, path: str, *, idempotent: bool,
                    body: Mapping[str, Any] | None = None,
-                   params: Mapping[str, Any] | None = None) -> Any:
+                   params: Mapping[str, Any] | None = None,
+                   headers: Mapping[str, str | bytes] | None = None) -> Any:
         """The decoded JSON of a successful response (None for 204)."""
         response = await self.request(method, path, idempotent=idempotent, body=body,
-                                      params=params)
+                                      params=params, headers=headers)
         return None if response.status_code == 204 else response.json()
 
     async def request(self, method: str, path: str, *, idempotent: bool,
                       body: Mapping[str, Any] | None = None,
                       params: Mapping[str, Any] | None = None,
                       content: bytes | AsyncIterable[bytes] | None = None,
-                      headers: Mapping[str, str] | None = None) -> httpx.Response:
+                      headers: Mapping[str, str | bytes] | None = None) -> httpx.Response:
         query = {k: jsonable(v) for k, v in (params or {}).items() if v is not None}
-        sent = {REQUEST_ID_HEADER: uuid.uuid4().hex, **(headers or {})}
+        # as bytes: a person's name (X-User) goes as its UTF-8 bytes
+        sent = {k.encode(): v if isinstance(v, bytes) else v.encode("latin-1")
+                for k, v in {REQUEST_ID_HEADER: uuid.uuid4().hex, **(headers or {})}.items()}
         for attempt in range(1, self.max_attempts + 1):
             last = attempt == self.max_attempts
             try:

@@ -73,8 +73,14 @@ class AsyncMemoryClient(ConversationCalls):
 
     def _for(self, user: str | None) -> str | None:
         """The person a call is for: its own ``user``, else the client's.  Sent as a body
-        or query field (not the X-User header), so any name travels as UTF-8 text."""
+        or query field where the route has one, so any name travels as UTF-8 text."""
         return self.user if user is None else user
+
+    def _as(self, user: str | None) -> dict[str, str | bytes]:
+        """The X-User header of a call naming a memory by id (the route has no field):
+        the name's UTF-8 bytes, which the service decodes back."""
+        person = self._for(user)
+        return {} if person is None else {"X-User": person.encode("utf-8")}
 
     # ------------------------------------------------------------------ service
 
@@ -105,26 +111,29 @@ class AsyncMemoryClient(ConversationCalls):
         return parse(builtins.list[Memory], data["items"])
 
     async def get(self, agent_id: str, memory_id: UUID | str, *,
-                  include_deleted: bool = False) -> Memory:
+                  include_deleted: bool = False, user: str | None = None) -> Memory:
         return Memory.model_validate(await self._t.json(
             "GET", self._agent(agent_id, "memories", memory_id), idempotent=True,
-            params={"include_deleted": include_deleted}))
+            params={"include_deleted": include_deleted}, headers=self._as(user)))
 
     async def update(self, agent_id: str, memory_id: UUID | str, /, *,
-                     actor: str | None = None, **changes: Any) -> Memory:
+                     actor: str | None = None, user: str | None = None,
+                     **changes: Any) -> Memory:
         """``actor`` is not sent: the service records the key's name as the actor."""
         return Memory.model_validate(await self._t.json(
             "PATCH", self._agent(agent_id, "memories", memory_id), idempotent=False,
-            body=changes))
+            body=changes, headers=self._as(user)))
 
     async def delete(self, agent_id: str, memory_id: UUID | str, *, purge: bool = False,
-                     actor: str | None = None) -> None:
+                     actor: str | None = None, user: str | None = None) -> None:
         await self._t.json("DELETE", self._agent(agent_id, "memories", memory_id),
-                           idempotent=False, params={"purge": purge})
+                           idempotent=False, params={"purge": purge}, headers=self._as(user))
 
-    async def history(self, agent_id: str, memory_id: UUID | str) -> builtins.list[MemoryEvent]:
+    async def history(self, agent_id: str, memory_id: UUID | str, *,
+                      user: str | None = None) -> builtins.list[MemoryEvent]:
         return parse(builtins.list[MemoryEvent], await self._t.json(
-            "GET", self._agent(agent_id, "memories", memory_id, "history"), idempotent=True))
+            "GET", self._agent(agent_id, "memories", memory_id, "history"), idempotent=True,
+            headers=self._as(user)))
 
     async def list(self, agent_id: str, *, kind: Kind | str | None = None,
                    status: Status | str | Sequence[Status | str] | None = None,
@@ -159,9 +168,11 @@ class AsyncMemoryClient(ConversationCalls):
             "POST", self._agent(agent_id, "facts", "learn"), idempotent=False,
             body={k: v for k, v in body.items() if v is not None}))
 
-    async def fact_history(self, agent_id: str, fact_id: UUID | str) -> FactHistory:
+    async def fact_history(self, agent_id: str, fact_id: UUID | str, *,
+                           user: str | None = None) -> FactHistory:
         return FactHistory.model_validate(await self._t.json(
-            "GET", self._agent(agent_id, "facts", fact_id, "history"), idempotent=True))
+            "GET", self._agent(agent_id, "facts", fact_id, "history"), idempotent=True,
+            headers=self._as(user)))
 
     async def facts_from_episode(self, agent_id: str,
                                  episode_id: UUID | str) -> builtins.list[Memory]:
@@ -174,41 +185,48 @@ class AsyncMemoryClient(ConversationCalls):
                             participants: Sequence[str] | None = None,
                             user_id: str | None = None,
                             started_at: datetime | None = None) -> Memory:
-        body = {"title": title, "participants": participants, "user_id": user_id,
-                "started_at": started_at}
+        body = {"title": title, "participants": participants,
+                "user_id": self._for(user_id), "started_at": started_at}
         return Memory.model_validate(await self._t.json(
             "POST", self._agent(agent_id, "episodes"), idempotent=False,
             body={k: v for k, v in body.items() if v is not None}))
 
     async def append(self, agent_id: str, episode_id: UUID | str, /,
-                     messages: Sequence[Mapping[str, Any] | MessageIn]) -> AppendResult:
+                     messages: Sequence[Mapping[str, Any] | MessageIn], *,
+                     user: str | None = None) -> AppendResult:
         sent = [m.model_dump(mode="json", exclude_unset=True) if isinstance(m, MessageIn)
                 else m for m in messages]
         return AppendResult.model_validate(await self._t.json(
             "POST", self._agent(agent_id, "episodes", episode_id, "messages"),
-            idempotent=False, body={"messages": sent}))
+            idempotent=False, body={"messages": sent}, headers=self._as(user)))
 
-    async def close_episode(self, agent_id: str, episode_id: UUID | str, /) -> Memory:
+    async def close_episode(self, agent_id: str, episode_id: UUID | str, /, *,
+                            user: str | None = None) -> Memory:
         """Idempotent on the service (closing twice changes nothing), so it is retried."""
         return Memory.model_validate(await self._t.json(
-            "POST", self._agent(agent_id, "episodes", episode_id, "close"), idempotent=True))
+            "POST", self._agent(agent_id, "episodes", episode_id, "close"), idempotent=True,
+            headers=self._as(user)))
 
-    async def get_episode(self, agent_id: str, episode_id: UUID | str, /) -> Memory:
+    async def get_episode(self, agent_id: str, episode_id: UUID | str, /, *,
+                          user: str | None = None) -> Memory:
         return Memory.model_validate(await self._t.json(
-            "GET", self._agent(agent_id, "episodes", episode_id), idempotent=True))
+            "GET", self._agent(agent_id, "episodes", episode_id), idempotent=True,
+            headers=self._as(user)))
 
     async def transcript(self, agent_id: str, episode_id: UUID | str, /, *, from_seq: int = 0,
-                         limit: int = TRANSCRIPT_PAGE) -> builtins.list[TranscriptMessage]:
+                         limit: int = TRANSCRIPT_PAGE,
+                         user: str | None = None) -> builtins.list[TranscriptMessage]:
         page = await self._t.json(
             "GET", self._agent(agent_id, "episodes", episode_id, "messages"), idempotent=True,
-            params={"from_seq": from_seq, "limit": limit})
+            params={"from_seq": from_seq, "limit": limit}, headers=self._as(user))
         return [_message(m) for m in page["messages"]]
 
     async def latest_messages(self, agent_id: str, episode_id: UUID | str, /, *,
-                              limit: int = DEFAULT_LATEST) -> builtins.list[TranscriptMessage]:
+                              limit: int = DEFAULT_LATEST,
+                              user: str | None = None) -> builtins.list[TranscriptMessage]:
         page = await self._t.json(
             "GET", self._agent(agent_id, "episodes", episode_id, "messages"), idempotent=True,
-            params={"last": limit})
+            params={"last": limit}, headers=self._as(user))
         return [_message(m) for m in page["messages"]]
 
     # ------------------------------------------------------------------ history import

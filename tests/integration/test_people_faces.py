@@ -357,3 +357,26 @@ async def test_mcp_over_stdio_acts_for_the_user_flag(store: MemoryStore,
     out, err = await asyncio.wait_for(process.communicate(), timeout=STARTUP_S)
     assert process.returncode == 2 and out == b"", err
     assert "user" in err.decode(), err
+
+
+async def test_remote_calls_naming_a_memory_act_for_the_person(url: str,
+                                                               store: MemoryStore) -> None:
+    hers = await store.learn_fact(AGENT, PRIVATE, user="Zoë")
+    episode = await store.start_episode(AGENT, user_id="zoë")
+    assert hers.fact is not None
+    async with AsyncMemoryClient(url, user="ben") as ben, \
+            AsyncMemoryClient(url, user="Zoë") as zoe:
+        for call in (ben.get(AGENT, hers.fact.id), ben.history(AGENT, hers.fact.id),
+                     ben.fact_history(AGENT, hers.fact.id),
+                     ben.get_episode(AGENT, episode.id),
+                     ben.transcript(AGENT, episode.id),
+                     ben.append(AGENT, episode.id, [{"role": "user", "content": "hi"}]),
+                     ben.delete(AGENT, hers.fact.id)):
+            with pytest.raises(NotFoundError):
+                await call
+        assert (await zoe.get(AGENT, hers.fact.id)).people == ["zoë"]
+        await zoe.append(AGENT, episode.id, [{"role": "user", "content": "Hello again."}])
+        said = await zoe.transcript(AGENT, episode.id)
+        assert [m.person for m in said] == ["zoë"]
+        mine = await ben.start_episode(AGENT)
+        assert mine.people == ["ben"]
