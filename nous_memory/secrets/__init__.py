@@ -1,0 +1,130 @@
+"""Secrets kept out of memory: what is found in a text, and the text with each replaced
+by a typed placeholder.
+
+A store that keeps a door code or an API key verbatim repeats it into every later prompt,
+log, export and backup; this package finds them before anything is written.  Every
+pattern runs in RE2 (linear time), and the work done per match is bounded, so a text of
+several MB costs time linear in its length.  Redaction is deterministic and idempotent: a
+placeholder is masked before detection, so it is never found again.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+import re2
+
+from .codes import codes
+from .formats import find_shaped
+from .found import KINDS, Found, compile_pattern
+from .numbers import numbers
+from .passwords import keys, passwords
+
+MAX_REPEATED = 256  # distinct values looked for again: bounds the pattern RE2 compiles
+_PLACEHOLDER = compile_pattern(r"\[redacted: (?:" + "|".join(KINDS) + r")\]")
+
+
+@dataclass(frozen=True, slots=True)
+class Secret:
+    """A secret's span in the text (``text[start:end]``) and its kind (one of KINDS)."""
+
+    start: int
+    end: int
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class Redacted:
+    """A text with its secrets replaced by ``[redacted: <kind>]``, and what was found."""
+
+    text: str
+    kinds: tuple[str, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.kinds)
+
+
+def placeholder(kind: str) -> str:
+    return f"[redacted: {kind}]"
+
+
+def _masked(text: str) -> str:
+    """The text with every placeholder blanked to NULs of the same length: no cue or value
+    pattern reads them, and every offset stays the text's own."""
+    spans = [m.span() for m in _PLACEHOLDER.finditer(text)]
+    if not spans:
+        return text
+    parts, pos = [], 0
+    for start, end in spans:
+        parts.append(text[pos:start])
+        parts.append("\0" * (end - start))
+        pos = end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def _settle(found: list[Found]) -> list[Secret]:
+    """Non-overlapping secrets in text order: of overlapping candidates, the stronger
+    evidence (lower rank) wins, then the longer span, then the earlier."""
+    chosen_starts: list[int] = []
+    chosen: list[Found] = []
+    for item in sorted(found, key=lambda f: (f.rank, f.start - f.end, f.start)):
+        if item.end <= item.start:
+            continue
+        index = bisect.bisect_left(chosen_starts, item.start)
+        if index > 0 and chosen[index - 1].end > item.start:
+            continue
+        if index < len(chosen) and chosen[index].start < item.end:
+            continue
+        chosen_starts.insert(index, item.start)
+        chosen.insert(index, item)
+    return [Secret(f.start, f.end, f.kind) for f in chosen]
+
+
+def _repeated(scan: str, secrets: list[Secret]) -> list[Found]:
+    """Every other place a secret's value stands as a whole word: a code said once with
+    its cue ("door code 4416") is no less secret when repeated bare ("just 4416")."""
+    values = {}
+    for secret in secrets:
+        value = scan[secret.start:secret.end].strip("#*")
+        if len(value) >= 4:
+            values[value] = secret.kind
+    if not values:
+        return []
+    longest = sorted(values, key=len, reverse=True)[:MAX_REPEATED]
+    pattern = compile_pattern("|".join(re2.escape(v) for v in longest))
+    found = []
+    for match in pattern.finditer(scan):
+        start, end = match.span()
+        if (start and scan[start - 1].isalnum()) or (end < len(scan) and scan[end].isalnum()):
+            continue
+        found.append(Found(start, end, values[match.group()], 5))
+    return found
+
+
+def find_secrets(text: str) -> list[Secret]:
+    """The secrets in ``text``, in text order, none overlapping another."""
+    scan = _masked(text)
+    found = list(find_shaped(scan))
+    for finder in (passwords, codes, numbers, keys):
+        found.extend(finder(scan))
+    found = [f for f in found if "\0" not in scan[f.start:f.end]]
+    secrets = _settle(found)
+    return _settle(found + _repeated(scan, secrets))
+
+
+def redact(text: str) -> Redacted:
+    """``text`` with each secret replaced by its placeholder, everything else kept."""
+    secrets = find_secrets(text)
+    parts, pos = [], 0
+    for secret in secrets:
+        parts.append(text[pos:secret.start])
+        parts.append(placeholder(secret.kind))
+        pos = secret.end
+    parts.append(text[pos:])
+    return Redacted(text="".join(parts), kinds=tuple(s.kind for s in secrets))
+
+
+__all__ = ["KINDS", "Redacted", "Secret", "find_secrets", "placeholder", "redact"]
