@@ -495,6 +495,17 @@ CREATE INDEX llm_calls_by_time ON llm_calls (agent_id, created_at);
 
 -- ---------------------------------------------------------------- working memory
 
+-- What an agent keeps out of memory (memories/guard.py): the secrets a write holds
+-- (passwords, keys, card numbers, codes) are 'redact'ed (the default: a typed placeholder
+-- stands for each), 'refuse'd (the write fails naming the field and the kind) or kept
+-- ('keep', the owner's explicit choice).  No row: the default.
+CREATE TABLE agent_settings (
+    agent_id    text        PRIMARY KEY CHECK (agent_id <> ''),
+    secrets     text        NOT NULL DEFAULT 'redact'
+        CHECK (secrets IN ('redact', 'refuse', 'keep')),
+    updated_at  timestamptz NOT NULL DEFAULT now()
+);
+
 -- Per-agent overrides of the conversation summary policy (knob -> value); code and
 -- settings supply the defaults, a call may override again.
 CREATE TABLE conversation_policies (

@@ -6,6 +6,12 @@ Opens a store on a fresh database (an embedded PostgreSQL in a temporary directo
 NOUS_MEMORY_DATABASE_URL when set) under a new agent id, so the embedding cache starts
 empty, and every text is distinct, so it never hides the model's cost.
 
+Then what keeping secrets out costs (memories/guard.py): the same appended messages (the
+texts above as turns, batches of 20) to an agent that redacts secrets (the default) and to
+one that keeps them, batch by batch in alternating order; ``append_redact_over_keep`` is
+the time ratio (goal <= 1.1); ``remember_many_redact_over_keep`` the same for the texts
+written as facts (each agent embeds them: the whole write path).
+
 Prints ``name: value`` lines, the headline (remember_many_over_embed) last; ``#`` lines
 say what was measured and whether the targets are met.
 """
@@ -182,6 +188,38 @@ async def measure_batches(store: MemoryStore, embedder: LocalEmbedder, agent: st
     return pairs
 
 
+GUARD_BATCH = 20
+
+
+async def measure_guard(store: MemoryStore, texts: Sequence[str], rounds: int
+                        ) -> tuple[float, float, float, float]:
+    """Median seconds per batch, (redacting agent, keeping agent), of appends and then of
+    remember_many (the same texts as facts, embedded by each agent)."""
+    redacting, keeping = f"guard-{uuid.uuid4().hex[:8]}", f"guard-{uuid.uuid4().hex[:8]}"
+    await store.set_secrets_policy(keeping, "keep")
+    appends: dict[str, list[float]] = {redacting: [], keeping: []}
+    remembers: dict[str, list[float]] = {redacting: [], keeping: []}
+    episodes = {a: (await store.start_episode(a)).id for a in appends}
+    chunks = batches(list(texts), GUARD_BATCH)
+    for round_no in range(rounds):
+        for index, chunk in enumerate(chunks):
+            messages = [{"role": "user", "content": t} for t in chunk]
+            order = [redacting, keeping] if (index + round_no) % 2 == 0 else [keeping,
+                                                                                redacting]
+            for agent in order:
+                started = time.perf_counter()
+                await store.append(agent, episodes[agent], messages)
+                appends[agent].append(time.perf_counter() - started)
+            if round_no == 0:  # a fact is stored once; again it is a confirmation
+                for agent in order:
+                    started = time.perf_counter()
+                    await store.remember_many(agent, [{"kind": "fact", "content": t}
+                                                      for t in chunk])
+                    remembers[agent].append(time.perf_counter() - started)
+    return (statistics.median(appends[redacting]), statistics.median(appends[keeping]),
+            statistics.median(remembers[redacting]), statistics.median(remembers[keeping]))
+
+
 def round_rates(pairs: Sequence[Pair]) -> list[tuple[float, float]]:
     """(remember_many items/s, encode items/s) of each round."""
     out = []
@@ -219,6 +257,7 @@ async def run(n: int, rounds: int, seed: int, backend: str) -> None:
                 store, embedder, agent, phase_a, phase_c)
             pairs = await measure_batches(
                 store, embedder, agent, phase_b, phase_c, rounds)
+            guarded = await measure_guard(store, phase_a + phase_b, rounds)
             database = ("embedded, temporary data dir" if store.embedded
                         else "NOUS_MEMORY_DATABASE_URL")
             counts = await store.counts(agent)
@@ -271,6 +310,16 @@ async def run(n: int, rounds: int, seed: int, backend: str) -> None:
           f"{verdict(ratio >= TARGET_MANY_OVER_EMBED)} ({ratio:.3f})")
     print(f"# target remember_single_ms_p50 <= 1.5*embed_single_ms_p50 + 5 = {single_limit:.2f}: "
           f"{verdict(remember_p50 <= single_limit)} ({remember_p50:.2f})")
+    print(f"# guard: {len(phase_a + phase_b)} messages appended in batches of "
+          f"{GUARD_BATCH} to a redacting and a keeping agent, alternating, {rounds} rounds")
+    print(f"append_keep_ms_per_batch: {guarded[1] * 1000:.2f}")
+    print(f"append_redact_ms_per_batch: {guarded[0] * 1000:.2f}")
+    print(f"remember_many_keep_ms_per_batch: {guarded[3] * 1000:.2f}")
+    print(f"remember_many_redact_ms_per_batch: {guarded[2] * 1000:.2f}")
+    print(f"remember_many_redact_over_keep: {guarded[2] / guarded[3]:.3f}")
+    print(f"# target append_redact_over_keep <= 1.1: "
+          f"{verdict(guarded[0] / guarded[1] <= 1.1)}")
+    print(f"append_redact_over_keep: {guarded[0] / guarded[1]:.3f}")
     print(f"remember_many_over_embed: {ratio:.3f}")
 
 

@@ -23,6 +23,7 @@ from .conversation import (
 from .episodes.lifecycle import DEFAULT_LATEST, AppendResult, MessageIn
 from .history import HistorySession, IngestProgress, IngestResult, IngestStatus
 from .maintenance import JobResult, RestoreResult
+from .memories.guard import clean
 from .memories.messages import TranscriptMessage
 from .memories.records import Memory
 from .memories.whose import check_theirs
@@ -131,7 +132,11 @@ class ConversationView(Services):
 
     async def edit_message(self, agent_id: str, episode_id: UUID | str, seq: int, /,
                            content: str) -> MessageChange:
-        """Change a message of an open episode (earlier versions are kept)."""
+        """Change a message of an open episode (earlier versions are kept); its secrets
+        are kept out as an append's are."""
+        if isinstance(content, str):
+            content = clean(content, await self.memories.guard.policy(agent_id),
+                            "content").text
         return await self.conversation.edit_message(agent_id, episode_id, seq, content)
 
     async def delete_message(self, agent_id: str, episode_id: UUID | str, seq: int, /

@@ -32,6 +32,7 @@ from .memories.records import Memory, MemoryEvent, Page
 from .memories.whose import check_theirs
 from .owner import OwnerView
 from .people import person_key, visible_to
+from .secrets.policy import SecretPolicy
 
 
 class MemoryStore(OwnerView, ConversationView):
@@ -202,6 +203,16 @@ class MemoryStore(OwnerView, ConversationView):
                       user: str | None = None) -> list[MemoryEvent]:
         await check_theirs(self._db, agent_id, memory_id, user)
         return await self.memories.history(agent_id, memory_id)
+
+    async def secrets_policy(self, agent_id: str, /) -> SecretPolicy:
+        """What the agent keeps out of memory: ``redact`` (the default), ``refuse``,
+        ``keep`` (memories/guard.py)."""
+        return await self.memories.guard.policy(agent_id)
+
+    async def set_secrets_policy(self, agent_id: str, policy: SecretPolicy | str, /
+                                 ) -> SecretPolicy:
+        """Set what the agent keeps out of memory from now on (what is stored stays)."""
+        return await self.memories.guard.set_policy(agent_id, policy)
 
     async def counts(self, agent_id: str) -> dict[str, dict[str, int]]:
         return await self.memories.counts(agent_id)

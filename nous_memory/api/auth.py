@@ -148,6 +148,7 @@ _header = APIKeyHeader(name=API_KEY_HEADER, auto_error=False, scheme_name="ApiKe
 READ_POSTS = frozenset({"/agents/{agent_id}/recall", "/agents/{agent_id}/context"})
 OWNER_ROUTES = frozenset({"/agents/{agent_id}/export", "/agents/{agent_id}/import",
                           "/agents/{agent_id}", "/agents/{agent_id}/people/{user}",
+                          "/agents/{agent_id}/secrets-policy",
                           "/keys", "/keys/{name}",
                           "/keys/{name}/rotate"})
 

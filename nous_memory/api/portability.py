@@ -1,7 +1,8 @@
 """A whole agent over HTTP: ``GET /agents/{agent_id}/export`` (streamed JSON Lines),
 ``POST /agents/{agent_id}/import`` (the file as the body, read as it arrives) and
 ``DELETE /agents/{agent_id}`` (forget the agent), ``DELETE
-/agents/{agent_id}/people/{user}`` (forget one person of it).
+/agents/{agent_id}/people/{user}`` (forget one person of it); ``GET``/``PUT
+/agents/{agent_id}/secrets-policy`` (what the agent keeps out of memory).
 
 Each is one store call, scoped like every other route by the agent in the path (an API
 key limited to some agents may export, import into and forget only those).  An import
@@ -18,8 +19,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict
 
 from ..portability import ErasureReceipt, ImportSummary, PersonErasure
+from ..secrets.policy import SecretPolicy
 from .body import bounded_stream
 from .errors import problem_responses
 from .people import UserHeader, UserQuery, asking
@@ -106,3 +109,27 @@ async def forget_person(agent_id: AgentId, user: str, request: Request,
     key = getattr(request.state, "key", None)
     return await store.forget_person(agent_id, user,
                                      actor=key.name if key is not None else "api")
+
+
+class SecretsPolicy(BaseModel):
+    """What the agent keeps out of memory: ``redact`` (the default: each secret replaced
+    by a typed placeholder), ``refuse`` (a write holding one fails with 422 naming the
+    field and the kind) or ``keep`` (stored as given)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    secrets: SecretPolicy
+
+
+@router.get("/secrets-policy", summary="What the agent keeps out of memory",
+            responses=problem_responses(401, 403, 422, 503))
+async def get_secrets_policy(agent_id: AgentId, store: Store) -> SecretsPolicy:
+    return SecretsPolicy(secrets=await store.secrets_policy(agent_id))
+
+
+@router.put("/secrets-policy", summary="Set what the agent keeps out of memory",
+            responses=problem_responses(401, 403, 422, 503))
+async def set_secrets_policy(agent_id: AgentId, body: SecretsPolicy,
+                             store: Store) -> SecretsPolicy:
+    """From now on; what is stored stays as it is (an owner's key)."""
+    return SecretsPolicy(secrets=await store.set_secrets_policy(agent_id, body.secrets))

@@ -69,6 +69,15 @@ def add_portability_commands(commands: argparse._SubParsersAction[argparse.Argum
     person.add_argument("--actor", default="cli", help="who asked (kept in the audit)")
     person.set_defaults(handler=_forget_person, remote=True)
 
+    guard = commands.add_parser(
+        "secrets-policy", parents=[agent], help="what the agent keeps out of memory",
+        description="Show, or --set, what the agent keeps out of memory: redact (the "
+                    "default: each secret replaced by a typed placeholder), refuse (a "
+                    "write holding one fails) or keep (stored as given).")
+    guard.add_argument("--set", dest="policy", choices=("redact", "refuse", "keep"),
+                       help="the policy from now on (what is stored stays)")
+    guard.set_defaults(handler=_secrets_policy, remote=True)
+
 
 async def _export(store: MemoryStore, args: argparse.Namespace) -> Output:
     if args.output is None:
@@ -146,3 +155,11 @@ async def _forget_person(store: MemoryStore, args: argparse.Namespace) -> Output
              f"{erased.left} shared ones left to the others"]
     lines += [f"  {kind:<24}{n}" for kind, n in sorted(erased.purged.items())]
     return Output(erased.model_dump(mode="json"), "\n".join(lines))
+
+
+async def _secrets_policy(store: MemoryStore, args: argparse.Namespace) -> Output:
+    policy = (await store.set_secrets_policy(args.agent, args.policy) if args.policy
+              else await store.secrets_policy(args.agent))
+    done = {"redact": "redacted", "refuse": "refused", "keep": "kept"}[policy.value]
+    return Output({"agent_id": args.agent, "secrets": policy.value},
+                  f"{args.agent}: secrets in what is written are {done}")

@@ -84,6 +84,8 @@ class MemoryClient:
     import_agent = _blocking(AsyncMemoryClient.import_agent)
     forget_agent = _blocking(AsyncMemoryClient.forget_agent)
     forget_person = _blocking(AsyncMemoryClient.forget_person)
+    secrets_policy = _blocking(AsyncMemoryClient.secrets_policy)
+    set_secrets_policy = _blocking(AsyncMemoryClient.set_secrets_policy)
     build_prompt = _blocking(AsyncMemoryClient.build_prompt)
     summarize_conversation = _blocking(AsyncMemoryClient.summarize_conversation)
     conversation_summary = _blocking(AsyncMemoryClient.conversation_summary)

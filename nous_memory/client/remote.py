@@ -27,6 +27,7 @@ from ..memories.messages import TranscriptMessage
 from ..memories.records import Memory, MemoryEvent, Page
 from ..people import person_key
 from ..portability.reports import ErasureReceipt, ExportSummary, ImportSummary, PersonErasure
+from ..secrets.policy import SecretPolicy
 from .conversation import ConversationCalls
 from .http import Transport, agent_path, parse
 
@@ -360,6 +361,17 @@ class AsyncMemoryClient(ConversationCalls):
         """``actor`` is not sent: the service records the key's name."""
         return ErasureReceipt.model_validate(await self._t.json(
             "DELETE", self._agent(agent_id), idempotent=False))
+
+    async def secrets_policy(self, agent_id: str, /) -> SecretPolicy:
+        data = await self._t.json("GET", self._agent(agent_id, "secrets-policy"),
+                                  idempotent=True)
+        return SecretPolicy(data["secrets"])
+
+    async def set_secrets_policy(self, agent_id: str, policy: SecretPolicy | str, /
+                                 ) -> SecretPolicy:
+        data = await self._t.json("PUT", self._agent(agent_id, "secrets-policy"),
+                                  idempotent=True, body={"secrets": str(policy)})
+        return SecretPolicy(data["secrets"])
 
     async def forget_person(self, agent_id: str, user: str, /, *, actor: str = "python"
                             ) -> PersonErasure:

@@ -22,6 +22,7 @@ from sqlmodel import Field, SQLModel
 from .columns import key, text_array, timestamp
 from .service_tables import (
     AgentErasureRow,
+    AgentSettingsRow,
     ApiKeyRow,
     ConversationAnalysisRow,
     ConversationPolicyRow,
@@ -306,7 +307,7 @@ TABLE_MODELS: tuple[type[SQLModel], ...] = (
     SchemaVersionRow, StoreMetaRow, MemoryRow, DecisionRow, FactRow, EpisodeRow,
     ProcedureRow, CensorRow, EpisodeMessageRow, EpisodeChunkRow, WorkItemRow, MemoryEventRow,
     EpisodeExtractionRow, MemoryArchiveRow, ExtractionCacheRow, EmbeddingCacheRow, LLMCallRow,
-    ConversationPolicyRow, ConversationStateRow, ConversationSummaryRow,
+    AgentSettingsRow, ConversationPolicyRow, ConversationStateRow, ConversationSummaryRow,
     ConversationAnalysisRow,
     JobRunRow, AgentErasureRow, ApiKeyRow,
 )

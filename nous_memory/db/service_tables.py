@@ -16,6 +16,13 @@ from .columns import key, text_array, timestamp
 # ---------------------------------------------------------------- working memory
 
 
+class AgentSettingsRow(SQLModel, table=True):
+    __tablename__ = "agent_settings"
+    agent_id: str = key()
+    secrets: str
+    updated_at: datetime = timestamp()
+
+
 class ConversationPolicyRow(SQLModel, table=True):
     __tablename__ = "conversation_policies"
     agent_id: str = key()

@@ -17,7 +17,7 @@ from pydantic import (
     ValidationError,
 )
 
-from ..db import Database
+from ..db import Connection, Database
 from ..db.audit import record_events
 from ..errors import (
     ConflictError,
@@ -29,6 +29,7 @@ from ..errors import (
     longer_than,
     more_than,
 )
+from ..memories.guard import Cleaned, clean_all
 from ..memories.kinds import (
     EpisodeDetail,
     EpisodeState,
@@ -93,6 +94,11 @@ class EpisodeManager:
         agent = parse_agent_id(agent_id)
         ident = parse_memory_id(episode_id, "episode_id")
         parsed = parse_messages(messages)
+        # secrets out before anything is stored (memories/guard.py)
+        cleaned = clean_all([m.content for m in parsed],
+                            await self._memories.guard.policy(agent), "messages[{}].content")
+        parsed = [m if c.text == m.content else m.model_copy(update={"content": c.text})
+                  for m, c in zip(parsed, cleaned, strict=True)]
         tokens = [count_tokens(m.content) for m in parsed]
         async with self._db.transaction() as conn:
             row = await conn.fetchrow("episode_for_update", agent, ident)
@@ -114,6 +120,7 @@ class EpisodeManager:
             speakers = sorted({p for p in persons if p is not None})
             if speakers:
                 await conn.execute("episode_add_people", agent, ident, speakers)
+            await record_redactions(conn, agent, ident, first, cleaned, "append")
             times = [r["created_at"] for r in stamps]
             await conn.execute("episode_after_append", agent, ident, first + len(parsed),
                                max(times), min(times))
@@ -244,3 +251,15 @@ async def read_transcript(db: Database, agent: str, ident: UUID) -> list[Transcr
 def episode_detail(memory: Memory) -> EpisodeDetail:
     assert isinstance(memory.detail, EpisodeDetail)
     return memory.detail
+
+
+async def record_redactions(conn: Connection, agent: str, episode: UUID, first_seq: int,
+                            cleaned: Sequence[Cleaned], actor: str) -> None:
+    """The audit of the secrets taken out of appended messages: which kinds in which
+    message, never a value."""
+    taken = [{"seq": first_seq + i, "kinds": list(c.kinds)}
+             for i, c in enumerate(cleaned) if c.kinds]
+    if taken:
+        await record_events(conn, agent, [{
+            "memory_id": str(episode), "event": "updated", "actor": actor,
+            "old_values": None, "new_values": {"redacted": taken}}])

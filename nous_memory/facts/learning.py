@@ -27,6 +27,7 @@ from ..embeddings.cache import EmbeddingCache
 from ..errors import InvalidInputError, NotFoundError, loggable
 from ..llm import LLMClient, LLMError
 from ..memories.fact_key import fact_hash
+from ..memories.guard import secret_reason
 from ..memories.kinds import FactDetail, Kind, NewMemory, parse_agent_id, parse_new
 from ..memories.manager import MemoryManager, PreparedWrite, complete_fact
 from ..memories.params import parse_memory_id
@@ -116,6 +117,7 @@ class FactLearner:
         agent = parse_agent_id(agent_id)
         outcome: dict[int, PreparedWrite | LearnResult | InvalidInputError] = {}
         accepted: dict[int, NewMemory] = {}
+        policy = await self._memories.guard.policy(agent)
         for index, item in enumerate(items):
             fields = dict(item)
             try:
@@ -131,6 +133,12 @@ class FactLearner:
             censors = await self._db.fetch("blocking_censors", agent)
             for index, new in list(accepted.items()):
                 verdict = self._censor(new, censors)
+                assert isinstance(new.detail, FactDetail)
+                secret = secret_reason(new.detail.content, policy)
+                if not isinstance(verdict, LearnResult) and secret is not None:
+                    # a fact is never made of a secret (memories/guard.py)
+                    verdict = LearnResult(action=LearnAction.REJECTED, fact=None,
+                                          reason=secret)
                 if isinstance(verdict, LearnResult):
                     outcome[index] = verdict
                     del accepted[index]

@@ -18,7 +18,9 @@ from uuid import UUID
 from ..db import Database
 from ..db.audit import record_events
 from ..db.contention import again_on_contention
+from ..episodes.lifecycle import record_redactions
 from ..errors import ConflictError, ContentionError, DuplicateError
+from ..memories.guard import clean_all
 from ..memories.kinds import EpisodeDetail, EpisodeState, Kind, parse_agent_id, parse_new
 from ..memories.manager import MemoryManager
 from ..people import message_person
@@ -100,6 +102,8 @@ class HistoryImporter:
         """One session in one transaction; None when its key was taken meanwhile."""
         persons = [message_person(m.role.value, user=m.user, name=m.name,
                                   episode_user=session.user) for m in session.messages]
+        cleaned = clean_all([m.content for m in session.messages],
+                            await self._memories.guard.policy(agent), "turns[{}].content")
         fields: dict[str, Any] = {
             "participants": session.participants, "started_at": session.started_at,
             "user_id": session.user,
@@ -114,11 +118,12 @@ class HistoryImporter:
             update={"state": EpisodeState.OPEN, "source_key": session.key})})
         # the summary is replaced at close and embedded then: nothing to embed now
         prepared = await self._memories.prepare(agent, [new], embed=False)
-        rows = [{"seq": seq, "role": m.role.value, "content": m.content, "name": m.name,
-                 "tool_call_id": m.tool_call_id, "tokens": count_tokens(m.content),
+        rows = [{"seq": seq, "role": m.role.value, "content": c.text, "name": m.name,
+                 "tool_call_id": m.tool_call_id, "tokens": count_tokens(c.text),
                  "metadata": m.metadata, "person": person,
                  "created_at": (m.created_at or session.started_at).isoformat()}
-                for seq, (m, person) in enumerate(zip(session.messages, persons, strict=True))]
+                for seq, (m, person, c) in enumerate(zip(session.messages, persons, cleaned,
+                                                         strict=True))]
         try:
             async with self._db.transaction() as conn:
                 (episode,) = await self._memories.write(conn, prepared)
@@ -126,6 +131,7 @@ class HistoryImporter:
                 times = [r["created_at"] for r in stamps]
                 await conn.execute("episode_after_append", agent, episode.id, len(rows),
                                    max(times), min(times))
+                await record_redactions(conn, agent, episode.id, 0, cleaned, "history_import")
                 await conn.fetchval("episode_mark_closing", agent, episode.id,
                                     datetime.now(UTC))
                 await enqueue(conn, agent, Task.EPISODE_CLOSE, episode.id)

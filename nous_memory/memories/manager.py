@@ -7,7 +7,7 @@ one short transaction (memory rows, detail rows, audit events, embedding cache).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID, uuid4
@@ -31,6 +31,7 @@ from .ahead import slot_and_event
 from .changes import apply_changes, audit_values, refuse_cold_detail_edit
 from .fact_key import fact_hash
 from .fact_slots import SELF
+from .guard import Guard, clean_memory
 from .kinds import (
     MAX_BATCH_ITEMS,
     MAX_PAGE_SIZE,
@@ -70,6 +71,7 @@ class PreparedWrite:
     summaries: list[tuple[str, SummarySource]]
     tokens: list[int]
     embedded: Embedded
+    redacted: list[tuple[str, ...]] = field(default_factory=list)  # kinds, per memory
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -90,6 +92,7 @@ class MemoryManager:
     def __init__(self, db: Database, embeddings: EmbeddingCache) -> None:
         self._db = db
         self.embeddings = embeddings
+        self.guard = Guard(db)  # what every write keeps out (secrets), by agent
 
     @property
     def model_name(self) -> str:
@@ -137,14 +140,20 @@ class MemoryManager:
                       embed: bool = True) -> PreparedWrite:
         """Everything slow (summaries, token counts, embeddings), before any transaction.
         ``embed=False``: rows whose summary is replaced and embedded later (an imported
-        episode's, at close) are written without a vector."""
+        episode's, at close) are written without a vector.  Secrets are taken out first
+        (guard.py), by the agent's policy."""
+        policy = await self.guard.policy(agent)
+        cleaned = [clean_memory(n, policy, f"items[{i}]." if len(news) > 1 else "")
+                   for i, n in enumerate(news)]
+        news = [n for n, _ in cleaned]
         summaries = [summarize(n.detail, n.common.summary) for n in news]
         texts = [text for text, _ in summaries]
         return PreparedWrite(
             agent=agent, news=news, ids=[uuid4() for _ in news], summaries=summaries,
             tokens=[count_tokens(text) for text in texts],
             embedded=(await self.embeddings.embed(agent, texts) if embed
-                      else Embedded([None] * len(texts), {})))  # type: ignore[list-item]
+                      else Embedded([None] * len(texts), {})),  # type: ignore[list-item]
+            redacted=[kinds for _, kinds in cleaned])
 
     async def prepare_each(self, agent: str, news: list[NewMemory]) -> list[PreparedWrite]:
         """``prepare`` for memories written one at a time (facts, through the value rule):
@@ -154,13 +163,14 @@ class MemoryManager:
         batch = await self.prepare(agent, news)
         fresh = batch.embedded.fresh
         out = []
-        for new, ident, summary, tokens, vector in zip(
+        for new, ident, summary, tokens, vector, taken in zip(
                 batch.news, batch.ids, batch.summaries, batch.tokens, batch.embedded.vectors,
-                strict=True):
+                batch.redacted, strict=True):
             digest = text_digest(summary[0])
             out.append(PreparedWrite(
                 agent=agent, news=[new], ids=[ident], summaries=[summary], tokens=[tokens],
-                embedded=Embedded([vector], {digest: fresh[digest]} if digest in fresh else {})))
+                embedded=Embedded([vector], {digest: fresh[digest]} if digest in fresh else {}),
+                redacted=[taken]))
         return out
 
     async def write(self, conn: Connection, batch: PreparedWrite) -> list[Memory]:
@@ -180,8 +190,10 @@ class MemoryManager:
                 "people": new.common.people,
             })
             details.setdefault(new.kind, []).append(_detail_row(agent, memory_id, new.detail))
+            taken = batch.redacted[ordinal - 1] if batch.redacted else ()
             events.append({"memory_id": str(memory_id), "event": "created", "old_values": None,
-                           "new_values": {"kind": new.kind.value, "summary": summary},
+                           "new_values": {"kind": new.kind.value, "summary": summary,
+                                          **({"redacted": list(taken)} if taken else {})},
                            "actor": None})
         stamps = {r["id"]: r for r in await conn.fetch(
             "insert_memories", agent, rows,

@@ -224,3 +224,12 @@ ORDER BY p LIMIT $2;
 -- Whose a memory is (people/): who may read it; an episode's people own what is learned
 -- from it.
 SELECT people FROM memories WHERE agent_id = $1 AND id = $2;
+
+-- name: agent_secrets_policy
+-- What the agent keeps out of memory (memories/guard.py); no row: the default.
+SELECT secrets FROM agent_settings WHERE agent_id = $1;
+
+-- name: agent_set_secrets_policy
+INSERT INTO agent_settings (agent_id, secrets) VALUES ($1, $2)
+ON CONFLICT (agent_id) DO UPDATE SET secrets = EXCLUDED.secrets,
+                                     updated_at = EXCLUDED.updated_at;

@@ -61,6 +61,7 @@ CARRIED: tuple[Carried, ...] = (
     Carried("episode_extractions"),
     Carried("memory_archive"),
     Carried("memory_events"),
+    Carried("agent_settings"),
     Carried("conversation_policies"),
     Carried("conversation_summaries"),
     Carried("conversation_analyses"),

@@ -20,6 +20,7 @@ from .formats import find_shaped
 from .found import KINDS, Found, compile_pattern
 from .numbers import numbers
 from .passwords import keys, passwords
+from .vocabulary import KEY_CUES, PASSWORD_CUES, alternation
 
 MAX_REPEATED = 256  # distinct values looked for again: bounds the pattern RE2 compiles
 _PLACEHOLDER = compile_pattern(r"\[redacted: (?:" + "|".join(KINDS) + r")\]")
@@ -104,8 +105,18 @@ def _repeated(scan: str, secrets: list[Secret]) -> list[Found]:
     return found
 
 
+# What every secret needs somewhere in its text: a digit (codes, numbers, ids), a long
+# token (keys), a key block or a URL's credentials, or a word that introduces a password
+# or a key.  Most chat turns have none, and then one linear pass is all they cost.
+_MAYBE = compile_pattern(
+    r"\d|[A-Za-z0-9_\-+/=.]{16,}|-----BEGIN|://|\b(?:log|sign)\b|"
+    + alternation(PASSWORD_CUES + KEY_CUES), case_sensitive=False)
+
+
 def find_secrets(text: str) -> list[Secret]:
     """The secrets in ``text``, in text order, none overlapping another."""
+    if not _MAYBE.search(text):
+        return []
     scan = _masked(text)
     found = list(find_shaped(scan))
     for finder in (passwords, codes, numbers, keys):

@@ -5,7 +5,8 @@
 -- in; empty, the agent's as a whole (shared with everyone who talks to it).  A message
 -- knows its person (episode_messages.person).  The read path's statements take the
 -- person asking as their last parameter (NULL: the agent's owner, who reads everything),
--- so the read functions are made again with it.
+-- so the read functions are made again with it.  agent_settings: what an agent keeps out
+-- of memory (secrets).
 
 ALTER TABLE memories ADD COLUMN people text[] NOT NULL DEFAULT '{}';
 ALTER TABLE episode_messages ADD COLUMN person text;
@@ -29,6 +30,17 @@ WHERE m.agent_id = em.agent_id AND m.id = em.episode_id AND em.role = 'user'
 UPDATE memories m SET people = e.people
 FROM facts f JOIN memories e ON e.agent_id = f.agent_id AND e.id = f.source_episode_id
 WHERE m.agent_id = f.agent_id AND m.id = f.memory_id AND cardinality(e.people) = 1;
+
+-- What an agent keeps out of memory (memories/guard.py): the secrets a write holds
+-- (passwords, keys, card numbers, codes) are 'redact'ed (the default: a typed placeholder
+-- stands for each), 'refuse'd (the write fails naming the field and the kind) or kept
+-- ('keep', the owner's explicit choice).  No row: the default.
+CREATE TABLE agent_settings (
+    agent_id    text        PRIMARY KEY CHECK (agent_id <> ''),
+    secrets     text        NOT NULL DEFAULT 'redact'
+        CHECK (secrets IN ('redact', 'refuse', 'keep')),
+    updated_at  timestamptz NOT NULL DEFAULT now()
+);
 
 CREATE OR REPLACE VIEW memory_records AS
 SELECT m.agent_id, m.id, m.kind, m.status, m.summary, m.summary_source, m.summary_tokens,

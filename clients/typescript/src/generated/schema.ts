@@ -668,6 +668,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agents/{agent_id}/secrets-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What the agent keeps out of memory */
+        get: operations["get_secrets_policy_agents__agent_id__secrets_policy_get"];
+        /**
+         * Set what the agent keeps out of memory
+         * @description From now on; what is stored stays as it is (an owner's key).
+         */
+        put: operations["set_secrets_policy_agents__agent_id__secrets_policy_put"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/keys": {
         parameters: {
             query?: never;
@@ -1944,6 +1965,22 @@ export interface components {
              * @description Transcript messages restored (null: its transcript was hot)
              */
             messages?: number | null;
+        };
+        /**
+         * SecretPolicy
+         * @description ``redact`` (the default): each secret replaced by ``[redacted: <kind>]``;
+         *     ``refuse``: the write fails naming the field and the kind; ``keep``: stored as given.
+         * @enum {string}
+         */
+        SecretPolicy: "redact" | "refuse" | "keep";
+        /**
+         * SecretsPolicy
+         * @description What the agent keeps out of memory: ``redact`` (the default: each secret replaced
+         *     by a typed placeholder), ``refuse`` (a write holding one fails with 422 naming the
+         *     field and the kind) or ``keep`` (stored as given).
+         */
+        SecretsPolicy: {
+            secrets: components["schemas"]["SecretPolicy"];
         };
         /**
          * Section
@@ -6034,6 +6071,128 @@ export interface operations {
             };
             /** @description A conflicting change; with Retry-After, another transaction held what this one needed and nothing was written: the same call can be retried */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorMessage"];
+                };
+            };
+            /** @description Invalid input; every bad field is listed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationFailure"];
+                };
+            };
+            /** @description Database unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorMessage"];
+                };
+            };
+        };
+    };
+    get_secrets_policy_agents__agent_id__secrets_policy_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent that owns the memories (1-128 printable characters); every call sees only that agent's memories. */
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SecretsPolicy"];
+                };
+            };
+            /** @description Missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorMessage"];
+                };
+            };
+            /** @description The API key may not act for this agent */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorMessage"];
+                };
+            };
+            /** @description Invalid input; every bad field is listed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationFailure"];
+                };
+            };
+            /** @description Database unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorMessage"];
+                };
+            };
+        };
+    };
+    set_secrets_policy_agents__agent_id__secrets_policy_put: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent that owns the memories (1-128 printable characters); every call sees only that agent's memories. */
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SecretsPolicy"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SecretsPolicy"];
+                };
+            };
+            /** @description Missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorMessage"];
+                };
+            };
+            /** @description The API key may not act for this agent */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
