@@ -17,8 +17,9 @@ A fact is never made of a secret: ``learn_fact`` rejects one (its reason names t
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .. import secrets
 from ..db import Database
@@ -154,3 +155,24 @@ def clean_memory(new: NewMemory, policy: SecretPolicy, prefix: str = ""
         return new, ()
     return new.model_copy(update={"detail": new.detail.model_copy(update=changes),
                                   "common": common}), tuple(kinds)
+
+
+def clean_changes(changes: Mapping[str, Any], policy: SecretPolicy) -> dict[str, Any]:
+    """An owner's changes to a memory with the secrets of their texts taken out, as a
+    new memory's are (a fact's content holding one is refused: ``clean_memory``)."""
+    if policy is SecretPolicy.KEEP:
+        return dict(changes)
+    out: dict[str, Any] = {}
+    for name, value in changes.items():
+        if name == "content" and isinstance(value, str):
+            found = secrets.redact(value)
+            if found.kinds:
+                raise InvalidInputError.single(
+                    name, f"holds a secret ({', '.join(dict.fromkeys(found.kinds))}): a "
+                          "fact is never made of one")
+        if type(value) is str and name not in _STRUCTURAL:
+            value = clean(value, policy, name).text
+        elif isinstance(value, list) and value and all(type(v) is str for v in value):
+            value = [c.text for c in clean_all(value, policy, f"{name}[{{}}]")]
+        out[name] = value
+    return out

@@ -31,7 +31,7 @@ from .ahead import slot_and_event
 from .changes import apply_changes, audit_values, refuse_cold_detail_edit
 from .fact_key import fact_hash
 from .fact_slots import SELF
-from .guard import Guard, clean_memory
+from .guard import Guard, clean_changes, clean_memory
 from .kinds import (
     MAX_BATCH_ITEMS,
     MAX_PAGE_SIZE,
@@ -246,6 +246,7 @@ class MemoryManager:
         ident = parse_memory_id(memory_id)
         if not changes:
             raise InvalidInputError.single("changes", "nothing to update")
+        changes = clean_changes(changes, await self.guard.policy(agent))
         for _ in range(UPDATE_ATTEMPTS):
             current = await self.get(agent, ident)
             prepared = await self.prepare_update(agent, current, changes)

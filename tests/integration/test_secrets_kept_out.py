@@ -111,3 +111,15 @@ async def test_the_policy_over_rest_the_client_and_the_cli(store: MemoryStore) -
         await client.append("w", episode.id, [{"role": "user", "content": SAID}])
         said = await client.transcript("w", episode.id)
         assert CARD not in said[0].content and "[redacted: card number]" in said[0].content
+
+
+async def test_an_owners_change_keeps_secrets_out_too(store: MemoryStore) -> None:
+    decision = await store.remember("c", "decision", description="Use the shared account")
+    changed = await store.update("c", decision.id,
+                                 description=f"Pay with the card {CARD} from now on")
+    assert CARD not in changed.decision.description
+    assert "[redacted: card number]" in changed.decision.description
+    fact = await store.remember("c", "fact", content="Ana likes green tea.")
+    with pytest.raises(InvalidInputError) as refused:
+        await store.update("c", fact.id, content=f"Ana's card number is {CARD}.")
+    assert refused.value.problems[0].field == "content"
