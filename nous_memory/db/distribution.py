@@ -19,7 +19,7 @@ DISTRIBUTED: Final[tuple[str, ...]] = (
     "episode_messages", "episode_chunks", "episode_extractions", "memory_events",
     "memory_archive", "extraction_cache", "embedding_cache", "llm_calls",
     "conversation_policies", "conversation_state", "conversation_summaries",
-    "conversation_analyses",
+    "conversation_analyses", "agent_settings",
 )
 
 # Plain tables on the coordinator (no Citus metadata): every process connects to the

@@ -25,7 +25,7 @@ from .. import secrets
 from ..db import Database
 from ..errors import FieldProblem, InvalidInputError
 from ..secrets.policy import SecretPolicy, parse_policy
-from .kinds import FactDetail, Kind, NewMemory, parse_agent_id
+from .kinds import FactDetail, Kind, NewMemory, is_utf8, parse_agent_id
 
 POLICY_TTL_S = 5.0  # a policy set by another process is seen within this long
 
@@ -36,6 +36,12 @@ class Cleaned:
 
     text: str
     kinds: tuple[str, ...] = ()
+
+
+def _redact(text: str) -> secrets.Redacted:
+    """The detector's redaction; a text that is not Unicode (a lone surrogate) is left to
+    the write's own checks, which refuse it."""
+    return secrets.redact(text) if is_utf8(text) else secrets.Redacted(text, ())
 
 
 def holds_placeholder(text: str) -> bool:
@@ -51,7 +57,7 @@ def secret_reason(content: object, policy: SecretPolicy) -> str | None:
     if holds_placeholder(content):
         return "holds a redacted secret: a fact is never made of one"
     if policy is not SecretPolicy.KEEP:
-        found = secrets.redact(content)
+        found = _redact(content)
         if found.kinds:
             return (f"holds a secret ({', '.join(dict.fromkeys(found.kinds))}): a fact is "
                     "never made of one")
@@ -62,7 +68,7 @@ def clean(text: str, policy: SecretPolicy, field: str) -> Cleaned:
     """``text`` as the policy stores it (a refusal names ``field`` and the kind)."""
     if policy is SecretPolicy.KEEP:
         return Cleaned(text)
-    found = secrets.redact(text)
+    found = _redact(text)
     if not found.kinds:
         return Cleaned(text)
     if policy is SecretPolicy.REFUSE:
@@ -127,7 +133,7 @@ def clean_memory(new: NewMemory, policy: SecretPolicy, prefix: str = ""
         return new, ()
     kinds: list[str] = []
     if new.kind is Kind.FACT and isinstance(new.detail, FactDetail):
-        found = secrets.redact(new.detail.content)
+        found = _redact(new.detail.content)
         if found.kinds:
             raise InvalidInputError.single(
                 f"{prefix}content", f"holds a secret ({', '.join(dict.fromkeys(found.kinds))}):"
@@ -165,7 +171,7 @@ def clean_changes(changes: Mapping[str, Any], policy: SecretPolicy) -> dict[str,
     out: dict[str, Any] = {}
     for name, value in changes.items():
         if name == "content" and isinstance(value, str):
-            found = secrets.redact(value)
+            found = _redact(value)
             if found.kinds:
                 raise InvalidInputError.single(
                     name, f"holds a secret ({', '.join(dict.fromkeys(found.kinds))}): a "

@@ -53,6 +53,8 @@ async def fuzz_target(pg_server: EmbeddedServer, template_db: str,
     dsn = await create_database(pg_server, template_db)
     async with MemoryStore.open(database_url=dsn, embedder=embedder,
                                 data_dir=Path("/nonexistent-unused")) as store:
+        # the owner keeps secrets here (memories/guard.py): a code is the private marker
+        await store.set_secrets_policy(VICTIM, "keep")
         made = await store.remember_many(VICTIM, [
             {"kind": "fact", "content": "The victim's door code is 4711", "category": "rule"},
             {"kind": "decision", "description": "Keep the victim's data private"},

@@ -56,6 +56,8 @@ async def mcp_target(pg_server: EmbeddedServer, template_db: str,
         await store.remember_many("alice", [
             {"kind": "fact", "content": "Alice drinks tea"},
             {"kind": "decision", "description": "Alice chose the train"}])
+        # the owner keeps secrets here (memories/guard.py): a code is the private marker
+        await store.set_secrets_policy("bob", "keep")
         bob = await store.remember("bob", "fact", content="Bob's door code is 4471-zebra")
         forgotten = await store.remember("bob", "fact", content="Bob forgot this")
         await store.delete("bob", forgotten.id)

@@ -306,6 +306,8 @@ async def test_fact_routes_need_a_key(guarded: httpx.AsyncClient, store: MemoryS
 
 async def test_key_for_other_agents_is_403_and_allowed_keys_pass(
         guarded: httpx.AsyncClient, store: MemoryStore) -> None:
+    # the owner keeps secrets here (memories/guard.py): a code is the private marker
+    await store.set_secrets_policy("carol", "keep")
     secret = await store.learn_fact("carol", "Carol's locker code is 4711")
     assert secret.fact is not None
     episode = await store.remember("carol", "episode", title="Locker", detail="Code set.")

@@ -99,7 +99,7 @@ SMOKES: dict[str, Smoke] = {
                              "--backup-episodes", "2"),
                        headline="outage_checks_failed", database=False),
     "portability.py": Smoke(argv=("--memories", "50"), headline="export_rows_per_s"),
-    "secrets.py": Smoke(argv=("--limit", "40"), headline="secret_recall", database=False),
+    "redaction.py": Smoke(argv=("--limit", "40"), headline="secret_recall", database=False),
     "soak.py": Smoke(argv=("--clients", "2", "--minutes", "0.1", "--agents", "2"),
                      headline="soak_errors"),
     "people.py": Smoke(argv=("--groups", "1"), headline="people_attribution"),

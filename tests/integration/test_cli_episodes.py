@@ -26,7 +26,7 @@ MESSAGES = [
     {"role": "user", "name": "Ana", "content": "The boiler is leaking again.",
      "metadata": {"ticket": 7}},
     {"role": "assistant", "content": "I booked a plumber for Tuesday at 9."},
-    {"role": "user", "name": "Ana", "content": "Great, the code for the gate is 4711."},
+    {"role": "user", "name": "Ana", "content": "Great, the gate is at 4711 Elm Street."},
 ]
 
 

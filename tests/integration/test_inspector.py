@@ -104,6 +104,8 @@ async def test_the_cookie_is_secure_off_loopback(store: MemoryStore) -> None:
 
 
 async def test_a_key_sees_only_its_agents(keyed: httpx.AsyncClient, store: MemoryStore) -> None:
+    # the owner keeps secrets here (memories/guard.py): a code is the private marker
+    await store.set_secrets_policy(B, "keep")
     secret = await store.remember(B, "fact", content="Agent B's door code is 4711")
     await store.remember(A, "fact", content="Agent A likes tea")
     assert (await sign_in(keyed, KEY_A)).status_code == 303

@@ -61,7 +61,7 @@ async def test_rest_reads_and_writes_for_the_person_asking(client: httpx.AsyncCl
     shared = await client.post(f"{base}/facts/learn", json={"content": SHARED})
     assert shared.json()["fact"]["people"] == [], shared.text
     locker = await client.post(f"{base}/memories", headers={"X-User": "Ben"}, json={
-        "kind": "fact", "content": "Ben's locker code is 4471"})
+        "kind": "fact", "content": "Ben's locker is number 4471"})
     assert locker.status_code == 201 and locker.json()["people"] == ["ben"], locker.text
     batch = await client.post(f"{base}/memories/batch", headers={"X-User": "ben"}, json={
         "items": [{"kind": "fact", "content": "Ben's bike is blue"}]})
@@ -175,7 +175,7 @@ async def test_remote_client_asks_as_a_person(url: str, store: MemoryStore) -> N
         shared = await owner.learn_fact(AGENT, SHARED)
         assert private.fact is not None and private.fact.people == ["ana"]
         assert shared.fact is not None and shared.fact.people == []
-        mine = await ben.remember(AGENT, "fact", content="Ben's locker code is 4471")
+        mine = await ben.remember(AGENT, "fact", content="Ben's locker is number 4471")
         assert mine.people == ["ben"]
         assert (await owner.remember(AGENT, "fact", content="The bins go out on Monday",
                                      people=["ana", "ben"])).people == ["ana", "ben"]
@@ -231,7 +231,7 @@ async def test_cli_user_option_over_a_service(url: str, store: MemoryStore) -> N
     assert learned["fact"]["people"] == ["ana"]
     assert (await cli("facts", "learn", "--content", SHARED,
                       "--json")).json()["fact"]["people"] == []
-    made = (await cli("remember", "fact", "--content", "Ben's locker code is 4471",
+    made = (await cli("remember", "fact", "--content", "Ben's locker is number 4471",
                       "--user", "ben", "--json")).json()
     assert made["people"] == ["ben"]
 

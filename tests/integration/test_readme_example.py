@@ -119,6 +119,10 @@ CHECKS: dict[str, Callable[[Outputs], None]] = {
     "guide/read-path.md": _read_path,
     # Ben's city and the group's landlord, nothing of Ana's; Ana's own city, not Ben's
     "guide/people.md": lambda o: _equal(o, [["True True", "False", "True False"]]),
+    # the locker code and the card number redacted, the rest kept; the policy changed
+    "guide/secrets.md": lambda o: _equal(o, [[
+        "I live in Porto. The gym locker code is [redacted: pin] and my card number is "
+        "[redacted: card number].", "refuse"]]),
     "guide/episodes.md": _episodes,
     "guide/working-memory.md": _working_memory,
     "guide/history-import.md": lambda o: (

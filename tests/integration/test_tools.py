@@ -126,6 +126,8 @@ async def test_purge_only_when_the_server_allows_it(store: MemoryStore) -> None:
 
 async def test_restore_is_the_owners_unless_the_server_allows_the_model(
         store: MemoryStore) -> None:
+    # the owner keeps secrets here (memories/guard.py): a code is the private marker
+    await store.set_secrets_policy("alice", "keep")
     memory = await store.remember("alice", "fact", content="The user's locker code is 3141")
     box = ToolBox(store, agent_id="alice")
     forgot = await box.call("memory_forget", {"ref": str(memory.id)})
@@ -143,6 +145,8 @@ async def test_restore_is_the_owners_unless_the_server_allows_the_model(
     assert [e.event for e in await store.history("alice", memory.id)][-1] == "restored"
     again = await allowed.call("memory_restore", {"ref": short})  # not deleted any more
     assert "ref" in problems(again)
+    # the owner keeps secrets here (memories/guard.py): a code is the private marker
+    await store.set_secrets_policy("bob", "keep")
     bob = await store.remember("bob", "fact", content="Bob's door code is 4471")
     await store.delete("bob", bob.id)
     assert "ref" in problems(await allowed.call("memory_restore", {"ref": str(bob.id)}))
@@ -221,6 +225,8 @@ async def test_bad_calls_are_tool_errors_naming_the_field(
 
 
 async def test_one_agent_never_reaches_another(store: MemoryStore) -> None:
+    # the owner keeps secrets here (memories/guard.py): a code is the private marker
+    await store.set_secrets_policy("bob", "keep")
     secret = await store.remember("bob", "fact", content="Bob's door code is 4471")
     alice = ToolBox(store, agent_id="alice")
     for target in (str(secret.id), f"fact:{secret.id.hex[:8]}"):

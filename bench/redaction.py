@@ -1,7 +1,7 @@
 """Secrets kept out of memory: how many the detector finds, and how much it takes that
 is not a secret.
 
-    python bench/secrets.py [--limit N] [--mb 2] [--verbose]
+    python bench/redaction.py [--limit N] [--mb 2] [--verbose]
 
 The dev set (``secrets_cases.json``, written for it by other hands): short messages as a
 user writes them, each with the secrets it holds (``value`` and ``kind``) or none, and a
