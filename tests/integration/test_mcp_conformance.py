@@ -74,7 +74,7 @@ async def _relay_requests(reader: asyncio.StreamReader, writer: asyncio.StreamWr
         writer.close()
 
     back = asyncio.create_task(answers())
-    try:
+    try:  # (cancelled at the end of the module: the finally still closes both sides)
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
             lines = head.decode("latin-1").split("\r\n")
@@ -92,6 +92,7 @@ async def _relay_requests(reader: asyncio.StreamReader, writer: asyncio.StreamWr
         pass  # the client is done with this connection
     finally:
         upstream.close()
+        back.cancel()
         await asyncio.gather(back, return_exceptions=True)
         writer.close()
 
@@ -108,8 +109,17 @@ async def served(pg_server: EmbeddedServer, template_db: str) -> AsyncIterator[d
             "loopback": base_env}
     procs = {name: await asyncio.to_thread(start_server, port, envs[name])
              for name, port in ports.items()}
-    relay = await asyncio.start_server(
-        lambda r, w: _relay_requests(r, w, ports["keyed"]), "127.0.0.1", 0)
+    # each connection's relay, held until the end: a handler the loop drops while its
+    # connection is still open is destroyed pending, its sockets unclosed
+    handlers: set[asyncio.Task[None]] = set()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        handlers.add(task)  # type: ignore[arg-type]
+        await _relay_requests(reader, writer, ports["keyed"])
+
+    relay = await asyncio.start_server(handle, "127.0.0.1", 0)
     relay_port = relay.sockets[0].getsockname()[1]
     try:
         await asyncio.gather(*(asyncio.to_thread(wait_healthy, f"http://127.0.0.1:{port}",
@@ -119,6 +129,9 @@ async def served(pg_server: EmbeddedServer, template_db: str) -> AsyncIterator[d
                "loopback": f"http://127.0.0.1:{ports['loopback']}/mcp"}
     finally:
         relay.close()
+        for task in handlers:
+            task.cancel()
+        await asyncio.gather(*handlers, return_exceptions=True)
         await relay.wait_closed()
         for proc in procs.values():
             await asyncio.to_thread(stop_server, proc)
