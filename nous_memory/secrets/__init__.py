@@ -16,11 +16,20 @@ from dataclasses import dataclass
 import re2
 
 from .codes import codes
+from .cues import cue_pattern, cues
 from .formats import find_shaped
 from .found import KINDS, Found, compile_pattern
 from .numbers import numbers
 from .passwords import keys, passwords
-from .vocabulary import KEY_CUES, PASSWORD_CUES, alternation
+from .vocabulary import (
+    BANK_CUES,
+    CARD_CUES,
+    CODE_CUES,
+    GOV_CUES,
+    IBAN_CUES,
+    KEY_CUES,
+    PASSWORD_CUES,
+)
 
 MAX_REPEATED = 256  # distinct values looked for again: bounds the pattern RE2 compiles
 _PLACEHOLDER = compile_pattern(r"\[redacted: (?:" + "|".join(KINDS) + r")\]")
@@ -105,22 +114,32 @@ def _repeated(scan: str, secrets: list[Secret]) -> list[Found]:
     return found
 
 
-# What every secret needs somewhere in its text: a digit (codes, numbers, ids), a long
-# token (keys), a key block or a URL's credentials, or a word that introduces a password
-# or a key.  Most chat turns have none, and then one linear pass is all they cost.
-_MAYBE = compile_pattern(
-    r"\d|[A-Za-z0-9_\-+/=.]{16,}|-----BEGIN|://|\b(?:log|sign)\b|"
-    + alternation(PASSWORD_CUES + KEY_CUES), case_sensitive=False)
+# What the finders need before they can find anything, so a text without it is passed
+# over by them: a secret known by its shape has a long digit run, a long token, a key
+# block or a URL (``formats``); every other one follows a word that introduces it, as a
+# word of the vocabulary or inside an identifier ("DB_PASSWORD", "Türcode").
+_SHAPED_MAYBE = compile_pattern(
+    r"\d{6}|\d[\d \-]{10,}|eyJ|-----BEGIN|://|[A-Za-z0-9_\-+/=.]{16,}")
+_INSIDE = compile_pattern(
+    r"(?:log|sign)(?:ging)?\s*-?\s*(?:in|on|into)\b|(?:unlock|open)\w*\s+with|"
+    r"(?:key|token|secret|pass|pwd)\w*[\"']?\s*[=:]|code|kode", case_sensitive=False)
+# each cue's first word: a multi-word cue stands where its first word does, and no cue is
+# hidden behind a longer one that fails to stand as a word
+_ANY_CUE = cue_pattern(tuple({word.split()[0] for word in (
+    PASSWORD_CUES + CODE_CUES + BANK_CUES + CARD_CUES + IBAN_CUES + GOV_CUES + KEY_CUES)}))
+
+
+def _cued(scan: str) -> bool:
+    return bool(_INSIDE.search(scan)) or next(cues(_ANY_CUE, scan), None) is not None
 
 
 def find_secrets(text: str) -> list[Secret]:
     """The secrets in ``text``, in text order, none overlapping another."""
-    if not _MAYBE.search(text):
-        return []
     scan = _masked(text)
-    found = list(find_shaped(scan))
-    for finder in (passwords, codes, numbers, keys):
-        found.extend(finder(scan))
+    found = list(find_shaped(scan)) if _SHAPED_MAYBE.search(scan) else []
+    if _cued(scan):
+        for finder in (passwords, codes, numbers, keys):
+            found.extend(finder(scan))
     found = [f for f in found if "\0" not in scan[f.start:f.end]]
     secrets = _settle(found)
     return _settle(found + _repeated(scan, secrets))
