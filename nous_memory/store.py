@@ -24,7 +24,7 @@ from .db import Database, EmbeddedServer, SchemaStatus
 from .db.setup import ensure_database, prepare_schema, redact_dsn, waiting_for_database
 from .embeddings import Embedder, embedder_from_settings
 from .episodes.statements import compound_statements
-from .errors import DatabaseError
+from .errors import DatabaseError, NotFoundError
 from .facts.learning import FactHistory, LearnResult
 from .llm import UsageRow, usage_by_agent
 from .memories.kinds import Kind, Status, parse_agent_id
@@ -185,8 +185,12 @@ class MemoryStore(OwnerView, ConversationView):
 
     async def get(self, agent_id: str, memory_id: UUID | str, *,
                   include_deleted: bool = False, user: str | None = None) -> Memory:
-        await check_theirs(self._db, agent_id, memory_id, user)
-        return await self.memories.get(agent_id, memory_id, include_deleted=include_deleted)
+        asker = None if user is None else person_key(user, "user")
+        memory = await self.memories.get(agent_id, memory_id,
+                                         include_deleted=include_deleted)
+        if not visible_to(memory.people, asker):  # the record says whose it is
+            raise NotFoundError("memory", memory.id)
+        return memory
 
     async def update(self, agent_id: str, memory_id: UUID | str, /, *,
                      actor: str | None = None, user: str | None = None,

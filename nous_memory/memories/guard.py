@@ -44,9 +44,23 @@ def _redact(text: str) -> secrets.Redacted:
     return secrets.redact(text) if is_utf8(text) else secrets.Redacted(text, ())
 
 
+_PLACEHOLDER_HEAD = secrets.placeholder("")[:-1]  # "[redacted: "
+
+
 def holds_placeholder(text: str) -> bool:
     """Whether a text holds a redacted secret's placeholder (it can be no fact)."""
-    return "[redacted: " in text
+    return _PLACEHOLDER_HEAD in text
+
+
+def _named(kinds: Sequence[str]) -> str:
+    return ", ".join(dict.fromkeys(kinds))
+
+
+def _no_fact(text: str) -> str | None:
+    """Why ``text`` can be no fact for a secret it holds, or None."""
+    found = _redact(text)
+    return f"holds a secret ({_named(found.kinds)}): a fact is never made of one" \
+        if found.kinds else None
 
 
 def secret_reason(content: object, policy: SecretPolicy) -> str | None:
@@ -56,12 +70,7 @@ def secret_reason(content: object, policy: SecretPolicy) -> str | None:
         return None
     if holds_placeholder(content):
         return "holds a redacted secret: a fact is never made of one"
-    if policy is not SecretPolicy.KEEP:
-        found = _redact(content)
-        if found.kinds:
-            return (f"holds a secret ({', '.join(dict.fromkeys(found.kinds))}): a fact is "
-                    "never made of one")
-    return None
+    return None if policy is SecretPolicy.KEEP else _no_fact(content)
 
 
 def clean(text: str, policy: SecretPolicy, field: str) -> Cleaned:
@@ -73,7 +82,7 @@ def clean(text: str, policy: SecretPolicy, field: str) -> Cleaned:
         return Cleaned(text)
     if policy is SecretPolicy.REFUSE:
         raise InvalidInputError.single(
-            field, f"holds a secret ({', '.join(dict.fromkeys(found.kinds))}); this agent "
+            field, f"holds a secret ({_named(found.kinds)}); this agent "
                    "refuses secrets: send it without")
     return Cleaned(found.text, found.kinds)
 
@@ -131,26 +140,14 @@ def clean_memory(new: NewMemory, policy: SecretPolicy, prefix: str = ""
     list-of-text fields, an episode's given summary); a fact holding one is refused."""
     if policy is SecretPolicy.KEEP:
         return new, ()
-    kinds: list[str] = []
     if new.kind is Kind.FACT and isinstance(new.detail, FactDetail):
-        found = _redact(new.detail.content)
-        if found.kinds:
-            raise InvalidInputError.single(
-                f"{prefix}content", f"holds a secret ({', '.join(dict.fromkeys(found.kinds))}):"
-                " a fact is never made of one")
+        _refuse_a_fact(new.detail.content, f"{prefix}content")
+    kinds: list[str] = []
     changes: dict[str, object] = {}
     for name, value in new.detail:
-        if name in _STRUCTURAL:
-            continue
-        if type(value) is str:
-            done = clean(value, policy, f"{prefix}{name}")
-            if done.kinds:
-                changes[name], kinds = done.text, [*kinds, *done.kinds]
-        elif isinstance(value, list) and value and all(type(v) is str for v in value):
-            parts = clean_all(value, policy, f"{prefix}{name}[{{}}]")
-            if any(p.kinds for p in parts):
-                changes[name] = [p.text for p in parts]
-                kinds += [k for p in parts for k in p.kinds]
+        cleaned, taken = _clean_field(name, value, policy, f"{prefix}{name}")
+        if taken:
+            changes[name], kinds = cleaned, [*kinds, *taken]
     common = new.common
     if common.summary is not None:
         done = clean(common.summary, policy, f"{prefix}summary")
@@ -168,17 +165,28 @@ def clean_changes(changes: Mapping[str, Any], policy: SecretPolicy) -> dict[str,
     new memory's are (a fact's content holding one is refused: ``clean_memory``)."""
     if policy is SecretPolicy.KEEP:
         return dict(changes)
-    out: dict[str, Any] = {}
-    for name, value in changes.items():
-        if name == "content" and isinstance(value, str):
-            found = _redact(value)
-            if found.kinds:
-                raise InvalidInputError.single(
-                    name, f"holds a secret ({', '.join(dict.fromkeys(found.kinds))}): a "
-                          "fact is never made of one")
-        if type(value) is str and name not in _STRUCTURAL:
-            value = clean(value, policy, name).text
-        elif isinstance(value, list) and value and all(type(v) is str for v in value):
-            value = [c.text for c in clean_all(value, policy, f"{name}[{{}}]")]
-        out[name] = value
-    return out
+    if isinstance(changes.get("content"), str):
+        _refuse_a_fact(changes["content"], "content")
+    return {name: _clean_field(name, value, policy, name)[0]
+            for name, value in changes.items()}
+
+
+def _refuse_a_fact(content: str, field: str) -> None:
+    reason = _no_fact(content)
+    if reason is not None:
+        raise InvalidInputError.single(field, reason)
+
+
+def _clean_field(name: str, value: object, policy: SecretPolicy, field: str
+                 ) -> tuple[object, tuple[str, ...]]:
+    """A field's value with the secrets of its text (or list of texts) taken out, and
+    their kinds; any other value, or a structural field, as it is."""
+    if name in _STRUCTURAL:
+        return value, ()
+    if type(value) is str:
+        done = clean(value, policy, field)
+        return done.text, done.kinds
+    if isinstance(value, list) and value and all(type(v) is str for v in value):
+        parts = clean_all(value, policy, f"{field}[{{}}]")
+        return [p.text for p in parts], tuple(k for p in parts for k in p.kinds)
+    return value, ()

@@ -11,10 +11,9 @@ from typing import TYPE_CHECKING, Any
 from ..context.model import MAX_QUERY_CHARS, MIN_BUDGET_TOKENS
 from ..context.refs import make_ref
 from ..context.upcoming import MAX_DAYS
-from ..errors import InvalidInputError, NotFoundError
+from ..errors import InvalidInputError
 from ..memories.kinds import MAX_TEXT_CHARS, CensorAction, CensorDetail, Kind
 from ..memories.records import Memory
-from ..people import visible_to
 from . import render
 from .arguments import remember_problems, remember_properties
 
@@ -222,10 +221,7 @@ async def _theirs(store: MemoryStore, agent: str, ident: Any, policy: ToolPolicy
                   deleted: bool = False) -> Memory:
     """The memory, when the session's person may see it; another person's is not found,
     exactly like an unknown one (its existence is theirs too)."""
-    memory = await store.get(agent, ident, include_deleted=deleted)
-    if not visible_to(memory.people, policy.user):
-        raise NotFoundError("memory", ident)
-    return memory
+    return await store.get(agent, ident, include_deleted=deleted, user=policy.user)
 
 
 def _memory_data(memory: Memory) -> dict[str, Any]:
