@@ -31,6 +31,7 @@ import dataclasses
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -38,7 +39,20 @@ from ..memories.fact_slots import SELF
 from .model import Candidate, Section
 from .now import OldValue, value_pattern
 from .retold import Retelling
-from .tellings import VALUE_WORDS, Key, Later, about, cosine, key, kinds, quote, words
+from .tellings import (
+    VALUE_WORDS,
+    Key,
+    Later,
+    about,
+    cosine,
+    key,
+    kinds,
+    markable,
+    quote,
+    value_kind,
+    value_regex,
+    words,
+)
 
 # Raw cosine, bundled model: on STS-B dev, 74% of the pairs people rate unrelated score
 # under 0.3 (the floor ordering.py uses too); a restatement with another value ("the
@@ -94,6 +108,54 @@ def contests(now: Sequence[Candidate], rows: Mapping[UUID, Mapping[str, Any]],
             out.append(Contest(fact=cand.memory_id, later=stmt, value=value))
             if not every:
                 break
+    return out
+
+
+Told = tuple[Contest, frozenset[str]]  # a statement told before a value, and its old values
+
+
+def told_before(now: Sequence[Candidate], rows: Mapping[UUID, Mapping[str, Any]],
+                statements: Sequence[Later], cosines: Mapping[tuple[Key, Key], float],
+                query_words: Iterable[str]) -> list[Told]:
+    """The mirror of ``contests``: for each current value, the statements said *before*
+    it held that bear on the same thing with another value of its kind ("Parkside
+    Striders do a Wednesday 8k" before "The user has joined Canal Harriers"), with the
+    values they name that the current one replaced."""
+    asked = frozenset(query_words)
+    out: list[Told] = []
+    for cand in now:
+        row = rows.get(cand.memory_id)
+        if row is None or cand.since is None or cand.ended:
+            continue
+        value = (row["slot_value"] or "").lower()
+        if not value:
+            continue
+        own = words(cand.text) | words(value)
+        told = kinds(value.split())
+        subject = row["slot_subject"] or SELF
+        for stmt in statements:
+            if stmt.said >= cand.since or stmt.cand.memory_id == cand.memory_id:
+                continue
+            old = frozenset(v for v in stmt.values - own - asked if value_kind(v) in told)
+            if not old or stmt.values & words(value) or not about(subject, stmt):
+                continue  # nothing of its kind told otherwise, or the value itself said
+            if cosine(cosines, key(cand), key(stmt.cand)) < LATER_COSINE:
+                continue
+            out.append((Contest(fact=cand.memory_id, later=stmt, value=value), old))
+    return out
+
+
+def told_before_olds(found: Sequence[Told], since: Mapping[UUID, datetime]
+                     ) -> list[OldValue]:
+    """The values said before a current one held, as older than it where a text said
+    before it states them without it."""
+    out: list[OldValue] = []
+    for contest, old in found:
+        held = value_regex(contest.value.split())
+        for value in sorted(old):
+            if markable(value) and contest.fact in since:
+                out.append(OldValue(old=value_regex([value]), current=held,
+                                    until=since[contest.fact], said_more=True))
     return out
 
 

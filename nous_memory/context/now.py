@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
+from uuid import UUID
 
 from ..memories.fact_slots import SELF, attribute_family, query_attributes, read_slot
 from ..memories.kinds import Kind
@@ -159,6 +160,19 @@ class OldValue:
     old: re.Pattern[str]
     current: re.Pattern[str] | None
     until: datetime
+    # only a text said before ``until`` states it as old; it says its person said more
+    # then, not that the value was superseded (nothing read which value holds)
+    said_more: bool = False
+    # the statement said then, if a turn: the turns before it in its conversation (all
+    # dated when the conversation began) are before it too
+    turn: tuple[UUID, int] | None = None
+
+    def after(self, cand: Candidate) -> bool:
+        """Whether ``cand`` was said after this value was said more of (or is undated)."""
+        if cand.said_at is not None and cand.said_at < self.until:
+            return False
+        return not (self.turn is not None and cand.chunk_no is not None
+                    and cand.memory_id == self.turn[0] and cand.chunk_no < self.turn[1])
 
 
 def old_values(rows: Sequence[Mapping[str, Any]]) -> list[OldValue]:
@@ -195,13 +209,21 @@ def mark_old(candidates: Sequence[Candidate], olds: Sequence[OldValue], *,
         if cand.section in (Section.NOW, Section.UPCOMING) or cand.stale_on is not None:
             out.append(cand)
             continue
-        stale = [o.until for o in olds if o.old.search(cand.text)
-                 and (o.current is None or not o.current.search(cand.text))]
-        if not stale:
+        stating = [o for o in olds if o.old.search(cand.text)
+                   and (o.current is None or not o.current.search(cand.text))
+                   and not (o.said_more and o.after(cand))]
+        stale = [o.until for o in stating if not o.said_more]
+        more = [o.until for o in stating if o.said_more]
+        if not stating:
             out.append(cand)
-        elif not current_only:
-            out.append(dataclasses.replace(cand, stale_on=min(stale), score=cand.score / 2))
+        elif not current_only:  # below every text of its section that states no old value
+            out.append(dataclasses.replace(cand, score=cand.score / 2 - _BELOW,
+                                           stale_on=min(stale) if stale else None,
+                                           newer_on=max(more) if more else cand.newer_on))
     return out
+
+
+_BELOW = 1000.0  # more than any ranking score
 
 
 def value_pattern(value: str) -> re.Pattern[str] | None:

@@ -34,8 +34,12 @@ _STATE_WORDS = re.compile(
     r"\b(?:current|currently|now|nowadays|these days|at the moment|still|any ?more|"
     r"previous|previously|before|used to|latest|most recent|most recently|so far|"
     r"usually|normally|typically)\b", re.IGNORECASE)
-_PRESENT = re.compile(r"\b(?:do|does|am|is|are|have|has|'s|'re|'ve)\b", re.IGNORECASE)
-_PAST = re.compile(r"\b(?:did|was|were|had)\b", re.IGNORECASE)
+# an auxiliary, or "who" and its own verb in the present ("Who owns ...?", "Who teaches
+# me ...?") or the past ("Who moved ...?"); after "what" / "which" comes a noun
+_PRESENT = re.compile(r"\b(?:do|does|am|is|are|have|has|'s|'re|'ve)\b|^\W*who\s+"
+                      r"(?!(?:was|has|is|does|this|us|its|his)\b)[a-z]+[^s\W]s\b",
+                      re.IGNORECASE)
+_PAST = re.compile(r"\b(?:did|was|were|had)\b|^\W*who\s+[a-z]+ed\b", re.IGNORECASE)
 
 
 # "our previous conversation" names a talk, not a value; "in total" sums the tellings

@@ -8,7 +8,6 @@ names are marked older where a text states them.  Pure: no I/O.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -24,6 +23,7 @@ from .tellings import (
     quote,
     same_subject,
     value_kind,
+    value_regex,
     words,
 )
 
@@ -101,12 +101,13 @@ def retold_olds(found: Sequence[Retelling]) -> list[OldValue]:
     """The values only an earlier telling names, as old ones (marked where stated)."""
     out: list[OldValue] = []
     for r in found:
-        new = sorted(r.later.values - r.earlier.values)  # a text holding one is not old
-        current = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, new)) + r")(?!\w)",
-                             re.IGNORECASE) if new else None
+        # a text holding a new value of the kind told otherwise is not old ("30 min" of
+        # a swim beside a new gym's name shields nothing)
+        told = kinds(r.old)
+        new = sorted(v for v in r.later.values - r.earlier.values if value_kind(v) in told)
+        current = value_regex(new) if new else None
         for value in sorted(r.old):
             if markable(value):
-                out.append(OldValue(old=re.compile(r"(?<!\w)" + re.escape(value) + r"(?!\w)",
-                                                   re.IGNORECASE),
-                                    current=current, until=r.later.said))
+                out.append(OldValue(old=value_regex([value]), current=current,
+                                    until=r.later.said))
     return out

@@ -8,6 +8,7 @@ such pairs.  The rules are ``later.py`` (a current value a later statement bears
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,12 +17,22 @@ from uuid import UUID
 
 from ..db import Database
 from ..memories.fact_slots import read_slot
-from .later import Contest, apply_contests, contested_olds, contests, retold_facts
+from .beside import named_beside
+from .later import (
+    Contest,
+    Told,
+    apply_contests,
+    contested_olds,
+    contests,
+    retold_facts,
+    told_before,
+    told_before_olds,
+)
 from .model import Candidate, Section
 from .now import OldValue, QueryCues
 from .restated import asks_how_things_stand
 from .retold import Retelling, promote, retellings, retold_olds
-from .tellings import Key, Later, key, later_statements
+from .tellings import Key, Later, key, later_statements, words
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -30,6 +41,7 @@ class SaidLater:
 
     found: list[Contest]
     told: list[Retelling]
+    also: list[OldValue] = dataclasses.field(default_factory=list)  # said more since
 
     def shown(self, candidates: Sequence[Candidate], *, current_only: bool
               ) -> list[Candidate]:
@@ -40,7 +52,7 @@ class SaidLater:
 
     def olds(self) -> list[OldValue]:
         """The values said otherwise later, to be marked older where a text states them."""
-        return contested_olds(self.found) + retold_olds(self.told)
+        return contested_olds(self.found) + retold_olds(self.told) + self.also
 
 
 NOTHING = SaidLater(found=[], told=[])
@@ -62,31 +74,41 @@ async def said_later(db: Database, model_name: str, agent: str,
     if len(statements) + len(now) < 2:
         return NOTHING
     slots = {r["id"]: r for r in always_rows if r["part"] in ("now", "near")}
-    found, told = await _decide(db, model_name, agent, now, slots, statements, cues.words,
-                                state=state)
-    return SaidLater(found=found + retold_facts(now, slots, told, found), told=told)
+    found, told, before = await _decide(db, model_name, agent, now, slots, statements,
+                                        cues.words, state=state)
+    # a value a slot holds as current is not made older by being named beside another
+    held = frozenset().union(*(words(slots[c.memory_id]["slot_value"] or "") for c in now
+                               if c.memory_id in slots and not c.ended))
+    also = told_before_olds(before, {c.memory_id: c.since for c in now if c.since})
+    if state:
+        also += named_beside(statements, frozenset(cues.words) | held)
+    return SaidLater(found=found + retold_facts(now, slots, told, found), told=told,
+                     also=also)
 
 
 async def _decide(db: Database, model_name: str, agent: str, now: Sequence[Candidate],
                   slots: Mapping[UUID, Mapping[str, Any]], statements: Sequence[Later],
                   words: Sequence[str], *, state: bool
-                  ) -> tuple[list[Contest], list[Retelling]]:
-    """The contests (and, for a question about how things stand, the retellings): first
-    the pairs the values allow, then one read of those pairs' cosines, if any."""
+                  ) -> tuple[list[Contest], list[Retelling], list[Told]]:
+    """The contests, the statements told before a current value (and, for a question
+    about how things stand, the retellings): first the pairs the values allow, then one
+    read of those pairs' cosines, if any."""
     asked = frozenset(words)
     maybe = contests(now, slots, statements, _CLOSE, words, every=True)
+    maybe += [c for c, _ in told_before(now, slots, statements, _CLOSE, words)]
     maybe_told = retellings(statements, _CLOSE, asked, every=True) if state else []
     involved = {key(c.later.cand) for c in maybe} | {(c.fact, -1) for c in maybe} | {
         key(r.later.cand) for r in maybe_told} | {key(r.earlier.cand) for r in maybe_told}
     if not involved:  # most calls: no read
-        return [], []
+        return [], [], []
     # a turn of "user" in a conversation of several people: whose it is is not known
     unnamed = {key(s.cand) for s in statements if s.cand.chunk_no is not None
                and s.speaker == "user"}
     cosines = await _cosines(db, model_name, agent, [
         c for c in [*now, *(s.cand for s in statements)] if key(c) in involved], unnamed)
     return (contests(now, slots, statements, cosines, words),
-            retellings(statements, cosines, asked) if state else [])
+            retellings(statements, cosines, asked) if state else [],
+            told_before(now, slots, statements, cosines, words))
 
 
 class _AllClose(dict[tuple[Key, Key], float]):
@@ -137,8 +159,8 @@ async def contested_in_recall(db: Database, model_name: str, agent: str,
         return {}
     earliest = min(c.since for c in now if c.since is not None)
     statements = [s for s in later_statements(heard) if s.said > earliest]
-    found, _ = await _decide(db, model_name, agent, now, slots, statements,
-                             QueryCues.of(query).words, state=False)
+    found, _, _ = await _decide(db, model_name, agent, now, slots, statements,
+                                QueryCues.of(query).words, state=False)
     return {c.fact: c.later.said for c in found}
 
 

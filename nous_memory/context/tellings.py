@@ -16,7 +16,7 @@ from datetime import datetime
 from uuid import UUID
 
 from ..memories.ahead import states_a_plan
-from ..memories.fact_slots import SELF
+from ..memories.fact_slots import SELF, TITLE_DOT
 from ..memories.slot_words import (
     CAR,
     CAR_BRANDS,
@@ -32,11 +32,14 @@ from ..words import MONTH_NAMES, WEEKDAY_NAMES
 from .model import Candidate, Section
 
 MAX_LATER = 24  # statements compared per call (the most recent ones that name values)
+MAX_SPOKEN = 64  # statements read for the names they hold
 QUOTE_WORDS = 40  # a later statement shown above the value: its sentences with values
 
 Key = tuple[UUID, int]  # a memory, and its chunk's number (-1: the memory itself)
 _SPEAKER = re.compile(r"^([^:\n]{1,40}):\s*")
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+# a clause of a sentence: up to a comma, a semicolon or a joining "and" / "but" / "so"
+_CLAUSE = re.compile(r"(?:[^,;]+?)(?=[,;]|\s(?:and|but|so)\s|$)", re.IGNORECASE)
 _TOKEN = re.compile(r"[A-Za-z0-9£$€][\w'\u2019.:/,-]*[\w%]|[A-Za-z0-9]")
 _MY_PERSON = re.compile(r"\b(?:my|our)\s+(?P<who>\w+)(?:\s+(?P<then>\w+))?", re.IGNORECASE)
 # attributes whose values are a known kind of word: a value of theirs need not be
@@ -46,8 +49,8 @@ VALUE_WORDS: Mapping[str, frozenset[str]] = {
     PHONE: frozenset(PHONE_BRANDS)}
 _KNOWN_VALUES = frozenset().union(*VALUE_WORDS.values())
 _ASKING = re.compile(r"\W*(?:do|does|did|can|could|would|will|should|shall|is|are|was|were|"
-                     r"have|has|any|what|what's|how|why|where|when|which|who|whose)\b",
-                     re.IGNORECASE)
+                     r"have|has|any|whose|(?:what|how|why|where|when|which|who)"
+                     r"(?:['\u2019]?(?:s|re|d|ll))?)\b", re.IGNORECASE)  # "whats" asks too
 _NOT_VALUES = frozenset("i i'm im i've i'd i'll ok okay".split())
 
 
@@ -96,23 +99,32 @@ def _norm(token: str) -> str:
     return token.lower().replace("\u2019", "'").removesuffix("'s").strip(".,:/-'$£€")
 
 
-def named_values(body: str) -> frozenset[str]:
+def sentences(body: str) -> list[str]:
+    """A text's sentences, a title's full stop ("Dr. Fofana") not taken for an end."""
+    return _SENTENCE.findall(TITLE_DOT.sub(r"\1", body))
+
+
+def named_values(body: str, known: frozenset[str] = frozenset()) -> frozenset[str]:
     """What a statement names as so: numbers and times, and name-like words inside a
-    sentence (capitalised, not its first word, not "I"); never in a question or in a
-    sentence that tells what is ahead (a plan replaces nothing yet)."""
+    sentence (capitalised, not its first word unless ``known`` holds it as a name named
+    elsewhere, not "I"); never in a question or in a clause that tells what is ahead
+    (a plan replaces nothing yet: "I'm at 32 miles a week and it'll peak at 45")."""
     out: set[str] = set()
-    for sentence in _SENTENCE.findall(body):
-        if _ASKING.match(sentence) or states_a_plan(sentence):
+    for sentence in sentences(body):
+        if _ASKING.match(sentence):
             continue  # "Is it 9:30?" asks; "Rent is $950, is that normal?" tells
-        tokens = _TOKEN.findall(sentence)
-        for index, token in enumerate(tokens):
-            low = _norm(token)
-            if not low or low in _NOT_VALUES:
+        ahead = [m.span() for m in _CLAUSE.finditer(sentence) if states_a_plan(m.group())]
+        tokens = list(_TOKEN.finditer(sentence))
+        for index, match in enumerate(tokens):
+            token, low = match.group(), _norm(match.group())
+            if not low or low in _NOT_VALUES or any(a <= match.start() < b for a, b in ahead):
                 continue
             if index == 0 and not low.replace(":", "").replace(".", "").isdigit() and not (
-                    len(tokens) > 1 and tokens[1][:1].isupper()
-                    and _norm(tokens[1]) not in _NOT_VALUES):
+                    len(tokens) > 1 and tokens[1].group()[:1].isupper()
+                    and _norm(tokens[1].group()) not in _NOT_VALUES) and not (
+                    token[0].isupper() and low in known):
                 continue  # a sentence's first word, unless a name of two ("Henrik Dahl")
+                # or one named inside another statement ("... so I found Lukas")
             if any(ch.isdigit() for ch in token) or low in _KNOWN_VALUES or (
                     token[0].isupper() and len(low) > 1):
                 out.add(low)
@@ -121,12 +133,10 @@ def named_values(body: str) -> frozenset[str]:
 
 def later_statements(candidates: Iterable[Candidate]) -> list[Later]:
     """The candidates that are a person's own statements naming values, newest first."""
-    out: list[Later] = []
+    spoken: list[tuple[datetime, Candidate, str, str]] = []
     dated = sorted(((c.said_at, i, c) for i, c in enumerate(candidates)
                     if c.said_at is not None), reverse=True)
-    for said, _, cand in dated:  # newest first, read only as far as MAX_LATER statements
-        if len(out) >= MAX_LATER:
-            break
+    for said, _, cand in dated:
         if cand.section is Section.NOW or cand.stale_on is not None:
             continue  # shown as current, or a value known to be past
         if cand.chunk_no is not None:
@@ -140,11 +150,36 @@ def later_statements(candidates: Iterable[Candidate]) -> list[Later]:
             speaker, body = "", cand.text
         else:
             continue
-        values = named_values(body)
+        spoken.append((said, cand, speaker, body))
+    # a name said inside one statement is a name where another begins with it; a word
+    # also written in lower case ("The Office", "the") is not taken for one
+    read = [body for *_, body in spoken[:MAX_SPOKEN]]
+    lower = frozenset(t for body in read for t in _TOKEN.findall(body) if t.islower())
+    known = (frozenset().union(*(named_values(body) for body in read))
+             | _opening_names(read)) - lower
+    out: list[Later] = []
+    for said, cand, speaker, body in spoken:  # newest first, as far as MAX_LATER
+        if len(out) >= MAX_LATER:
+            break
+        values = named_values(body, known)
         if values:
             out.append(Later(cand=cand, said=said, speaker=speaker, body=body,
                              values=values))
     return out
+
+
+def _opening_names(bodies: Iterable[str]) -> frozenset[str]:
+    """Capitalised words that open sentences of two statements or more ("Harry's our
+    captain", "Harry did his knee"): names, unless written in lower case elsewhere."""
+    seen: dict[str, int] = {}
+    for body in bodies:
+        opening = {_norm(t.group()) for s in sentences(body)
+                   if (t := _TOKEN.search(s)) is not None and t.group()[:1].isupper()
+                   and t.group()[1:].islower()}
+        for word in opening:
+            if len(word) >= 3 and word.isalpha():
+                seen[word] = seen.get(word, 0) + 1
+    return frozenset(w for w, n in seen.items() if n >= 2)
 
 
 def about(subject: str, later: Later) -> bool:
@@ -162,12 +197,18 @@ def about(subject: str, later: Later) -> bool:
         if later.cand.kind == "fact" and not low.startswith(
                 ("the user ", "the user's ", "i ", "i'm ", "i've ", "my ", "we ", "our ")):
             return False  # a fact says whom it is about first
-        people = [(w or "").lower().removesuffix("s") for m in _MY_PERSON.finditer(body)
-                  for w in (m.group("who"), m.group("then"))]
-        return not any(who in PEOPLE for who in people)
+        # a sentence naming values speaks of the person unless it is of someone of
+        # theirs ("the bootcamp moved to 7:30. My wife still goes at 6:00": the user's)
+        told = [s for s in sentences(body) if named_values(s)] or [body]
+        return any(not _of_their_people(s) for s in told)
     said = words(body)
     wanted = [w for w in subject.replace("user's", " ").split() if w]
     return bool(wanted) and all(w in said for w in wanted)
+
+
+def _of_their_people(text: str) -> bool:
+    return any((w or "").lower().removesuffix("s") in PEOPLE
+               for m in _MY_PERSON.finditer(text) for w in (m.group("who"), m.group("then")))
 
 
 def _people(body: str) -> frozenset[str]:
@@ -187,7 +228,7 @@ def same_subject(a: Later, b: Later) -> bool:
 
 def quote(later: Later) -> str:
     """The statement as shown above the value: its sentences naming values, whole."""
-    kept = [s.strip() for s in _SENTENCE.findall(later.body) if named_values(s)]
+    kept = [s.strip() for s in sentences(later.body) if named_values(s)]
     shown = " ".join(kept or [later.body.strip()]).split()
     body = " ".join(shown[:QUOTE_WORDS]) + (" ..." if len(shown) > QUOTE_WORDS else "")
     return f"{later.speaker}: {body}" if later.speaker else body
@@ -202,6 +243,15 @@ def key(cand: Candidate) -> Key:
 
 
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
+
+
+def value_regex(values: Iterable[str]) -> re.Pattern[str]:
+    """Where a text states any of the values: a name as a name, with its capital ("Design
+    Lead" is not the "design" of "human-centred design"), other values in any case."""
+    parts = [re.escape(v) if value_kind(v) != "name" or not v[:1].isalpha()
+             else f"(?-i:{re.escape(v[:1].upper())}){re.escape(v[1:])}"
+             for v in sorted(values)]
+    return re.compile(r"(?<!\w)(?:" + "|".join(parts) + r")(?!\w)", re.IGNORECASE)
 
 
 def markable(value: str) -> bool:

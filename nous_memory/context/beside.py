@@ -1,0 +1,49 @@
+"""A value named again beside another of its kind: what was said before it is older.
+
+"Raj quit Deloitte and is at Canva now", "since leaving Halvorsen (at Norvik nobody
+emails after 6)", "it's actually 7:45 not 7:15": a person's later statement names a
+value said before together with another value of the same kind.  No rule need read
+which of the two holds now for what was said before to be older than it: an earlier
+text stating the value and not the other one is marked "(older: the user said more on
+<date>)" and ranked below the rest of its section, and the later statement, which holds
+both, stands.  Pure: no I/O; the statements are ``tellings.later_statements``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .now import OldValue
+from .tellings import Later, markable, value_kind, value_regex
+
+
+def named_beside(statements: Sequence[Later], kept: frozenset[str]) -> list[OldValue]:
+    """For each statement naming two or more values of one kind, each such value that an
+    earlier statement named, as old before the later one was said, wherever it is stated
+    without the values new beside it.  ``kept`` are never old: the question's words (what
+    is asked about) and the values slots hold as current (a rule read them)."""
+    out: list[OldValue] = []
+    seen: set[str] = set()
+    for later in statements:  # newest first: the latest statement that names it decides
+        by_kind: dict[str, set[str]] = {}
+        for value in later.values - kept:
+            by_kind.setdefault(value_kind(value), set()).add(value)
+        for group in by_kind.values():
+            if len(group) < 2:
+                continue
+            for value in sorted(group):
+                if value in seen or not markable(value):
+                    continue
+                # the other values, less those said beside it before ("Dr." of "Dr.
+                # Fofana" is no new value beside "Dr. Brennan")
+                before = [e.values for e in statements
+                          if e.said < later.said and value in e.values]
+                others = group - {value} - frozenset().union(*before)
+                if not before or not others:
+                    continue  # named as a value before, and beside a new one now
+                seen.add(value)
+                turn = (None if later.cand.chunk_no is None
+                        else (later.cand.memory_id, later.cand.chunk_no))
+                out.append(OldValue(old=value_regex([value]), current=value_regex(others),
+                                    until=later.said, said_more=True, turn=turn))
+    return out

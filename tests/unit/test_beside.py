@@ -1,0 +1,157 @@
+"""beside.py and the values a statement names: a value named again beside another of its
+kind makes what was said of it before older, whatever words told the change."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+from uuid import uuid4
+
+from nous_memory.context.beside import named_beside
+from nous_memory.context.model import Candidate, Section
+from nous_memory.context.now import mark_old
+from nous_memory.context.retold import retellings, retold_olds
+from nous_memory.context.sections import item_line
+from nous_memory.context.tellings import SELF, Later, about, key, later_statements, named_values
+
+JAN, MAY, JUL = (datetime(2024, m, 10, tzinfo=UTC) for m in (1, 5, 7))
+
+
+def _turn(text: str, said: datetime, speaker: str = "user", chunk: int = 0) -> Candidate:
+    ident = uuid4()
+    return Candidate(ref=f"episode:{ident.hex[:8]}#c{chunk}", memory_id=ident, kind="chunk",
+                     section=Section.EXCERPTS, text=f"{speaker}: {text}", score=0.5,
+                     chunk_no=chunk, said_at=said)
+
+
+def _episode(text: str, said: datetime) -> Candidate:
+    ident = uuid4()
+    return Candidate(ref=f"episode:{ident.hex[:8]}", memory_id=ident, kind="episode",
+                     section=Section.EPISODES, text=text, score=0.9, said_at=said)
+
+
+def _shown(candidates: list[Candidate], olds: list, current_only: bool = False
+           ) -> dict[str, Candidate]:
+    return {c.text: c for c in mark_old(candidates, olds, current_only=current_only)}
+
+
+def test_an_earlier_value_named_beside_a_new_one_is_older_wherever_it_is_stated() -> None:
+    before = _turn("My friend Raj works at Deloitte and says audit season is brutal.", JAN)
+    title = _episode("It began: My friend Raj works at Deloitte ... It ended: Jan to April.",
+                     JAN)
+    after = _turn("Raj quit Deloitte and is at Canva now, doing something with data.", MAY)
+    olds = named_beside(later_statements([before, after]), frozenset({"raj", "work"}))
+    (old,) = olds
+    assert old.old.search("at Deloitte") and not old.old.search("deloitted")
+    shown = _shown([title, before, after], olds)
+    assert shown[before.text].newer_on == MAY and shown[title.text].newer_on == MAY
+    assert shown[after.text].newer_on is None  # it holds both: it stands
+    assert shown[before.text].score < 0 < shown[after.text].score  # below the rest
+    line = item_line(before.ref, before.text, JAN, newer_on=shown[before.text].newer_on)
+    assert line.endswith("(older: the user said more on 10 May 2024)")
+    assert set(_shown([title, before, after], olds, current_only=True)) == {after.text}
+
+
+def test_a_text_said_after_the_statement_is_not_older_than_it() -> None:
+    before = _turn("I've been with Halvorsen Logistics since 2019.", JAN)
+    after = _turn("since leaving Halvorsen (at Norvik nobody emails after 6) I'm free", MAY)
+    again = _turn("Halvorsen sent me a leaving card, sweet of them", JUL)
+    olds = named_beside(later_statements([before, after, again]), frozenset())
+    shown = _shown([before, after, again], olds)
+    assert shown[before.text].newer_on == MAY
+    assert shown[again.text].newer_on is None
+
+
+def test_a_turn_before_the_statement_in_its_conversation_is_before_it() -> None:
+    asked = _turn("Can you plan my morning? I've got the dentist at 8", MAY, chunk=0)
+    echo = _turn("Sure! With standup at 9:00 you'd need to leave by 8:40.", MAY,
+                 speaker="assistant", chunk=1)
+    asked, echo = (dataclasses.replace(c, memory_id=asked.memory_id) for c in (asked, echo))
+    fix = dataclasses.replace(_turn("oh it's not 9:00 anymore, it moved to 9:40", MAY,
+                                    chunk=2), memory_id=asked.memory_id)
+    after = dataclasses.replace(_turn("Ah, 9:40 then, and 9:00 is free for coffee.", MAY,
+                                      speaker="assistant", chunk=3),
+                                memory_id=asked.memory_id)
+    first = _turn("standup is at 9:00 sharp and my lead hates lateness.", JAN)
+    olds = named_beside(later_statements([first, asked, echo, fix, after]), frozenset())
+    shown = _shown([first, echo, fix, after], olds)
+    assert shown[first.text].newer_on == MAY and shown[echo.text].newer_on == MAY
+    assert shown[after.text].newer_on is None  # said after the statement
+
+
+def test_values_of_other_kinds_or_never_said_before_mark_nothing() -> None:
+    before = _turn("Standup is at 9:15 in the Lisbon office.", JAN)
+    after = _turn("Had lunch at 13:00 near the Lisbon office.", MAY)  # a time, one city
+    new_names = _turn("Marta and Tom came over, Marta brought cake.", MAY)
+    assert named_beside(later_statements([before, after, new_names]), frozenset()) == []
+    # a value the question asks about is what is asked, never old
+    told = _turn("I moved from Lisbon to Porto.", MAY)
+    assert named_beside(later_statements([before, told]), frozenset({"lisbon"})) == []
+    assert len(named_beside(later_statements([before, told]), frozenset())) == 1
+
+
+def test_a_title_a_plan_clause_and_a_bare_question_are_read_as_such() -> None:
+    assert {"brennan", "fofana"} <= named_values(
+        "Saw Dr. Brennan this morning, a better listener than Dr. Fofana ever was.")
+    assert named_values("I'm at 32 miles a week and it'll peak at 45.") == {"32"}
+    assert named_values("whats a good mechanical keyboard for coding under 100") == set()
+
+
+def test_a_first_word_is_a_value_where_another_statement_names_it() -> None:
+    early = _turn("Mrs Abara moved away so I found Lukas, a uni student.", JAN)
+    late = _turn("Lukas graduated and left, so now I have lessons with Ms Ferreira.", MAY)
+    by_time = {s.cand.memory_id: s.values for s in later_statements([early, late])}
+    assert "lukas" in by_time[late.memory_id]
+    alone = later_statements([late])
+    assert "lukas" not in alone[0].values
+    # a word also written in lower case elsewhere is not taken for a name
+    named = _turn("We loved Summer in the play.", JAN)
+    starts = _turn("Summer is over, sadly, and Ana left.", MAY)
+    (read,) = [s for s in later_statements([named, starts]) if s.cand is starts]
+    assert "summer" in read.values
+    lower = _turn("the summer was long", JAN)
+    (read,) = [s for s in later_statements([named, starts, lower]) if s.cand is starts]
+    assert "summer" not in read.values
+
+
+def test_a_word_opening_sentences_of_two_statements_is_a_name() -> None:
+    first = _turn("Five-a-side tonight. Harry's our captain and plays me at the back.", JAN)
+    later = _turn("Harry did his knee so Kwame took over the armband.", MAY)
+    read = {s.cand.memory_id: s.values for s in later_statements([first, later])}
+    assert "harry" in read[first.memory_id] and {"harry", "kwame"} <= read[later.memory_id]
+    (old,) = named_beside(later_statements([first, later]), frozenset({"captain"}))
+    assert old.old.search("Harry's our captain") and old.current is not None
+    assert old.current.search("Kwame")
+    # written in lower case elsewhere: a word, not a name
+    plain = _turn("Today was long. Today I rested, and today is quiet.", MAY)
+    again = _turn("Today the gym was closed.", JAN)
+    assert all("today" not in s.values for s in later_statements([plain, again]))
+
+
+def test_a_statement_is_the_persons_own_where_a_sentence_naming_values_is() -> None:
+    said = _turn("the bootcamp got moved to 7:30, great for the school run. My wife still "
+                 "goes to her 6:00 spin.", MAY)
+    (later,) = later_statements([said])
+    assert about(SELF, later)
+    theirs = _turn("My wife goes to her 6:00 spin at the same gym.", MAY)
+    (other,) = later_statements([theirs])
+    assert not about(SELF, other)
+
+
+def test_a_new_value_of_another_kind_does_not_shield_an_old_one() -> None:
+    first = _turn("Anytime Fitness near me is always packed at 6pm.", JAN)
+    second = _turn("The corporate discount made Equinox cheaper, so I signed up there. "
+                   "Suggest a 30 min swim workout?", MAY)
+    title = _episode("It began: Anytime Fitness near me is always packed at 6pm. It ended: "
+                     "mid-morning (10-11:30) is quiet.", JAN)
+    statements = later_statements([first, second])
+    told = retellings(statements, {(key(first), key(second)): 0.9}, frozenset({"gym"}))
+    assert told and {"anytime", "fitness"} <= told[0].old
+    shown = _shown([title, first, second], retold_olds(told))
+    assert shown[title.text].stale_on == MAY  # "11:30" holds no new gym
+
+
+def test_later_statements_carry_what_they_were_read_from() -> None:
+    said = _turn("Raj is at Canva now.", MAY)
+    (later,) = later_statements([said])
+    assert isinstance(later, Later) and later.values == {"canva"}  # a first word alone
