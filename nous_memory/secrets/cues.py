@@ -22,7 +22,7 @@ _LINK_WORDS = (r"is|was|are|were|be|been|will|would|now|still|just|currently|set
                r"er|wie|zijn|sera|será")
 _LINK_ONE = (rf"(?:\s+(?:{_LINK_WORDS})\b\.?|\s*[:=\x{{FF1A}}]+|\s+[-\x{{2013}}\x{{2014}}>#]+"
              r"|\s*\?|['\x{2019}]s\b|\s*は)")
-_LINK_REQ = rf"(?:\s*[\"'\x{{201D}}\x{{2019}}]?{_LINK_ONE})+\s*"
+_LINK_REQ = rf"(?:\s*[\"'\x{{201D}}\x{{2019}})]?{_LINK_ONE})+\s*"  # "(for the wifi) is"
 _LINK_OPT = rf"(?:\s*[\"'\x{{201D}}\x{{2019}}]?{_LINK_ONE})*\s*"
 _QUOTED = (r"[\"'\x{201C}\x{2018}`\x{AB}]"
            r"(?P<q>[^\"'\x{201C}\x{201D}\x{2018}\x{2019}`\x{AB}\x{BB}\n]{1,120})"
@@ -31,13 +31,15 @@ _QUOTED = (r"[\"'\x{201C}\x{2018}`\x{AB}]"
 
 def after(value: str) -> Any:
     """The anchored pattern of what follows a cue: gap and link, then the value (``q``
-    quoted, or ``v``)."""
+    quoted, ``b`` one token in brackets, or ``v``)."""
     return compile_pattern(
-        rf"(?:(?P<gap>{_GAP}){_LINK_REQ}|(?P<link>{_LINK_OPT}))(?:{_QUOTED}|(?P<v>{value}))",
+        rf"(?:(?P<gap>{_GAP}){_LINK_REQ}|(?P<link>{_LINK_OPT}))"
+        rf"(?:{_QUOTED}|\((?P<b>[^\s()]{{1,64}})\)|(?P<v>{value}))",
         case_sensitive=False)
 
 
-TOKEN = after(r"[^\s\"'\x{201C}\x{201D}\x{2018}\x{2019}`\x{AB}\x{BB}]+")
+TOKEN = after(r"[^\s\"'\x{201C}\x{201D}\x{2018}\x{2019}`\x{AB}\x{BB}(]"
+              r"[^\s\"'\x{201C}\x{201D}\x{2018}\x{2019}`\x{AB}\x{BB}]*")  # "(for" opens a remark
 CODE = after(r"[#*]?(?:[A-Z]-)?[A-Za-z0-9]+(?:[ \-.][A-Za-z0-9]+)*[#*]?")
 ID = after(r"[A-Za-z0-9]+(?:[ \-./][A-Za-z0-9]+)*")
 
@@ -79,11 +81,15 @@ def value_after(text: str, cue_end: int, pattern: Any) -> Value | None:
     match = pattern.match(window)
     if match is None:
         return None
-    quoted = match.group("q") is not None
-    group = pattern.groupindex["q" if quoted else "v"]
+    bracketed = match.group("b") is not None  # "(hunter22)": a value set apart
+    quoted = match.group("q") is not None or bracketed
+    group = pattern.groupindex["b" if bracketed else "q" if quoted else "v"]
     explicit = match.group("gap") is not None or bool(match.group("link").strip(" \t"))
     start, end = cue_end + match.start(group), cue_end + match.end(group)
-    return Value(start, end, explicit, quoted, text[cue_end:start].lower())
+    between = text[cue_end:start - bracketed].lower()
+    if between.count("(") > between.count(")"):
+        return None  # inside a remark opened after the cue: its own clause's words
+    return Value(start, end, explicit, quoted, between)
 
 
 def trim(text: str, start: int, end: int) -> int:

@@ -49,6 +49,10 @@ FOUND = [
     ("my SSN is 123-45-6789", "123-45-6789", "government id"),
     ("NI number AB 12 34 56 C", "AB 12 34 56 C", "government id"),
     ("passport number 533380006", "533380006", "government id"),
+    # a remark between cue and link, or a value set apart in brackets
+    ("my password (for the wifi) is hunter22", "hunter22", "password"),
+    ("my password is (hunter22)", "hunter22", "password"),
+    ("the door code (4471) works", "4471", "pin"),
 ]
 
 KEPT = [
@@ -66,6 +70,8 @@ KEPT = [
     "use code SAVE20 at checkout",
     "the meeting ID is 842 1177 5521? no, that's Zoom",
     "[redacted: password] and [redacted: card number]",
+    # a remark opened after a cue is its own clause: "great" is no mnemonic's value
+    "Mnemonic flashcards (Tofugu's hiragana guide is great), writing each one out",
 ]
 
 
