@@ -88,15 +88,17 @@ def contests(now: Sequence[Candidate], rows: Mapping[UUID, Mapping[str, Any]],
         subject = row["slot_subject"] or SELF
         stated = (re.compile(r"(?<!\w)" + re.escape(value) + r"(?!\w)") if value else None)
         for stmt in later:  # newest first
-            if stmt.said <= cand.since or stmt.cand.memory_id == cand.memory_id:
-                continue
+            if stmt.said < cand.since or (stmt.said == cand.since and not cand.ended) \
+                    or stmt.cand.memory_id == cand.memory_id:
+                continue  # an ended value: what was said as it ended may name its successor
             if not about(subject, stmt):
                 continue
             new = {v for v in stmt.values | (words(stmt.body) & known)
                    if v not in own and v not in asked}
             if value and not kinds(new) & kinds(value.split()):
                 new = set()  # another kind of value: not this one told otherwise
-            if stated is not None and stated.search(stmt.body.lower()) and not new & known:
+            if stated is not None and stated.search(stmt.body.lower()) and not new & known \
+                    and not cand.ended:
                 # the value said again later ("Lisbon is lovely, Alfama especially"): what
                 # came before it is older still; only a word of the attribute's own kind
                 # beside it tells a change ("flexitarian, healthier than pescatarian")

@@ -34,10 +34,10 @@ _STATE_WORDS = re.compile(
     r"\b(?:current|currently|now|nowadays|these days|at the moment|still|any ?more|"
     r"previous|previously|before|used to|latest|most recent|most recently|so far|"
     r"usually|normally|typically)\b", re.IGNORECASE)
-# an auxiliary, or "who" and its own verb in the present ("Who owns ...?", "Who teaches
-# me ...?") or the past ("Who moved ...?"); after "what" / "which" comes a noun
-_PRESENT = re.compile(r"\b(?:do|does|am|is|are|have|has|'s|'re|'ve)\b|^\W*who\s+"
-                      r"(?!(?:was|has|is|does|this|us|its|his)\b)[a-z]+[^s\W]s\b",
+# an auxiliary, or "who" (or "which" and a noun) and its own verb in the present ("Who
+# owns ...?", "Which bus stops ...?") or the past ("Who moved ...?")
+_PRESENT = re.compile(r"\b(?:do|does|am|is|are|have|has|'s|'re|'ve)\b|^\W*(?:who|(?:what|which)"
+                      r"\s+[a-z]+)\s+(?!(?:was|has|is|does|this|us|its|his)\b)[a-z]+[^s\W]s\b",
                       re.IGNORECASE)
 _PAST = re.compile(r"\b(?:did|was|were|had)\b|^\W*who\s+[a-z]+ed\b", re.IGNORECASE)
 

@@ -47,8 +47,11 @@ class SaidLater:
               ) -> list[Candidate]:
         """The candidates with contested values no longer current and the latest
         statements first."""
+        # a telling whose new value a later statement contests is not the latest word
+        contested = {c.value for c in self.found}
+        latest = [r for r in self.told if not (r.later.values - r.earlier.values) & contested]
         return promote(apply_contests(candidates, self.found, current_only=current_only),
-                       self.told)
+                       latest)
 
     def olds(self) -> list[OldValue]:
         """The values said otherwise later, to be marked older where a text states them."""

@@ -155,3 +155,25 @@ def test_later_statements_carry_what_they_were_read_from() -> None:
     said = _turn("Raj is at Canva now.", MAY)
     (later,) = later_statements([said])
     assert isinstance(later, Later) and later.values == {"canva"}  # a first word alone
+
+
+def test_an_ended_value_is_followed_by_what_its_person_said_it_ended_with() -> None:
+    from nous_memory.context.later import apply_contests, contests
+
+    fact = Candidate(ref="fact:1", memory_id=uuid4(), kind="fact", section=Section.NOW,
+                     text="The user left Zenith in March.", score=3.0, pinned=True,
+                     since=MAY, ended=True)
+    said = _turn("no no, I left Zenith in March, I'm at Quorra now", MAY)
+    rows = {fact.memory_id: {"slot_value": "zenith", "slot_subject": "user",
+                             "slot_attribute": "employer"}}
+    close = {(key(fact), key(said)): 0.8}
+    (found,) = contests([fact], rows, later_statements([said]), close, ["company"])
+    shown = apply_contests([fact, said], [found], current_only=False)
+    assert shown[0].memory_id == said.memory_id and "Quorra" in shown[0].text
+    assert shown[1].newer_on == MAY and shown[1].since is None
+    # a value that has not ended is not contested by the statement it came from
+    held = Candidate(ref="fact:2", memory_id=uuid4(), kind="fact", section=Section.NOW,
+                     text="The user works at Zenith.", score=3.0, pinned=True, since=MAY)
+    rows[held.memory_id] = rows[fact.memory_id]
+    assert contests([held], rows, later_statements([said]), {(key(held), key(said)): 0.8},
+                    ["company"]) == []

@@ -124,3 +124,24 @@ def test_a_retelling_changes_only_values_of_its_kind() -> None:
     (told,) = retellings(statements, close, frozenset({"standup"}))
     assert told.old == {"9:15"}  # not the team's city
     assert retold_facts([home], rows, [told], []) == []
+
+
+def test_a_telling_whose_new_value_was_contested_later_is_not_put_first() -> None:
+    from nous_memory.context.later import Contest
+    from nous_memory.context.said_later import SaidLater
+
+    keto = _turn("week 2 of keto and I have a headache, it's Keto flu", said=JAN)
+    pesc = _turn("keto didn't stick, I'm pescatarian now, easier socially",
+                 said=datetime(2024, 3, 1, tzinfo=UTC))
+    fact = _fact("The user is pescatarian now.", since=datetime(2024, 3, 1, tzinfo=UTC))
+    flex = _turn("eating flexitarian these days, healthier than staying pescatarian?")
+    statements = later_statements([keto, pesc, flex])
+    by = {s.cand.memory_id: s for s in statements}
+    told = retellings(statements, {(key(keto), key(pesc)): 0.9}, frozenset({"diet"}))
+    assert [r.later.cand for r in told] == [pesc]
+    contest = Contest(fact=fact.memory_id, later=by[flex.memory_id], value="pescatarian")
+    shown = SaidLater(found=[contest], told=told).shown([fact, keto, pesc, flex],
+                                                       current_only=False)
+    now = [c.memory_id for c in shown if c.section is Section.NOW]
+    assert now[0] == flex.memory_id and pesc.memory_id not in now[:1]
+    assert now.index(flex.memory_id) < now.index(fact.memory_id)

@@ -40,6 +40,7 @@ def names(rows: list[Any]) -> list[str]:
     "Which phone did I use before?",
     "Who owns the building I rent in?",  # "who" and a verb of the present
     "Who teaches me piano?",
+    "Which bus stops outside my flat?",  # "which", a noun, a verb of the present
 ])
 def test_questions_about_how_things_stand(query: str) -> None:
     assert asks_how_things_stand(query)
