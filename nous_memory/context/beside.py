@@ -6,7 +6,10 @@ value said before together with another value of the same kind.  No rule need re
 which of the two holds now for what was said before to be older than it: an earlier
 text stating the value and not the other one is marked "(older: the user said more on
 <date>)" and ranked below the rest of its section, and the later statement, which holds
-both, stands.  Pure: no I/O; the statements are ``tellings.later_statements``.
+both, stands.  Two names in one sentence are not always a change ("Marta and Tom came
+over"), so the mark claims no more than it knows: that the person said more, and when;
+it is made only for a question about how things stand.  Pure: no I/O; the statements are
+``tellings.later_statements``.
 """
 
 from __future__ import annotations
@@ -18,10 +21,10 @@ from .tellings import Later, markable, value_kind, value_regex
 
 
 def named_beside(statements: Sequence[Later], kept: frozenset[str]) -> list[OldValue]:
-    """For each statement naming two or more values of one kind, each such value that an
-    earlier statement named, as old before the later one was said, wherever it is stated
-    without the values new beside it.  ``kept`` are never old: the question's words (what
-    is asked about) and the values slots hold as current (a rule read them)."""
+    """For each statement naming two or more values of one kind, each such value as old
+    before the statement was said, wherever a text states it without the values new
+    beside it (those not named beside it before).  ``kept`` are never old: the question's
+    words (what is asked about) and the values slots hold as current (a rule read them)."""
     out: list[OldValue] = []
     seen: set[str] = set()
     for later in statements:  # newest first: the latest statement that names it decides
@@ -39,8 +42,8 @@ def named_beside(statements: Sequence[Later], kept: frozenset[str]) -> list[OldV
                 before = [e.values for e in statements
                           if e.said < later.said and value in e.values]
                 others = group - {value} - frozenset().union(*before)
-                if not before or not others:
-                    continue  # named as a value before, and beside a new one now
+                if not others:
+                    continue  # nothing new beside it
                 seen.add(value)
                 turn = (None if later.cand.chunk_no is None
                         else (later.cand.memory_id, later.cand.chunk_no))

@@ -83,8 +83,10 @@ async def said_later(db: Database, model_name: str, agent: str,
     held = frozenset().union(*(words(slots[c.memory_id]["slot_value"] or "") for c in now
                                if c.memory_id in slots and not c.ended))
     also = told_before_olds(before, {c.memory_id: c.since for c in now if c.since})
-    if state:
-        also += named_beside(statements, frozenset(cues.words) | held)
+    if state:  # a statement of a value known to be past still tells what replaced what
+        told_all = [s for s in later_statements(recalled, past=True)
+                    if s.cand.chunk_no is not None or s.cand.memory_id not in shown]
+        also += named_beside(told_all, frozenset(cues.words) | held)
     return SaidLater(found=found + retold_facts(now, slots, told, found), told=told,
                      also=also)
 

@@ -131,13 +131,14 @@ def named_values(body: str, known: frozenset[str] = frozenset()) -> frozenset[st
     return frozenset(out)
 
 
-def later_statements(candidates: Iterable[Candidate]) -> list[Later]:
-    """The candidates that are a person's own statements naming values, newest first."""
+def later_statements(candidates: Iterable[Candidate], *, past: bool = False) -> list[Later]:
+    """The candidates that are a person's own statements naming values, newest first
+    (``past``: those stating a value known to be past too)."""
     spoken: list[tuple[datetime, Candidate, str, str]] = []
     dated = sorted(((c.said_at, i, c) for i, c in enumerate(candidates)
                     if c.said_at is not None), reverse=True)
     for said, _, cand in dated:
-        if cand.section is Section.NOW or cand.stale_on is not None:
+        if cand.section is Section.NOW or (cand.stale_on is not None and not past):
             continue  # shown as current, or a value known to be past
         if cand.chunk_no is not None:
             found = _SPEAKER.match(cand.text)
