@@ -192,3 +192,39 @@ async def test_a_compound_is_learned_whole_unless_every_clause_is_the_users_own_
     result = await store.learn_fact("a", content)
     assert result.also == [] and result.fact is not None
     assert result.fact.fact.content == content
+
+
+# each: an earlier mention of a value in passing, a later statement naming it beside its
+# successor (no phrase a rule reads as a change), the question, the old value, the new one
+BESIDE = [
+    (("Five-a-side again tonight. Marco's our captain and he keeps me in goal. Tips?",
+      "Stay big and talk to your defenders."),
+     ("Marco did his ankle so Tunde took over the armband, and he's moved me to midfield. "
+      "Passing drills?", "Rondos and one-touch squares."),
+     "Who captains my five-a-side team?", "Marco", "Tunde"),
+    (("Appointment with Dr. Okonkwo on Thursday about my back. What should I ask?",
+      "Ask about triggers and exercises."),
+     ("Saw Dr. Lindqvist this morning, a far better listener than Dr. Okonkwo ever was. "
+      "Is physio worth it?", "Often, yes."),
+     "Who's my doctor?", "Okonkwo", "Lindqvist"),
+]
+
+
+@pytest.mark.parametrize(("first", "later", "question", "old", "new"), BESIDE)
+async def test_what_was_said_before_a_value_named_beside_its_successor_is_older(
+        store: MemoryStore, first: tuple[str, str], later: tuple[str, str], question: str,
+        old: str, new: str) -> None:
+    await store.ingest("b", [_session("2024-01-10", *first), _session("2024-05-10", *later)])
+    await store.worker().drain()
+    ctx = await store.assemble_context("b", question, budget_tokens=600,
+                                       as_of="2024-06-10T10:00:00Z")
+    text = ctx.text
+    stating_old = [line for line in text.splitlines() if old in line and new not in line]
+    assert stating_old, text
+    assert all("(older:" in line and "2024)" in line for line in stating_old), text
+    lines = text.splitlines()
+    assert min(_lines(text, new)) < lines.index(stating_old[0]), text
+    clean = await store.assemble_context("b", question, budget_tokens=600,
+                                         as_of="2024-06-10T10:00:00Z", current_only=True)
+    assert new in clean.text
+    assert not any(old in line and new not in line for line in clean.text.splitlines())
