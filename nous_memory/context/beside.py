@@ -14,6 +14,7 @@ it is made only for a question about how things stand.  Pure: no I/O; the statem
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from .now import OldValue
@@ -35,13 +36,15 @@ def named_beside(statements: Sequence[Later], kept: frozenset[str]) -> list[OldV
             if len(group) < 2:
                 continue
             for value in sorted(group):
-                if value in seen or not markable(value):
+                if value in seen or not _markable(value):
                     continue
                 # the other values, less those said beside it before ("Dr." of "Dr.
-                # Fofana" is no new value beside "Dr. Brennan")
+                # Fofana" is no new value beside "Dr. Brennan") and the words of its own
+                # name ("Lea Striders" is one club)
                 before = [e.values for e in statements
                           if e.said < later.said and value in e.values]
-                others = group - {value} - frozenset().union(*before)
+                others = (group - {value} - frozenset().union(*before)
+                          - _same_name(later.body, value, group))
                 if not others:
                     continue  # nothing new beside it
                 seen.add(value)
@@ -50,3 +53,16 @@ def named_beside(statements: Sequence[Later], kept: frozenset[str]) -> list[OldV
                 out.append(OldValue(old=value_regex([value]), current=value_regex(others),
                                     until=later.said, said_more=True, turn=turn))
     return out
+
+
+def _markable(value: str) -> bool:
+    """``markable``, and a number of two digits ("a 43, not a 42"): told beside another
+    of its kind, it is what changed, not a date's day."""
+    return markable(value) or (value.isdigit() and len(value) == 2)
+
+
+def _same_name(body: str, value: str, group: set[str]) -> frozenset[str]:
+    """The values written next to ``value`` in ``body``: words of one name."""
+    return frozenset(other for other in group if other != value and re.search(
+        rf"(?<!\w){re.escape(value)}\s+{re.escape(other)}(?!\w)|(?<!\w){re.escape(other)}"
+        rf"\s+{re.escape(value)}(?!\w)", body, re.IGNORECASE))

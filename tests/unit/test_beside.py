@@ -180,3 +180,14 @@ def test_an_ended_value_is_followed_by_what_its_person_said_it_ended_with() -> N
     rows[held.memory_id] = rows[fact.memory_id]
     assert contests([held], rows, later_statements([said]), {(key(held), key(said)): 0.8},
                     ["company"]) == []
+
+
+def test_the_words_of_one_name_are_not_two_values_and_two_digits_are_one() -> None:
+    first = _turn("Ran my first parkrun with the Hackney Harriers! Any tips?", JAN)
+    later = _turn("I signed up with Lea Striders because their sessions fit better.", MAY)
+    olds = named_beside(later_statements([first, later]), frozenset())
+    assert all(c.newer_on is None for c in _shown([first, later], olds).values())
+    size = _turn("Looking for trail shoes, I'm a size 42.", JAN)
+    fitted = _turn("Turns out I'm a 43, not a 42, after the gait analysis.", MAY)
+    olds = named_beside(later_statements([size, fitted]), frozenset())
+    assert _shown([size, fitted], olds)[size.text].newer_on == MAY
