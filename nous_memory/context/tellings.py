@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
-from ..memories.ahead import states_a_plan
+from ..memories.ahead import plans_by_its_verb, states_a_plan
 from ..memories.fact_slots import SELF, TITLE_DOT
 from ..memories.slot_words import (
     CAR,
@@ -107,17 +107,26 @@ def sentences(body: str) -> list[str]:
 def named_values(body: str, known: frozenset[str] = frozenset()) -> frozenset[str]:
     """What a statement names as so: numbers and times, and name-like words inside a
     sentence (capitalised, not its first word unless ``known`` holds it as a name named
-    elsewhere, not "I"); never in a question or in a clause that tells what is ahead
-    (a plan replaces nothing yet: "I'm at 32 miles a week and it'll peak at 45")."""
+    elsewhere, not "I"); never in a question or in what tells what is ahead (a plan
+    replaces nothing yet): a clause planned by its own verb ("I'm at 32 miles a week and
+    it'll peak at 45"), else the whole sentence ("Next month, I'm moving to Berlin")."""
     out: set[str] = set()
     for sentence in sentences(body):
         if _ASKING.match(sentence):
             continue  # "Is it 9:30?" asks; "Rent is $950, is that normal?" tells
-        ahead = [m.span() for m in _CLAUSE.finditer(sentence) if states_a_plan(m.group())]
+        ahead: list[tuple[int, int]] = []
+        if states_a_plan(sentence):
+            ahead = [m.span() for m in _CLAUSE.finditer(sentence) if states_a_plan(m.group())]
+            if not ahead or not all(plans_by_its_verb(sentence[a:b]) for a, b in ahead):
+                continue  # a time ahead may reach the whole sentence: all of it is a plan
         tokens = list(_TOKEN.finditer(sentence))
+        plan = 0  # the plan clauses and the tokens are both in order
         for index, match in enumerate(tokens):
             token, low = match.group(), _norm(match.group())
-            if not low or low in _NOT_VALUES or any(a <= match.start() < b for a, b in ahead):
+            while plan < len(ahead) and ahead[plan][1] <= match.start():
+                plan += 1
+            if not low or low in _NOT_VALUES or (
+                    plan < len(ahead) and ahead[plan][0] <= match.start()):
                 continue
             if index == 0 and not low.replace(":", "").replace(".", "").isdigit() and not (
                     len(tokens) > 1 and tokens[1].group()[:1].isupper()

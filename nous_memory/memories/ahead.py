@@ -23,11 +23,13 @@ _AHEAD = re.compile(r"\b(?:will|going to|plans? to|planning to|scheduled|booked|
 
 # what is ahead, by the grammar of the future: a future auxiliary or intention, or a
 # progressive or present verb with a time still to come ("is moving next month")
+_FUTURE_VERB = (r"\b(?:will|won't|shall|'ll|going to|gonna|plans? to|planning to|about to|"
+                r"intends? to|hopes? to|hoping to|thinking of|considering)\b")
 _FUTURE = re.compile(
-    r"\b(?:will|won't|shall|'ll|going to|gonna|plans? to|planning to|about to|intends? to|"
-    r"hopes? to|hoping to|thinking of|considering)\b|\b(?:next|upcoming|tomorrow|soon)\b"
+    _FUTURE_VERB + r"|\b(?:next|upcoming|tomorrow|soon)\b"
     r"(?! to\b| door\b)|\bin (?:a|an|one|two|three|four|five|six|a few|a couple of|\d+) "
     r"(?:days?|weeks?|months?|years?)\b", re.I)
+_BY_VERB = re.compile(_FUTURE_VERB, re.I)
 
 
 # the arranged future: a progressive verb and a month to come ("we're moving to Berlin
@@ -41,6 +43,12 @@ def states_a_plan(content: str) -> bool:
     """Whether a statement tells what is ahead rather than what is so: a move planned for
     next month is not yet the home."""
     return _FUTURE.search(content) is not None or _ARRANGED.search(content) is not None
+
+
+def plans_by_its_verb(clause: str) -> bool:
+    """Whether a clause tells what is ahead by its own verb ("it'll peak at 45"), not by a
+    time that may reach the whole sentence ("Next month, I'm moving to Berlin")."""
+    return _BY_VERB.search(clause) is not None
 
 
 def slot_and_event(content: str, said_at: datetime) -> tuple[Slot | None, datetime | None]:

@@ -34,7 +34,7 @@ def after(value: str) -> Any:
     quoted, ``b`` one token in brackets, or ``v``)."""
     return compile_pattern(
         rf"(?:(?P<gap>{_GAP}){_LINK_REQ}|(?P<link>{_LINK_OPT}))"
-        rf"(?:{_QUOTED}|\((?P<b>[^\s()]{{1,64}})\)|(?P<v>{value}))",
+        rf"(?:{_QUOTED}|\((?P<b>[^\s(),]{{1,64}})[),]|(?P<v>{value}))",
         case_sensitive=False)
 
 
@@ -81,14 +81,16 @@ def value_after(text: str, cue_end: int, pattern: Any) -> Value | None:
     match = pattern.match(window)
     if match is None:
         return None
-    bracketed = match.group("b") is not None  # "(hunter22)": a value set apart
-    quoted = match.group("q") is not None or bracketed
+    bracketed = match.group("b") is not None  # "(hunter22)": a value set apart, its
+    quoted = match.group("q") is not None  # shape still checked ("(gmail)" is a word)
     group = pattern.groupindex["b" if bracketed else "q" if quoted else "v"]
     explicit = match.group("gap") is not None or bool(match.group("link").strip(" \t"))
     start, end = cue_end + match.start(group), cue_end + match.end(group)
     between = text[cue_end:start - bracketed].lower()
-    if between.count("(") > between.count(")"):
-        return None  # inside a remark opened after the cue: its own clause's words
+    if between.count("(") > between.count(")") and any(
+            ch.isalpha() for ch in between[:between.rfind("(")]):
+        return None  # inside a remark opened after other words: that clause's own words
+        # ("Mnemonic flashcards (the guide is great)"); "password (new: X)" is the cue's
     return Value(start, end, explicit, quoted, between)
 
 

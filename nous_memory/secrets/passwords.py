@@ -86,6 +86,10 @@ def _cued_passwords(text: str) -> Iterator[Found]:
         found = value_after(text, cue.end, TOKEN)
         if found is None:
             continue
+        if text[found.start - 1:found.start] == "(" and not password_like(
+                text[found.start:found.end], found.explicit):
+            # a word set apart names what it is for ("password (gmail) Xk9#mP2qZ")
+            found = value_after(text, found.end + 1, TOKEN) or found
         start, end = found.start, found.end if found.quoted else trim(text, found.start, found.end)
         value = text[start:end]
         colon = ":" in found.between or "=" in found.between

@@ -53,6 +53,11 @@ FOUND = [
     ("my password (for the wifi) is hunter22", "hunter22", "password"),
     ("my password is (hunter22)", "hunter22", "password"),
     ("the door code (4471) works", "4471", "pin"),
+    ("my wifi password (new: Tr0ub4dor&3x)", "Tr0ub4dor&3x", "password"),
+    ("password (for the wifi: hunter22)", "hunter22", "password"),
+    ("password (hunter22, lowercase)", "hunter22", "password"),
+    ("PIN (changed to 4821) for the card", "4821", "pin"),
+    ("password (gmail) Xk9#mP2qZ", "Xk9#mP2qZ", "password"),
 ]
 
 KEPT = [
@@ -72,6 +77,7 @@ KEPT = [
     "[redacted: password] and [redacted: card number]",
     # a remark opened after a cue is its own clause: "great" is no mnemonic's value
     "Mnemonic flashcards (Tofugu's hiragana guide is great), writing each one out",
+    "the password field (optional) can stay empty",
 ]
 
 
