@@ -14,27 +14,29 @@ it is made only for a question about how things stand.  Pure: no I/O; the statem
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from .now import OldValue
-from .tellings import Later, markable, value_kind, value_regex
+from .tellings import Later, adjacent, markable, value_kind, value_regex
 
 
 def named_beside(statements: Sequence[Later], kept: frozenset[str]) -> list[OldValue]:
     """For each statement naming two or more values of one kind, each such value as old
     before the statement was said, wherever a text states it without the values new
     beside it (those not named beside it before).  ``kept`` are never old: the question's
-    words (what is asked about) and the values slots hold as current (a rule read them)."""
+    words (what is asked about) and the values slots hold as current (a rule read them).
+    More than ``MAX_OF_A_KIND`` values of one kind are a list, not a change."""
     out: list[OldValue] = []
     seen: set[str] = set()
     for later in statements:  # newest first: the latest statement that names it decides
         by_kind: dict[str, set[str]] = {}
         for value in later.values - kept:
             by_kind.setdefault(value_kind(value), set()).add(value)
-        for group in by_kind.values():
-            if len(group) < 2:
-                continue
+        groups = [g for g in by_kind.values() if 2 <= len(g) <= MAX_OF_A_KIND]
+        if not groups:
+            continue
+        pairs = adjacent(later.body)
+        for group in groups:
             for value in sorted(group):
                 if value in seen or not _markable(value):
                     continue
@@ -43,8 +45,8 @@ def named_beside(statements: Sequence[Later], kept: frozenset[str]) -> list[OldV
                 # name ("Lea Striders" is one club)
                 before = [e.values for e in statements
                           if e.said < later.said and value in e.values]
-                others = (group - {value} - frozenset().union(*before)
-                          - _same_name(later.body, value, group))
+                others = {o for o in group - {value} - frozenset().union(*before)
+                          if (value, o) not in pairs and (o, value) not in pairs}
                 if not others:
                     continue  # nothing new beside it
                 seen.add(value)
@@ -55,14 +57,10 @@ def named_beside(statements: Sequence[Later], kept: frozenset[str]) -> list[OldV
     return out
 
 
+MAX_OF_A_KIND = 4
+
+
 def _markable(value: str) -> bool:
     """``markable``, and a number of two digits ("a 43, not a 42"): told beside another
     of its kind, it is what changed, not a date's day."""
     return markable(value) or (value.isdigit() and len(value) == 2)
-
-
-def _same_name(body: str, value: str, group: set[str]) -> frozenset[str]:
-    """The values written next to ``value`` in ``body``: words of one name."""
-    return frozenset(other for other in group if other != value and re.search(
-        rf"(?<!\w){re.escape(value)}\s+{re.escape(other)}(?!\w)|(?<!\w){re.escape(other)}"
-        rf"\s+{re.escape(value)}(?!\w)", body, re.IGNORECASE))

@@ -88,8 +88,8 @@ def contests(now: Sequence[Candidate], rows: Mapping[UUID, Mapping[str, Any]],
         subject = row["slot_subject"] or SELF
         stated = (re.compile(r"(?<!\w)" + re.escape(value) + r"(?!\w)") if value else None)
         for stmt in later:  # newest first
-            if stmt.said < cand.since or (stmt.said == cand.since and not cand.ended) \
-                    or stmt.cand.memory_id == cand.memory_id:
+            if stmt.said < cand.since or stmt.cand.memory_id == cand.memory_id or (
+                    stmt.said == cand.since and not (cand.ended and _told(cand.text, stmt))):
                 continue  # an ended value: what was said as it ended may name its successor
             if not about(subject, stmt):
                 continue
@@ -114,6 +114,14 @@ def contests(now: Sequence[Candidate], rows: Mapping[UUID, Mapping[str, Any]],
 
 
 Told = tuple[Contest, frozenset[str]]  # a statement told before a value, and its old values
+
+
+def _told(fact: str, stmt: Later) -> bool:
+    """Whether the statement is the one the fact was read from: it holds most of the
+    fact's words of substance ("The user left Zenith in March." / "I left Zenith in
+    March, I'm at Quorra now"), not only the value ("Zenith put me in Leeds")."""
+    substance = {w for w in words(fact) if len(w) >= 4 and w != "user"}
+    return bool(substance) and 3 * len(substance & words(stmt.body)) >= 2 * len(substance)
 
 
 def told_before(now: Sequence[Candidate], rows: Mapping[UUID, Mapping[str, Any]],
@@ -153,7 +161,7 @@ def told_before_olds(found: Sequence[Told], since: Mapping[UUID, datetime]
     before it states them without it."""
     out: list[OldValue] = []
     for contest, old in found:
-        held = value_regex(contest.value.split())
+        held = value_regex(contest.value.split(), as_names=False)  # a rule read it
         for value in sorted(old):
             if markable(value) and contest.fact in since:
                 out.append(OldValue(old=value_regex([value]), current=held,

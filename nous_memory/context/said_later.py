@@ -48,7 +48,7 @@ class SaidLater:
         """The candidates with contested values no longer current and the latest
         statements first."""
         # a telling whose new value a later statement contests is not the latest word
-        contested = {c.value for c in self.found}
+        contested = frozenset().union(*(words(c.value) for c in self.found))
         latest = [r for r in self.told if not (r.later.values - r.earlier.values) & contested]
         return promote(apply_contests(candidates, self.found, current_only=current_only),
                        latest)
@@ -100,7 +100,8 @@ async def _decide(db: Database, model_name: str, agent: str, now: Sequence[Candi
     read of those pairs' cosines, if any."""
     asked = frozenset(words)
     maybe = contests(now, slots, statements, _CLOSE, words, every=True)
-    maybe += [c for c, _ in told_before(now, slots, statements, _CLOSE, words)]
+    if state:  # what was said before a current value: for a question about one
+        maybe += [c for c, _ in told_before(now, slots, statements, _CLOSE, words)]
     maybe_told = retellings(statements, _CLOSE, asked, every=True) if state else []
     involved = {key(c.later.cand) for c in maybe} | {(c.fact, -1) for c in maybe} | {
         key(r.later.cand) for r in maybe_told} | {key(r.earlier.cand) for r in maybe_told}
@@ -113,7 +114,7 @@ async def _decide(db: Database, model_name: str, agent: str, now: Sequence[Candi
         c for c in [*now, *(s.cand for s in statements)] if key(c) in involved], unnamed)
     return (contests(now, slots, statements, cosines, words),
             retellings(statements, cosines, asked) if state else [],
-            told_before(now, slots, statements, cosines, words))
+            told_before(now, slots, statements, cosines, words) if state else [])
 
 
 class _AllClose(dict[tuple[Key, Key], float]):

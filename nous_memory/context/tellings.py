@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
+from itertools import pairwise
 from uuid import UUID
 
 from ..memories.ahead import plans_by_its_verb, states_a_plan
@@ -93,6 +95,12 @@ class Later:
 
 def words(text: str) -> frozenset[str]:
     return frozenset(_norm(t) for t in _TOKEN.findall(text))
+
+
+def adjacent(text: str) -> frozenset[tuple[str, str]]:
+    """The pairs of words written next to each other, in order (lower case)."""
+    tokens = [_norm(t) for t in _TOKEN.findall(text)]
+    return frozenset(pairwise(tokens))
 
 
 def _norm(token: str) -> str:
@@ -179,17 +187,32 @@ def later_statements(candidates: Iterable[Candidate], *, past: bool = False) -> 
 
 
 def _opening_names(bodies: Iterable[str]) -> frozenset[str]:
-    """Capitalised words that open sentences of two statements or more ("Harry's our
-    captain", "Harry did his knee"): names, unless written in lower case elsewhere."""
+    """Capitalised words that open sentences of two statements or more, once as the
+    subject of a verb ("Harry's our captain", "Ingrid stepped down", "Femi is leading"):
+    names, unless a pronoun or a word written in lower case elsewhere ("Honestly, ...",
+    "Thanks for ..." open sentences too, but no verb follows them)."""
     seen: dict[str, int] = {}
+    acting: set[str] = set()
     for body in bodies:
-        opening = {_norm(t.group()) for s in sentences(body)
-                   if (t := _TOKEN.search(s)) is not None and t.group()[:1].isupper()
-                   and t.group()[1:].islower()}
-        for word in opening:
-            if len(word) >= 3 and word.isalpha():
-                seen[word] = seen.get(word, 0) + 1
-    return frozenset(w for w, n in seen.items() if n >= 2)
+        for sentence in sentences(body):
+            found = _OPENING.match(sentence)
+            if found is None or found.group("word").lower() in _PRONOUNS:
+                continue
+            word = found.group("word").lower()
+            seen[word] = seen.get(word, 0) + 1
+            if found.group("verb"):
+                acting.add(word)
+    return frozenset(w for w, n in seen.items() if n >= 2 and w in acting)
+
+
+# a capitalised word opening a sentence, and whether a verb follows it ("'s", a form of
+# be / have / do, a past tense in -ed)
+_OPENING = re.compile(r"\W*(?P<word>[A-Z][a-z]{2,})(?P<verb>['\u2019]s\b|\s+(?:is|was|has|had|"
+                      r"does|did)\b|\s+[a-z]+ed\b)?")
+# what opens a sentence as a subject and is no name ("It's", "That was", "Nobody has")
+_PRONOUNS = frozenset("it that this there here let what who where when how he she they "
+                      "everything everyone everybody nothing nobody something someone "
+                      "somebody".split())
 
 
 def about(subject: str, later: Later) -> bool:
@@ -209,11 +232,18 @@ def about(subject: str, later: Later) -> bool:
             return False  # a fact says whom it is about first
         # a sentence naming values speaks of the person unless it is of someone of
         # theirs ("the bootcamp moved to 7:30. My wife still goes at 6:00": the user's)
-        told = [s for s in sentences(body) if named_values(s)] or [body]
-        return any(not _of_their_people(s) for s in told)
+        theirs, told = False, []
+        for sentence in sentences(body):  # "My sister quit. She's at Canva now": hers
+            theirs = _of_their_people(sentence) or (theirs and _THIRD.match(sentence) is not None)
+            if named_values(sentence):
+                told.append(theirs)
+        return not all(told) if told else not _of_their_people(body)
     said = words(body)
     wanted = [w for w in subject.replace("user's", " ").split() if w]
     return bool(wanted) and all(w in said for w in wanted)
+
+
+_THIRD = re.compile(r"\W*(?:he|she|they|his|her|their|him|them)\b", re.IGNORECASE)
 
 
 def _of_their_people(text: str) -> bool:
@@ -255,13 +285,36 @@ def key(cand: Candidate) -> Key:
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
 
 
-def value_regex(values: Iterable[str]) -> re.Pattern[str]:
-    """Where a text states any of the values: a name as a name, with its capital ("Design
-    Lead" is not the "design" of "human-centred design"), other values in any case."""
-    parts = [re.escape(v) if value_kind(v) != "name" or not v[:1].isalpha()
-             else f"(?-i:{re.escape(v[:1].upper())}){re.escape(v[1:])}"
-             for v in sorted(values)]
+@lru_cache(maxsize=4096)
+def _value_part(value: str, as_name: bool) -> str:
+    """One value as a pattern: an apostrophe of either kind; a name with its capital; a
+    number not inside a longer one ("10" is not in "10:30", "2024-05-10" or "10.50")."""
+    part = re.escape(value).replace("'", "['\u2019]")
+    if value_kind(value) != "name":
+        if value[:1].isdigit():
+            return rf"(?<![\d:./,-]){part}(?![:./,-]?\d)"
+        return part
+    if as_name and value[:1].isalpha() and len(value[:1].upper()) == 1:
+        return f"(?-i:{re.escape(value[:1].upper())}){part[len(re.escape(value[:1])):]}"
+    return part
+
+
+def value_regex(values: Iterable[str], *, as_names: bool = True) -> re.Pattern[str]:
+    """Where a text states any of the values: with ``as_names`` a name with its capital
+    ("Design Lead" is not the "design" of "human-centred design"); other values in any
+    case.  No values: a pattern that matches nothing."""
+    return _compiled(tuple(sorted({v for v in values if v})), as_names)
+
+
+@lru_cache(maxsize=4096)
+def _compiled(values: tuple[str, ...], as_names: bool) -> re.Pattern[str]:
+    if not values:
+        return _NOTHING
+    parts = [_value_part(v, as_names) for v in values]
     return re.compile(r"(?<!\w)(?:" + "|".join(parts) + r")(?!\w)", re.IGNORECASE)
+
+
+_NOTHING = re.compile(r"(?!)")
 
 
 def markable(value: str) -> bool:

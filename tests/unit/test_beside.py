@@ -50,7 +50,10 @@ def test_an_earlier_value_named_beside_a_new_one_is_older_wherever_it_is_stated(
     assert shown[before.text].score < 0 < shown[after.text].score  # below the rest
     line = item_line(before.ref, before.text, JAN, newer_on=shown[before.text].newer_on)
     assert line.endswith("(older: the user said more on 10 May 2024)")
-    assert set(_shown([title, before, after], olds, current_only=True)) == {after.text}
+    # which value holds was not read: with current_only it stays, marked, below the rest
+    kept = _shown([title, before, after], olds, current_only=True)
+    assert set(kept) == {title.text, before.text, after.text}
+    assert kept[before.text].newer_on == MAY
 
 
 def test_a_text_said_after_the_statement_is_not_older_than_it() -> None:
@@ -191,3 +194,42 @@ def test_the_words_of_one_name_are_not_two_values_and_two_digits_are_one() -> No
     fitted = _turn("Turns out I'm a 43, not a 42, after the gait analysis.", MAY)
     olds = named_beside(later_statements([size, fitted]), frozenset())
     assert _shown([size, fitted], olds)[size.text].newer_on == MAY
+
+
+def test_a_pronoun_carries_on_whom_a_sentence_is_about() -> None:
+    (sister,) = later_statements([_turn("My sister just quit her job. She's at Canva now.",
+                                        MAY)])
+    assert not about(SELF, sister)
+    (mine,) = later_statements([_turn("My sister visited. I'm at Canva now.", MAY)])
+    assert about(SELF, mine)
+
+
+def test_a_word_opening_sentences_without_a_possessive_is_no_name() -> None:
+    texts = [_turn("Honestly the commute is fine, Leeds is close.", JAN),
+             _turn("Honestly, no idea what Bram meant.", JAN),
+             _turn("Honestly I love Canva.", MAY)]
+    started = _turn("I started at Canva in March.", JAN)
+    olds = named_beside(later_statements([*texts, started]), frozenset())
+    assert _shown([started], olds)[started.text].newer_on is None
+
+
+def test_an_ended_value_is_not_contested_by_an_earlier_turn_naming_it() -> None:
+    from nous_memory.context.later import contests
+
+    fact = Candidate(ref="fact:1", memory_id=uuid4(), kind="fact", section=Section.NOW,
+                     text="The user left Zenith in March.", score=3.0, pinned=True,
+                     since=MAY, ended=True)
+    earlier = _turn("Zenith put me in the Leeds office this year.", MAY)
+    rows = {fact.memory_id: {"slot_value": "zenith", "slot_subject": "user",
+                             "slot_attribute": "employer"}}
+    assert contests([fact], rows, later_statements([earlier]),
+                    {(key(fact), key(earlier)): 0.8}, ["company"]) == []
+
+
+def test_a_number_is_not_found_inside_a_longer_one() -> None:
+    from nous_memory.context.tellings import value_regex
+
+    ten = value_regex(["10"])
+    assert not any(ten.search(t) for t in ("at 10:30", "on 2024-05-10", "£10.50"))
+    assert ten.search("ran 10 km") and not value_regex([]).search("hello, world")
+    assert value_regex(["o'brien"]).search("Dr O\u2019Brien")
