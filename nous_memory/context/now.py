@@ -194,9 +194,9 @@ def old_values(rows: Sequence[Mapping[str, Any]]) -> list[OldValue]:
 
 def mark_old(candidates: Sequence[Candidate], olds: Sequence[OldValue], *,
              current_only: bool) -> list[Candidate]:
-    """Recalled texts stating an old value (and not the current one) marked older and
-    ranked below the rest of their section; left out with ``current_only`` (unless only
-    said more of: which value holds was not read), as is a
+    """Recalled texts stating an old value (and not the current one) marked older; left
+    out with ``current_only`` (unless only said more of: which value holds was not
+    read), as is a
     telling its person told again otherwise (``retold_on``) and a value shown in "About
     the user now" that a later one replaced (``newer_on``)."""
     if current_only:  # a value replaced in its slot, or told again otherwise, goes too
@@ -217,15 +217,14 @@ def mark_old(candidates: Sequence[Candidate], olds: Sequence[OldValue], *,
         more = [o.until for o in stating if o.said_more]
         if not stating:
             out.append(cand)
-        elif not (current_only and stale):  # below every text of its section that states
-            # no old value; with ``current_only`` one only said more of stays, marked
-            out.append(dataclasses.replace(cand, score=cand.score / 2 - _BELOW,
+        elif not (current_only and stale):  # with ``current_only`` a text only said more
+            # of stays, marked; one of a value replaced ranks lower, one said more of keeps
+            # its rank (its words may be the evidence asked for): either is shown after
+            # the texts of its section that state no old value (``sections.assemble``)
+            out.append(dataclasses.replace(cand, score=cand.score / 2 if stale else cand.score,
                                            stale_on=min(stale) if stale else None,
                                            newer_on=max(more) if more else cand.newer_on))
     return out
-
-
-_BELOW = 1000.0  # more than any ranking score
 
 
 def value_pattern(value: str) -> re.Pattern[str] | None:

@@ -146,6 +146,10 @@ def assemble(candidates: Sequence[Candidate], budgets: Mapping[Section, int],
             remaining -= cost
         carry = max(left, 0)
 
+    # what is marked older is shown after what is not, in its section (chosen by rank:
+    # an older telling may be the evidence asked for); what is current comes first
+    order = {section: i for i, section in enumerate(allowances)}
+    picked.sort(key=lambda p: (order[p[0].section], _shown_older(p[0])))
     text = render([(c.section, line) for c, line, _ in picked])
     tokens = available - remaining + overhead if picked else 0  # exact: see count_line
     # sections are filled in text order and items appended in rank order: this is the text's
@@ -153,6 +157,13 @@ def assemble(candidates: Sequence[Candidate], budgets: Mapping[Section, int],
         ref=c.ref, id=c.memory_id, kind=c.kind, section=c.section, score=c.score, tokens=cost,
         tier=c.tier, chunk_no=c.chunk_no) for c, _, cost in picked]
     return Assembled(text=text, tokens=tokens, items=items, dropped=dropped)
+
+
+def _shown_older(cand: Candidate) -> bool:
+    """Marked older in a section of recalled texts ("About the user now" keeps its own
+    order: a value said more of follows the statement that said more)."""
+    return cand.section not in (Section.NOW, Section.UPCOMING) and (
+        cand.stale_on is not None or cand.newer_on is not None or cand.retold_on is not None)
 
 
 def _dropped(cand: Candidate, tokens: int, reason: str) -> DroppedItem:

@@ -47,7 +47,12 @@ def test_an_earlier_value_named_beside_a_new_one_is_older_wherever_it_is_stated(
     shown = _shown([title, before, after], olds)
     assert shown[before.text].newer_on == MAY and shown[title.text].newer_on == MAY
     assert shown[after.text].newer_on is None  # it holds both: it stands
-    assert shown[before.text].score < 0 < shown[after.text].score  # below the rest
+    assert shown[before.text].score == before.score  # its rank kept: it may be evidence
+    # shown after the texts of its section that state no old value
+    from nous_memory.context.sections import assemble
+
+    text = assemble(list(shown.values()), {Section.EXCERPTS: 500}, 600).text
+    assert text.index("Canva") < text.index("works at Deloitte")
     line = item_line(before.ref, before.text, JAN, newer_on=shown[before.text].newer_on)
     assert line.endswith("(older: the user said more on 10 May 2024)")
     # which value holds was not read: with current_only it stays, marked, below the rest
