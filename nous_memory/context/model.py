@@ -100,6 +100,7 @@ class Candidate:
     newer_on: datetime | None = None  # a slot's value its person said more of, then
     ended: bool = False  # a current slot fact that ends its value ("left Zenith")
     event_at: datetime | None = None  # an upcoming plan: when it happens
+    hollow: bool = False  # says nothing for the query ("Got it, thanks."): shown last
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

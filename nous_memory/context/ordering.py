@@ -180,7 +180,8 @@ def last_acknowledgements(candidates: Sequence[Any], query: str) -> list[Any]:
     included: it says nothing itself."""
     asked = query_terms(query)
     floor = min((c.score for c in candidates), default=0.0)
-    return [dataclasses.replace(c, score=floor - 1.0 - c.score / (1 + abs(c.score)))
+    return [dataclasses.replace(c, score=floor - 1.0 - c.score / (1 + abs(c.score)),
+                                hollow=True)
             if c.chunk_no is not None and acknowledgement(c.text, asked) else c
             for c in candidates]
 

@@ -147,9 +147,9 @@ def assemble(candidates: Sequence[Candidate], budgets: Mapping[Section, int],
         carry = max(left, 0)
 
     # what is marked older is shown after what is not, in its section (chosen by rank:
-    # an older telling may be the evidence asked for); what is current comes first
+    # an older telling may be the evidence asked for), and what says nothing last
     order = {section: i for i, section in enumerate(allowances)}
-    picked.sort(key=lambda p: (order[p[0].section], _shown_older(p[0])))
+    picked.sort(key=lambda p: (order[p[0].section], p[0].hollow, _shown_older(p[0])))
     text = render([(c.section, line) for c, line, _ in picked])
     tokens = available - remaining + overhead if picked else 0  # exact: see count_line
     # sections are filled in text order and items appended in rank order: this is the text's
