@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 from nous_memory.context.beside import named_beside
 from nous_memory.context.model import Candidate, Section
-from nous_memory.context.now import mark_old
+from nous_memory.context.now import OldValue, mark_old
 from nous_memory.context.retold import retellings, retold_olds
 from nous_memory.context.sections import item_line
-from nous_memory.context.tellings import SELF, Later, about, key, later_statements, named_values
+from nous_memory.context.tellings import Later, about, key, later_statements, named_values
+from nous_memory.memories.fact_slots import SELF
 
 JAN, MAY, JUL = (datetime(2024, m, 10, tzinfo=UTC) for m in (1, 5, 7))
 
@@ -30,7 +31,18 @@ def _episode(text: str, said: datetime) -> Candidate:
                      section=Section.EPISODES, text=text, score=0.9, said_at=said)
 
 
-def _shown(candidates: list[Candidate], olds: list, current_only: bool = False
+def _fact(text: str, *, ended: bool = False) -> Candidate:
+    return Candidate(ref=f"fact:{uuid4().hex[:8]}", memory_id=uuid4(), kind="fact",
+                     section=Section.NOW, text=text, score=3.0, pinned=True, since=MAY,
+                     ended=ended)
+
+
+def _employer(*facts: Candidate) -> dict[UUID, dict[str, str]]:
+    return {f.memory_id: {"slot_value": "zenith", "slot_subject": "user",
+                          "slot_attribute": "employer"} for f in facts}
+
+
+def _shown(candidates: list[Candidate], olds: list[OldValue], current_only: bool = False
            ) -> dict[str, Candidate]:
     return {c.text: c for c in mark_old(candidates, olds, current_only=current_only)}
 
@@ -171,21 +183,17 @@ def test_later_statements_carry_what_they_were_read_from() -> None:
 def test_an_ended_value_is_followed_by_what_its_person_said_it_ended_with() -> None:
     from nous_memory.context.later import apply_contests, contests
 
-    fact = Candidate(ref="fact:1", memory_id=uuid4(), kind="fact", section=Section.NOW,
-                     text="The user left Zenith in March.", score=3.0, pinned=True,
-                     since=MAY, ended=True)
+    fact = _fact("The user left Zenith in March.", ended=True)
     said = _turn("no no, I left Zenith in March, I'm at Quorra now", MAY)
-    rows = {fact.memory_id: {"slot_value": "zenith", "slot_subject": "user",
-                             "slot_attribute": "employer"}}
+    rows = _employer(fact)
     close = {(key(fact), key(said)): 0.8}
     (found,) = contests([fact], rows, later_statements([said]), close, ["company"])
     shown = apply_contests([fact, said], [found], current_only=False)
     assert shown[0].memory_id == said.memory_id and "Quorra" in shown[0].text
     assert shown[1].newer_on == MAY and shown[1].since is None
     # a value that has not ended is not contested by the statement it came from
-    held = Candidate(ref="fact:2", memory_id=uuid4(), kind="fact", section=Section.NOW,
-                     text="The user works at Zenith.", score=3.0, pinned=True, since=MAY)
-    rows[held.memory_id] = rows[fact.memory_id]
+    held = _fact("The user works at Zenith.")
+    rows = _employer(held)
     assert contests([held], rows, later_statements([said]), {(key(held), key(said)): 0.8},
                     ["company"]) == []
 
@@ -221,13 +229,9 @@ def test_a_word_opening_sentences_without_a_possessive_is_no_name() -> None:
 def test_an_ended_value_is_not_contested_by_an_earlier_turn_naming_it() -> None:
     from nous_memory.context.later import contests
 
-    fact = Candidate(ref="fact:1", memory_id=uuid4(), kind="fact", section=Section.NOW,
-                     text="The user left Zenith in March.", score=3.0, pinned=True,
-                     since=MAY, ended=True)
+    fact = _fact("The user left Zenith in March.", ended=True)
     earlier = _turn("Zenith put me in the Leeds office this year.", MAY)
-    rows = {fact.memory_id: {"slot_value": "zenith", "slot_subject": "user",
-                             "slot_attribute": "employer"}}
-    assert contests([fact], rows, later_statements([earlier]),
+    assert contests([fact], _employer(fact), later_statements([earlier]),
                     {(key(fact), key(earlier)): 0.8}, ["company"]) == []
 
 
