@@ -21,6 +21,7 @@ from .conversation import (
     SummaryRecord,
 )
 from .episodes.lifecycle import DEFAULT_LATEST, AppendResult, MessageIn
+from .episodes.results import MessageErasure
 from .history import HistorySession, IngestProgress, IngestResult, IngestStatus
 from .maintenance import JobResult, RestoreResult
 from .memories.guard import clean
@@ -143,6 +144,23 @@ class ConversationView(Services):
                              ) -> MessageChange:
         """Soft-delete a message of an open episode (its text is kept)."""
         return await self.conversation.delete_message(agent_id, episode_id, seq)
+
+    async def forget_message(self, agent_id: str, episode_id: UUID | str, seq: int, /, *,
+                             redact: Sequence[str] | None = None, actor: str = "python"
+                             ) -> MessageErasure:
+        """Remove one message of an episode, open or closed, and every trace of it.
+
+        Without ``redact`` the message's text goes (a tombstone keeps its place); with
+        it, only those strings, each replaced by ``[redacted]``.  What was made from the
+        transcript (chunks, the summary) is made again without it; what was learned from
+        it (facts, decisions, rolling summaries, cached extractions, audit values) is
+        purged.  A trimmed or archived episode is restored from cold storage first."""
+        restored = False
+        if await self.forgetter.storage(agent_id, episode_id) in ("trimmed", "archived"):
+            await self.maintenance.restore(agent_id, episode_id, actor=actor)
+            restored = True
+        return await self.forgetter.forget(agent_id, episode_id, seq, redact=redact,
+                                           actor=actor, restored=restored)
 
     # ------------------------------------------------------------------ cold storage
 

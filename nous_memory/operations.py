@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # records only; nothing here loads at run time
         SummarizeResult,
         SummaryRecord,
     )
-    from .episodes.results import AppendResult, MessageIn
+    from .episodes.results import AppendResult, MessageErasure, MessageIn
     from .facts.results import FactHistory, LearnResult
     from .history.results import IngestProgress, IngestResult, IngestStatus
     from .history.sessions import HistorySession
@@ -148,6 +148,10 @@ class StoreOperations(Protocol):
 
     async def delete_message(self, agent_id: str, episode_id: UUID | str, seq: int, /
                              ) -> MessageChange: ...
+
+    async def forget_message(self, agent_id: str, episode_id: UUID | str, seq: int, /, *,
+                             redact: Sequence[str] | None = None, actor: str = "python"
+                             ) -> MessageErasure: ...
 
     async def list(self, agent_id: str, *, kind: Kind | str | None = None,
                    status: Status | str | Sequence[Status | str] | None = None,

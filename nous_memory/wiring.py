@@ -23,6 +23,7 @@ from .db import Database
 from .embeddings import Embedder
 from .embeddings.cache import EmbeddingCache
 from .episodes.close import CloseSettings, EpisodeCloser
+from .episodes.forget import MessageForgetter
 from .episodes.learn import EpisodeLearner
 from .episodes.lifecycle import EpisodeManager
 from .episodes.tasks import EpisodeTasks
@@ -60,6 +61,8 @@ class Services:
         self.episodes = EpisodeManager(db, self.memories)
         self.closer = EpisodeCloser(self.llm, CloseSettings.from_settings(settings))
         self.learner = EpisodeLearner(db, self.memories, self.embeddings, self.facts)
+        self.forgetter = MessageForgetter(db, self.embeddings, self.closer,
+                                          settings.episode_chunk_tokens)
         self.importer = HistoryImporter(db, self.memories)
         # 3. reading: recall, the extraction cache, context assembly, expand; working
         # memory takes its context from the assembler

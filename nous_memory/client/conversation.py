@@ -11,7 +11,7 @@ put), are retried; a fold asked for explicitly and a message change are not.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         SummarizeResult,
         SummaryRecord,
     )
+    from ..episodes.results import MessageErasure
 
 class ConversationCalls:
     """Working memory's methods of ``AsyncMemoryClient``."""
@@ -106,3 +107,16 @@ class ConversationCalls:
         return parse(MessageChange, await self._t.json(
             "DELETE", agent_path(agent_id, "episodes", episode_id, "messages", seq),
             idempotent=False))
+
+    async def forget_message(self, agent_id: str, episode_id: UUID | str, seq: int, /, *,
+                             redact: Sequence[str] | None = None, actor: str = "python"
+                             ) -> MessageErasure:
+        """Not retried: a second try would find nothing left to forget (404 or 422)."""
+        from ..episodes.results import MessageErasure
+
+        body: dict[str, Any] = {"actor": actor}
+        if redact is not None:
+            body["redact"] = list(redact)
+        return parse(MessageErasure, await self._t.json(
+            "POST", agent_path(agent_id, "episodes", episode_id, "messages", seq, "forget"),
+            idempotent=False, body=body))

@@ -243,6 +243,15 @@ class EpisodeCloser:
         self._llm = llm
         self._settings = settings
 
+    @property
+    def uses_llm(self) -> bool:
+        return self._llm is not None
+
+    async def extract_clean(self, agent: str, messages: Sequence[TranscriptMessage]
+                            ) -> EpisodeExtraction:
+        """An extraction made again (a message was forgotten), clamped like a close's."""
+        return clean_extraction(await self.extract(agent, messages))
+
     async def extract(self, agent: str, messages: Sequence[TranscriptMessage],
                       rolling_summary: str | None = None) -> EpisodeExtraction:
         """One call under the cap; parts plus one merge call over it.  Raises LLMError.

@@ -194,3 +194,123 @@ SELECT source_key FROM episodes WHERE agent_id = $1 AND source_key = ANY($2::tex
 -- moment its message was said, not from when it was learned.
 SELECT seq, created_at, person FROM episode_messages
 WHERE agent_id = $1 AND episode_id = $2 AND deleted_at IS NULL;
+
+-- ---------------------------------------------------------------- forgetting one message
+
+-- name: forget_episode
+-- The episode a message is forgotten from, locked (with its summary and the fields a
+-- close derived from the transcript); any storage, so the caller can ask for a restore.
+SELECT e.state, e.storage, e.title, e.detail, e.outcome, e.key_points, e.topics, e.lessons,
+       m.summary, m.summary_source, m.embedding_model
+FROM episodes e JOIN memories m ON m.agent_id = e.agent_id AND m.id = e.memory_id
+WHERE e.agent_id = $1 AND e.memory_id = $2 AND m.status <> 'deleted'
+FOR UPDATE OF e;
+
+-- name: forget_message_row
+-- The message as stored: a soft-deleted one still holds its text and earlier versions.
+SELECT seq, content, edits, metadata, deleted_at FROM episode_messages
+WHERE agent_id = $1 AND episode_id = $2 AND seq = $3;
+
+-- name: forget_message_write
+-- The message's new text ('' when deleted), no earlier versions; $6: deleted.
+UPDATE episode_messages SET content = $4, tokens = $5, edits = '[]'::jsonb, metadata = $7,
+       deleted_at = CASE WHEN $6 THEN COALESCE(deleted_at, now()) ELSE deleted_at END,
+       edited_at = now()
+WHERE agent_id = $1 AND episode_id = $2 AND seq = $3;
+
+-- name: forget_own_lexemes
+-- A deleted message's own words: its lexemes (English text search: stemmed, stop words
+-- dropped) that no remaining message ($2) has.  Reads no table.
+SELECT coalesce(array_agg(l ORDER BY l), '{}'::text[]) FROM (
+    SELECT unnest(tsvector_to_array(to_tsvector('english', $1))) AS l
+    EXCEPT
+    SELECT unnest(tsvector_to_array(to_tsvector('english', t))) FROM unnest($2::text[]) t
+) own;
+
+-- name: forget_texts_with_lexemes
+-- Which texts ($1, numbered from 1) hold any of the lexemes $2.  Reads no table.
+SELECT i FROM unnest($1::text[]) WITH ORDINALITY AS t(x, i)
+WHERE tsvector_to_array(to_tsvector('english', x)) && $2::text[];
+
+-- name: forget_chunks
+-- Every chunk of the episode goes (the caller writes the rebuilt ones); what was
+-- embedded, for the embedding cache.
+DELETE FROM episode_chunks WHERE agent_id = $1 AND episode_id = $2
+RETURNING content, context, embedding_model;
+
+-- name: forget_episode_fields
+UPDATE episodes SET title = $3, detail = $4, outcome = $5, key_points = $6, topics = $7,
+       lessons = $8
+WHERE agent_id = $1 AND memory_id = $2;
+
+-- name: forget_extraction
+SELECT extraction FROM episode_extractions WHERE agent_id = $1 AND episode_id = $2;
+
+-- name: forget_extraction_write
+-- The close's extraction without what came from the message (learned_at untouched: a
+-- pending learn then learns only the rest).
+UPDATE episode_extractions SET extraction = $3 WHERE agent_id = $1 AND episode_id = $2;
+
+-- name: forget_facts
+-- The facts learned from the episode, with their place in a supersession chain.
+SELECT f.memory_id AS id, f.source_seq, f.content, f.slot_value, f.supersedes_id,
+       f.superseded_by_id, m.status
+FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
+WHERE f.agent_id = $1 AND f.source_episode_id = $2;
+
+-- name: forget_mend_chain
+-- A fact that goes leaves its chain whole: its predecessor ($3) leads to its successor
+-- ($4) or, without one, holds again; the successor comes from the predecessor.
+WITH before AS (
+    UPDATE facts SET superseded_by_id = $4,
+           valid_until = (SELECT s.valid_from FROM facts s
+                          WHERE s.agent_id = $1 AND s.memory_id = $4)
+    WHERE agent_id = $1 AND memory_id = $3 AND superseded_by_id = $2
+    RETURNING memory_id
+), revived AS (
+    UPDATE memories SET status = 'active', version = version + 1, updated_at = now()
+    WHERE agent_id = $1 AND id IN (SELECT memory_id FROM before) AND $4::uuid IS NULL
+      AND status = 'superseded'
+    RETURNING id
+)
+UPDATE facts SET supersedes_id = $3
+WHERE agent_id = $1 AND memory_id = $4 AND supersedes_id = $2;
+
+-- name: forget_decisions
+SELECT d.memory_id AS id, d.description, d.context, d.pattern, d.reasons
+FROM decisions d WHERE d.agent_id = $1 AND d.source_episode_id = $2;
+
+-- name: forget_rolling
+SELECT id, first_seq, last_seq, content, facets::text AS facets
+FROM conversation_summaries WHERE agent_id = $1 AND episode_id = $2;
+
+-- name: forget_rolling_delete
+-- Rolling summaries that folded the message (or hold its trace); their children lose
+-- the parent link first.
+WITH orphans AS (
+    UPDATE conversation_summaries SET parent_id = NULL
+    WHERE agent_id = $1 AND episode_id = $2 AND parent_id = ANY($3::bigint[])
+    RETURNING 1
+)
+DELETE FROM conversation_summaries
+WHERE agent_id = $1 AND episode_id = $2 AND id = ANY($3::bigint[]);
+
+-- name: forget_analyses
+SELECT id, seq, content FROM conversation_analyses WHERE agent_id = $1 AND episode_id = $2;
+
+-- name: forget_analyses_delete
+DELETE FROM conversation_analyses WHERE agent_id = $1 AND episode_id = $2
+  AND id = ANY($3::bigint[]);
+
+-- name: forget_extraction_cache
+DELETE FROM extraction_cache WHERE agent_id = $1 AND memory_id = $2;
+
+-- name: forget_events
+-- The audit values of these memories, to look for the message's trace in.
+SELECT id, coalesce(old_values::text, '') || ' ' || coalesce(new_values::text, '') AS text
+FROM memory_events WHERE agent_id = $1 AND memory_id = ANY($2::uuid[]);
+
+-- name: forget_events_scrub
+-- An event that held the trace keeps its place in the trail, without its values.
+UPDATE memory_events SET old_values = NULL, new_values = NULL
+WHERE agent_id = $1 AND id = ANY($2::bigint[]);

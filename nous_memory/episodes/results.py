@@ -4,7 +4,7 @@ database behind them), so the remote client builds the same types without the st
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
@@ -54,3 +54,21 @@ class AppendResult(BaseModel):
     last_seq: int
     message_count: int
     tokens: int
+
+
+class MessageErasure(BaseModel):
+    """What forgetting one message removed and rebuilt (counts, never its text)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    episode_id: UUID
+    seq: int
+    action: Literal["deleted", "redacted"]
+    chunks: int = Field(description="chunks rebuilt from the transcript without it")
+    summary: Literal["rebuilt", "scrubbed", "kept"]
+    facts: int = Field(description="facts learned from it, purged")
+    decisions: int = Field(description="decisions that held it, purged")
+    rolling_summaries: int = Field(description="rolling summary records that folded it")
+    events: int = Field(description="audit events whose values held it, emptied")
+    restored: bool = Field(default=False, description="brought back from cold storage first")
+    actor: str

@@ -17,6 +17,16 @@ from ..errors import FieldProblem, InvalidInputError, reason_of
 from .kinds import Status, Tag, aware_timestamp, is_utf8
 
 VISIBLE_STATUSES = (Status.ACTIVE, Status.SUPERSEDED, Status.ARCHIVED)
+MAX_ACTOR_CHARS = 200
+
+
+def parse_actor(actor: object) -> str:
+    """Who asked for an owner's operation, as its audit and receipt name them."""
+    name = actor.strip() if isinstance(actor, str) else ""
+    if not name or len(name) > MAX_ACTOR_CHARS or not name.isprintable():
+        raise InvalidInputError.single(
+            "actor", f"1-{MAX_ACTOR_CHARS} printable characters naming who asked")
+    return name
 
 
 def parse_memory_id(value: object, field: str = "memory_id") -> UUID:

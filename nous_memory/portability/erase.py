@@ -14,11 +14,11 @@ from ..db import Database
 from ..db.bulk import agent_tables, count_agent_rows, delete_agent_rows
 from ..db.contention import again_on_contention
 from ..embeddings.cache import EmbeddingCache
-from ..errors import ConflictError, InvalidInputError, NotFoundError
+from ..errors import ConflictError, NotFoundError
 from ..memories.kinds import parse_agent_id
+from ..memories.params import parse_actor
 from .reports import ErasureReceipt
 
-MAX_ACTOR_CHARS = 200
 SWEEPS = 3  # rows a concurrent writer committed meanwhile are swept up again
 
 
@@ -33,7 +33,7 @@ class Eraser:
 
     async def forget(self, agent_id: str, *, actor: str) -> ErasureReceipt:
         agent = parse_agent_id(agent_id)
-        actor = valid_actor(actor)
+        actor = parse_actor(actor)
         # a worker still finishing the agent's episodes may deadlock with it
         return await again_on_contention(lambda: self._erase(agent, actor))
 
@@ -64,10 +64,3 @@ class Eraser:
                               erased_at=row["erased_at"], counts=counts, total_rows=total,
                               actor=actor)
 
-
-def valid_actor(actor: str) -> str:
-    actor = actor.strip() if isinstance(actor, str) else ""
-    if not actor or len(actor) > MAX_ACTOR_CHARS or not actor.isprintable():
-        raise InvalidInputError.single(
-            "actor", f"1-{MAX_ACTOR_CHARS} printable characters naming who asked")
-    return actor

@@ -18,9 +18,9 @@ from ..db.audit import record_events
 from ..db.contention import again_on_contention
 from ..embeddings.cache import EmbeddingCache
 from ..memories.kinds import parse_agent_id
+from ..memories.params import parse_actor
 from ..memories.purge import purge_rows
 from ..people import person_key
-from .erase import valid_actor
 from .reports import PersonErasure
 
 
@@ -32,7 +32,7 @@ class PersonEraser:
     async def forget(self, agent_id: str, user: str, *, actor: str) -> PersonErasure:
         agent = parse_agent_id(agent_id)
         person = person_key(user, "user")
-        actor = valid_actor(actor)
+        actor = parse_actor(actor)
         return await again_on_contention(lambda: self._erase(agent, person, actor))
 
     async def _erase(self, agent: str, person: str, actor: str) -> PersonErasure:

@@ -1,0 +1,133 @@
+"""What was learned from a forgotten message, found and removed (``forget.py`` rebuilds
+what is made from the transcript; this module takes out what was derived from it once).
+
+Inside the forget's transaction, under the agent's fact lock.  A fact learned from the
+message (``source_seq``) goes when the message is deleted; any fact or decision of the
+episode that holds the message's trace goes too (a redaction's string, a deleted
+message's own words).  A fact that goes leaves its supersession chain whole.
+"""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from ..db import Connection
+from ..db.audit import record_events
+from ..embeddings.cache import EmbeddingCache
+from ..memories.purge import purge_rows
+from .close import EpisodeExtraction
+from .traces import Trace
+
+
+async def forget_derived(conn: Connection, embeddings: EmbeddingCache, agent: str,
+                         episode: UUID, seq: int, trace: Trace, *, by_seq: bool,
+                         actor: str) -> dict[str, int]:
+    """Purge, delete and scrub; the counts for the receipt."""
+    facts, linked = await _facts(conn, embeddings, agent, episode, seq, trace, by_seq, actor)
+    decisions = await _decisions(conn, embeddings, agent, episode, trace, actor)
+    await _extraction(conn, agent, episode, seq, trace, by_seq)
+    rolling = await _rolling(conn, agent, episode, seq, trace)
+    await conn.execute("forget_extraction_cache", agent, episode)
+    events = await _events(conn, agent, episode, trace, linked)
+    return {"facts": facts, "decisions": decisions, "rolling_summaries": rolling,
+            "events": events}
+
+
+async def _facts(conn: Connection, embeddings: EmbeddingCache, agent: str, episode: UUID,
+                 seq: int, trace: Trace, by_seq: bool, actor: str
+                 ) -> tuple[int, list[UUID]]:
+    """How many facts went, and the facts they were chained to (whose audit may name
+    them)."""
+    rows = await conn.fetch("forget_facts", agent, episode)
+    marks = await trace.marks(conn, [f"{r['content']} {r['slot_value'] or ''}" for r in rows])
+    gone = [r for r, marked in zip(rows, marks, strict=True)
+            if marked or (by_seq and r["source_seq"] == seq)]
+    events, linked = [], []
+    for row in gone:
+        linked += [i for i in (row["supersedes_id"], row["superseded_by_id"]) if i]
+        await conn.execute("forget_mend_chain", agent, row["id"], row["supersedes_id"],
+                           row["superseded_by_id"])
+        event = await purge_rows(conn, embeddings, agent, row["id"])
+        events.append({"memory_id": str(row["id"]), "actor": actor, **event})
+    await record_events(conn, agent, events)
+    return len(gone), linked
+
+
+async def _decisions(conn: Connection, embeddings: EmbeddingCache, agent: str,
+                     episode: UUID, trace: Trace, actor: str) -> int:
+    rows = await conn.fetch("forget_decisions", agent, episode)
+    texts = [" ".join([r["description"], r["context"] or "", r["pattern"] or "",
+                       *(r["reasons"] or [])]) for r in rows]
+    marks = await trace.marks(conn, texts)
+    events = []
+    for row, marked in zip(rows, marks, strict=True):
+        if marked:
+            event = await purge_rows(conn, embeddings, agent, row["id"])
+            events.append({"memory_id": str(row["id"]), "actor": actor, **event})
+    await record_events(conn, agent, events)
+    return len(events)
+
+
+async def _extraction(conn: Connection, agent: str, episode: UUID, seq: int, trace: Trace,
+                      by_seq: bool) -> None:
+    """The close's stored extraction without the facts and decisions of the message, its
+    texts scrubbed (a pending learn then learns only the rest)."""
+    raw = await conn.fetchval("forget_extraction", agent, episode)
+    if raw is None:
+        return
+    x = EpisodeExtraction.model_validate(raw)
+    fact_marks = await trace.marks(conn, [f"{f.content} {f.value or ''}" for f in x.facts])
+    facts = [f for f, m in zip(x.facts, fact_marks, strict=True)
+             if not m and not (by_seq and f.seq == seq)]
+    decision_marks = await trace.marks(conn, [
+        " ".join([d.description, d.pattern or "", *d.reasons]) for d in x.decisions])
+    decisions = [d for d, m in zip(x.decisions, decision_marks, strict=True) if not m]
+    texts = [x.title, x.summary, x.outcome, *x.key_points, *x.topics, *x.lessons]
+    marks = await trace.marks(conn, texts)
+    kept = [None if m else t for t, m in zip(texts, marks, strict=True)] if not trace.spans \
+        else [trace.scrub(t) if t else t for t in texts]
+    lists = kept[3:]
+    n_points, n_topics = len(x.key_points), len(x.topics)
+    cleaned = x.model_copy(update={
+        "title": kept[0] or "Untitled conversation",
+        "summary": kept[1] or "(removed)", "outcome": kept[2],
+        "key_points": [t for t in lists[:n_points] if t],
+        "topics": [t for t in lists[n_points:n_points + n_topics] if t],
+        "lessons": [t for t in lists[n_points + n_topics:] if t],
+        "facts": facts, "decisions": decisions})
+    await conn.execute("forget_extraction_write", agent, episode,
+                       cleaned.model_dump(mode="json"))
+
+
+async def _rolling(conn: Connection, agent: str, episode: UUID, seq: int,
+                   trace: Trace) -> int:
+    """Rolling summary records that folded the message or hold its trace are deleted
+    (the chain restarts from the raw messages); so are its working-memory analyses."""
+    rows = await conn.fetch("forget_rolling", agent, episode)
+    marks = await trace.marks(conn, [f"{r['content']} {r['facets']}" for r in rows])
+    ids = [r["id"] for r, m in zip(rows, marks, strict=True)
+           if m or r["first_seq"] <= seq <= r["last_seq"]]
+    if ids:
+        await conn.execute("conv_state_invalidate", agent, episode,
+                           f"message {seq} forgotten", None)
+        await conn.execute("forget_rolling_delete", agent, episode, ids)
+    analyses = await conn.fetch("forget_analyses", agent, episode)
+    marks = await trace.marks(conn, [r["content"] for r in analyses])
+    stale = [r["id"] for r, m in zip(analyses, marks, strict=True) if m or r["seq"] == seq]
+    if stale:
+        await conn.execute("forget_analyses_delete", agent, episode, stale)
+    return len(ids)
+
+
+async def _events(conn: Connection, agent: str, episode: UUID, trace: Trace,
+                  linked: list[UUID]) -> int:
+    """Audit events of the episode and of what was learned from it whose values hold
+    the trace keep their place, without their values."""
+    learned = [r["id"] for r in await conn.fetch("forget_facts", agent, episode)]
+    learned += [r["id"] for r in await conn.fetch("forget_decisions", agent, episode)]
+    rows = await conn.fetch("forget_events", agent, [episode, *learned, *linked])
+    marks = await trace.marks(conn, [r["text"] for r in rows])
+    ids = [r["id"] for r, m in zip(rows, marks, strict=True) if m]
+    if ids:
+        await conn.execute("forget_events_scrub", agent, ids)
+    return len(ids)
