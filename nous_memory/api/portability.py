@@ -1,7 +1,8 @@
 """A whole agent over HTTP: ``GET /agents/{agent_id}/export`` (streamed JSON Lines),
 ``POST /agents/{agent_id}/import`` (the file as the body, read as it arrives) and
 ``DELETE /agents/{agent_id}`` (forget the agent), ``DELETE
-/agents/{agent_id}/people/{user}`` (forget one person of it); ``GET``/``PUT
+/agents/{agent_id}/people/{user}`` (forget one person of it), ``POST
+.../episodes/{episode_id}/messages/{seq}/forget`` (one message); ``GET``/``PUT
 /agents/{agent_id}/secrets-policy`` (what the agent keeps out of memory).
 
 Each is one store call, scoped like every other route by the agent in the path (an API
@@ -19,11 +20,15 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from ..episodes.results import MessageErasure
+from ..episodes.traces import MAX_SPANS
 from ..portability import ErasureReceipt, ImportSummary, PersonErasure
 from ..secrets.policy import SecretPolicy
 from .body import bounded_stream
+from .conversation import Seq
+from .episodes import EpisodeId
 from .errors import problem_responses
 from .people import UserHeader, UserQuery, asking
 from .routes import AgentId, Store
@@ -109,6 +114,34 @@ async def forget_person(agent_id: AgentId, user: str, request: Request,
     key = getattr(request.state, "key", None)
     return await store.forget_person(agent_id, user,
                                      actor=key.name if key is not None else "api")
+
+
+class MessageForget(BaseModel):
+    """Without ``redact``, the whole message is forgotten; with it, only these strings
+    (each must be in the message, in any case), each replaced by ``[redacted]``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    redact: list[str] | None = Field(default=None, min_length=1, max_length=MAX_SPANS,
+                                     examples=[["4471"]])
+
+
+@router.post("/episodes/{episode_id}/messages/{seq}/forget",
+             summary="Forget one message and every trace of it",
+             responses=problem_responses(401, 403, 404, 409, 422, 503))
+async def forget_message(agent_id: AgentId, episode_id: EpisodeId, seq: Seq,
+                         request: Request, store: Store,
+                         body: MessageForget | None = None) -> MessageErasure:
+    """The message of an open or closed episode loses its text (a tombstone keeps its
+    place) or the strings named in ``redact``; chunks and the summary are made again
+    without it, and what was learned from it (facts, decisions, rolling summaries,
+    cached extractions, audit values) is purged.  A trimmed or archived episode is
+    restored first.  The receipt holds counts and who asked (the key's name), never the
+    text.  409: the episode is still being closed."""
+    key = getattr(request.state, "key", None)
+    return await store.forget_message(agent_id, episode_id, seq,
+                                      redact=body.redact if body is not None else None,
+                                      actor=key.name if key is not None else "api")
 
 
 class SecretsPolicy(BaseModel):

@@ -69,6 +69,19 @@ def add_portability_commands(commands: argparse._SubParsersAction[argparse.Argum
     person.add_argument("--actor", default="cli", help="who asked (kept in the audit)")
     person.set_defaults(handler=_forget_person, remote=True)
 
+    message = commands.add_parser(
+        "forget-message", parents=[agent], help="forget one message and every trace of it",
+        description="Delete one message of an episode (open or closed), or with --redact "
+                    "only some strings of it; its chunks and the summary are made again "
+                    "without it and what was learned from it is purged.")
+    message.add_argument("episode", metavar="EPISODE", help="the episode's id")
+    message.add_argument("seq", metavar="SEQ", type=int, help="the message's seq")
+    message.add_argument("--redact", action="append", metavar="TEXT",
+                         help="take out only this string (repeatable)")
+    message.add_argument("--yes", action="store_true", help="confirm the removal")
+    message.add_argument("--actor", default="cli", help="who asked (kept in the audit)")
+    message.set_defaults(handler=_forget_message, remote=True)
+
     guard = commands.add_parser(
         "secrets-policy", parents=[agent], help="what the agent keeps out of memory",
         description="Show, or --set, what the agent keeps out of memory: redact (the "
@@ -154,6 +167,25 @@ async def _forget_person(store: MemoryStore, args: argparse.Namespace) -> Output
     lines = [f"forgot a person of {erased.agent_id}: {purged} memories purged, "
              f"{erased.left} shared ones left to the others"]
     lines += [f"  {kind:<24}{n}" for kind, n in sorted(erased.purged.items())]
+    return Output(erased.model_dump(mode="json"), "\n".join(lines))
+
+
+async def _forget_message(store: MemoryStore, args: argparse.Namespace) -> Output:
+    if not args.yes:
+        raise InvalidInputError.single(
+            "yes", f"forget-message removes message {args.seq} of episode {args.episode} "
+                   "for good; run it again with --yes to confirm")
+    erased = await store.forget_message(args.agent, args.episode, args.seq,
+                                        redact=args.redact, actor=args.actor)
+    what = "redacted" if erased.action == "redacted" else "deleted"
+    lines = [f"message {erased.seq} of episode {erased.episode_id} {what}"
+             + (" (restored from cold storage first)" if erased.restored else ""),
+             f"  {'chunks rebuilt':<24}{erased.chunks}",
+             f"  {'summary':<24}{erased.summary}",
+             f"  {'facts purged':<24}{erased.facts}",
+             f"  {'decisions purged':<24}{erased.decisions}",
+             f"  {'rolling summaries':<24}{erased.rolling_summaries}",
+             f"  {'audit values emptied':<24}{erased.events}"]
     return Output(erased.model_dump(mode="json"), "\n".join(lines))
 
 

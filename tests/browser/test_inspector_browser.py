@@ -300,3 +300,21 @@ def test_episode_operations_and_a_phone(browser: WebDriver, site: Site) -> None:
         browser.save_screenshot(str(site.screens / "15-phone-conflicts.png"))
     finally:
         browser.set_window_size(1280, 900)
+
+
+def test_forget_one_message_from_the_episode_page(browser: WebDriver, site: Site) -> None:
+    page = f"{site.base}/ui/agents/{AGENT}/episodes/{site.ids['episode']}"
+    browser.get(page)
+    links = browser.find_elements(By.CSS_SELECTOR, "ol.transcript li a.forget")
+    click_and_wait(browser, links[3])
+    assert "Day 3: we visit Porto at 11 am." in text_of(browser)
+    browser.find_element(By.ID, "redact").send_keys("11 am")
+    shot(browser, site, "16-forget-message")
+    submit(browser, "button[value=false]")
+    shown = text_of(browser)
+    assert "Message #3 and every trace of it were forgotten." in shown
+    assert "Day 3: we visit Porto at [redacted]." in shown
+    click_and_wait(browser, browser.find_elements(By.CSS_SELECTOR, "ol.transcript li a.forget")[5])
+    submit(browser, "button[value=true]")
+    shown = text_of(browser)
+    assert "Day 5: we visit Porto" not in shown and "Day 6: we visit Porto" in shown

@@ -452,3 +452,32 @@ async def test_the_owner_sees_by_person(open_ui: httpx.AsyncClient, store: Memor
     assert "penicillin" not in found.text.split("<ol", 1)[-1]
     bad = await open_ui.get("/ui/agents/agent-a/memories?person=%01")
     assert bad.status_code == 422 and "user" in bad.text
+
+
+async def test_forget_a_message_from_the_episode_page(open_ui: httpx.AsyncClient,
+                                                     store: MemoryStore) -> None:
+    episode = await store.start_episode(A)
+    await store.append(A, episode.id, [{"role": "user", "content": "The alarm code is 9921."},
+                                       {"role": "user", "content": "Zanzibar is my cat."}])
+    await store.set_secrets_policy(A, "keep")
+    await store.edit_message(A, episode.id, 0, "The old alarm code was Ocelot-7.")
+    url = f"/ui/agents/agent-a/episodes/{episode.id}/messages/0/forget"
+    confirm = await open_ui.get(url)
+    assert "Ocelot-7" in confirm.text and "erases for good" in confirm.text
+    empty = await open_ui.post(url, data={"csrf": csrf_of(confirm.text), "whole": "false",
+                                          "redact": " "})
+    assert empty.status_code == 422 and "Nothing to redact" in empty.text
+    missing = await open_ui.post(url, data={"csrf": csrf_of(confirm.text), "whole": "false",
+                                            "redact": "Lynx"})
+    assert missing.status_code == 422 and "not in the message" in missing.text
+    forged = await open_ui.post(url, data={"csrf": "nope", "whole": "true"})
+    assert forged.status_code == 403
+    done = await open_ui.post(url, data={"csrf": csrf_of(confirm.text), "whole": "false",
+                                         "redact": "Ocelot-7"})
+    assert done.status_code == 303 and done.headers["location"].endswith("?forgot=0")
+    shown = await open_ui.get(done.headers["location"])
+    assert "Message #0 and every trace of it were forgotten" in shown.text
+    said = await store.transcript(A, episode.id)
+    assert said[0].content == "The old alarm code was [redacted]."
+    assert (await store.history(A, episode.id))[-1].actor == "inspector"
+    assert (await open_ui.get(url.replace("/0/", "/7/"))).status_code == 404

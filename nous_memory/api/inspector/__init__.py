@@ -12,13 +12,23 @@ from fastapi import FastAPI
 
 from ...config import Settings
 from ..auth import KeyRing
-from . import agents, changes, conflicts, episodes, keys, memories, operations, portability
+from . import (
+    agents,
+    changes,
+    conflicts,
+    episodes,
+    keys,
+    memories,
+    messages,
+    operations,
+    portability,
+)
 from .session import Gate
 
 
 def install(app: FastAPI, ring: KeyRing | None, settings: Settings) -> None:
     """Mount the inspector's pages on ``app`` under ``/ui``."""
     app.state.inspector_gate = Gate(ring, settings)
-    for module in (agents, memories, changes, conflicts, episodes, operations, portability,
-                   keys):
+    for module in (agents, memories, changes, conflicts, episodes, messages, operations,
+                   portability, keys):
         app.include_router(module.router)

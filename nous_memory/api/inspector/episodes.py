@@ -30,7 +30,7 @@ async def episodes(request: Request, store: Store, agent_id: str,
 
 @router.get("/{episode_id}")
 async def episode(request: Request, store: Store, agent_id: str, episode_id: str,
-                  from_seq: str = "0") -> Response:
+                  from_seq: str = "0", forgot: int | None = None) -> Response:
     viewer = await viewer_of(request, agent_id)
     start = _seq(from_seq)
     record = await store.get_episode(agent_id, episode_id)
@@ -42,7 +42,7 @@ async def episode(request: Request, store: Store, agent_id: str, episode_id: str
     following = messages[-1].seq + 1 if len(messages) == TRANSCRIPT_PAGE else None
     return await render(request, viewer, "episode.html", agent=agent_id, episode=record,
                         messages=messages, learned=learned, summaries=summaries,
-                        total=total, start=start, following=following,
+                        total=total, start=start, following=following, forgot=forgot,
                         previous=max(0, start - TRANSCRIPT_PAGE) if start > 0 else None)
 
 
