@@ -111,12 +111,11 @@ class ConversationCalls:
     async def forget_message(self, agent_id: str, episode_id: UUID | str, seq: int, /, *,
                              redact: Sequence[str] | None = None, actor: str = "python"
                              ) -> MessageErasure:
-        """Not retried: a second try would find nothing left to forget (404 or 422)."""
+        """``actor`` is not sent (the service names the key).  Not retried: a second try
+        would find nothing left to forget (404 or 422)."""
         from ..episodes.results import MessageErasure
 
-        body: dict[str, Any] = {"actor": actor}
-        if redact is not None:
-            body["redact"] = list(redact)
+        body = {} if redact is None else {"redact": list(redact)}
         return parse(MessageErasure, await self._t.json(
             "POST", agent_path(agent_id, "episodes", episode_id, "messages", seq, "forget"),
             idempotent=False, body=body))

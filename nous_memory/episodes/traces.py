@@ -55,7 +55,9 @@ class Trace:
 
     @classmethod
     def of_spans(cls, spans: tuple[str, ...]) -> Trace:
-        pattern = re.compile("|".join(re.escape(s) for s in spans), re.IGNORECASE)
+        """Each string found in any case and however its words are joined: a fact that
+        reads "Quokka - 55" holds the "Quokka-55" it was learned from."""
+        pattern = re.compile("|".join(_loose(s) for s in spans), re.IGNORECASE)
         return cls(spans=spans, _pattern=pattern)
 
     @classmethod
@@ -86,3 +88,12 @@ class Trace:
     async def any(self, conn: Connection, texts: Sequence[str | None]) -> bool:
         return any(await self.marks(conn, texts))
 
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _loose(span: str) -> str:
+    """A span's words in order with anything but a letter or digit between them."""
+    words = _WORD.findall(span)
+    return r"[\W_]*".join(re.escape(w) for w in words) if words else re.escape(span)

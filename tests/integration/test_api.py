@@ -470,6 +470,7 @@ async def test_openapi_documents_paths_and_bodies(client: httpx.AsyncClient) -> 
                           # a whole agent
                           "/agents/{agent_id}/export", "/agents/{agent_id}/import",
                           "/agents/{agent_id}", "/agents/{agent_id}/people/{user}",
+                          "/agents/{agent_id}/episodes/{episode_id}/messages/{seq}/forget",
                           "/agents/{agent_id}/secrets-policy"}
     assert set(paths["/agents/{agent_id}/memories/{memory_id}"]) == {"get", "patch", "delete"}
     assert set(paths["/agents/{agent_id}/memories"]) == {"get", "post"}

@@ -71,7 +71,12 @@ async def test_a_deleted_message_of_a_closed_episode_leaves_no_trace(
 
 async def test_a_redaction_takes_out_only_its_strings(store: MemoryStore) -> None:
     episode = await _closed(store)
+    home = next(f for f in (await store.list(A, kind="fact")).items if "Porto" in f.summary)
+    # the owner reworded it: the old wording stays only in the audit trail
+    await store.update(A, home.id, content="The user lives in the north of Portugal.")
     erased = await store.forget_message(A, episode.id, 0, redact=["porto"])
+    assert erased.events >= 1
+    assert (await store.get(A, home.id)).summary == "The user lives in the north of Portugal."
     assert erased.action == "redacted"
     assert await tables_holding(store, "Porto") == {}
     said = await store.transcript(A, episode.id)
@@ -93,6 +98,7 @@ async def test_the_old_value_holds_again_when_what_replaced_it_is_forgotten(
     active = [f.summary for f in (await store.list(A, kind="fact", status="active")).items]
     assert any("Porto" in f for f in active) and not any("Lisbon" in f for f in active)
     await store.forget_message(A, moved.id, 0)
+    assert await tables_holding(store, "Porto") == {}  # the old value's history included
     active = [f.summary for f in (await store.list(A, kind="fact", status="active")).items]
     assert any("Lisbon" in f for f in active) and not any("Porto" in f for f in active)
     context = await store.assemble_context(A, "Where do I live?")
