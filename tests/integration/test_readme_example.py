@@ -120,9 +120,11 @@ CHECKS: dict[str, Callable[[Outputs], None]] = {
     # Ben's city and the group's landlord, nothing of Ana's; Ana's own city, not Ben's
     "guide/people.md": lambda o: _equal(o, [["True True", "False", "True False"]]),
     # the locker code and the card number redacted, the rest kept; the policy changed
+    # then one string of a message redacted, and a whole message forgotten
     "guide/secrets.md": lambda o: _equal(o, [[
         "I live in Porto. The gym locker code is [redacted: pin] and my card number is "
-        "[redacted: card number].", "refuse"]]),
+        "[redacted: card number].", "refuse"], [
+        "redacted My sister Marta's new number is [redacted].", "deleted 1"]]),
     "guide/episodes.md": _episodes,
     "guide/working-memory.md": _working_memory,
     "guide/history-import.md": lambda o: (

@@ -668,6 +668,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agents/{agent_id}/episodes/{episode_id}/messages/{seq}/forget": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Forget one message and every trace of it
+         * @description The message of an open or closed episode loses its text (a tombstone keeps its
+         *     place) or the strings named in ``redact``; chunks and the summary are made again
+         *     without it, and what was learned from it (facts, decisions, rolling summaries,
+         *     cached extractions, audit values) is purged.  A trimmed or archived episode is
+         *     restored first.  The receipt holds counts and who asked (the key's name), never the
+         *     text.  409: the episode is still being closed.
+         */
+        post: operations["forget_message_agents__agent_id__episodes__episode_id__messages__seq__forget_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agents/{agent_id}/secrets-policy": {
         parameters: {
             query?: never;
@@ -1591,6 +1616,76 @@ export interface components {
              * @default 1
              */
             versions?: number;
+        };
+        /**
+         * MessageErasure
+         * @description What forgetting one message removed and rebuilt (counts, never its text).
+         */
+        MessageErasure: {
+            /**
+             * Episode Id
+             * Format: uuid
+             */
+            episode_id: string;
+            /** Seq */
+            seq: number;
+            /**
+             * Action
+             * @enum {string}
+             */
+            action: "deleted" | "redacted";
+            /**
+             * Chunks
+             * @description chunks rebuilt from the transcript without it
+             */
+            chunks: number;
+            /**
+             * Summary
+             * @enum {string}
+             */
+            summary: "rebuilt" | "scrubbed" | "kept";
+            /**
+             * Facts
+             * @description facts learned from it, purged
+             */
+            facts: number;
+            /**
+             * Decisions
+             * @description decisions that held it, purged
+             */
+            decisions: number;
+            /**
+             * Rolling Summaries
+             * @description rolling summary records that folded it
+             */
+            rolling_summaries: number;
+            /**
+             * Events
+             * @description audit events whose values held it, emptied
+             */
+            events: number;
+            /**
+             * Restored
+             * @description brought back from cold storage first
+             * @default false
+             */
+            restored?: boolean;
+            /** Actor */
+            actor: string;
+        };
+        /**
+         * MessageForget
+         * @description Without ``redact``, the whole message is forgotten; with it, only these strings
+         *     (each must be in the message, in any case), each replaced by ``[redacted]``.
+         */
+        MessageForget: {
+            /**
+             * Redact
+             * @example [
+             *       "4471"
+             *     ]
+             */
+            redact?: string[] | null;
         };
         /**
          * Page
@@ -6062,6 +6157,91 @@ export interface operations {
             };
             /** @description The API key may not act for this agent */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorMessage"];
+                };
+            };
+            /** @description A conflicting change; with Retry-After, another transaction held what this one needed and nothing was written: the same call can be retried */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorMessage"];
+                };
+            };
+            /** @description Invalid input; every bad field is listed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationFailure"];
+                };
+            };
+            /** @description Database unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorMessage"];
+                };
+            };
+        };
+    };
+    forget_message_agents__agent_id__episodes__episode_id__messages__seq__forget_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent that owns the memories (1-128 printable characters); every call sees only that agent's memories. */
+                agent_id: string;
+                /** @description The episode's id (a UUID); another agent's episode is reported as not found. */
+                episode_id: string;
+                /** @description The message's position in the episode (seq) */
+                seq: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["MessageForget"] | null;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageErasure"];
+                };
+            };
+            /** @description Missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorMessage"];
+                };
+            };
+            /** @description The API key may not act for this agent */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorMessage"];
+                };
+            };
+            /** @description No such memory for this agent */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
