@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -168,7 +169,8 @@ class MessageForgetter:
         trace = plan.trace
         deleted = not plan.new_content
         await conn.execute("forget_message_write", agent, ident, seq, plan.new_content,
-                           count_tokens(plan.new_content), deleted, plan.metadata)
+                           count_tokens(plan.new_content), deleted, plan.metadata,
+                           datetime.now(UTC))
         model = self._embeddings.model_name
         gone = await conn.fetch("forget_chunks", agent, ident)
         if plan.chunks:

@@ -212,10 +212,11 @@ SELECT seq, content, edits, metadata, deleted_at FROM episode_messages
 WHERE agent_id = $1 AND episode_id = $2 AND seq = $3;
 
 -- name: forget_message_write
--- The message's new text ('' when deleted), no earlier versions; $6: deleted.
+-- The message's new text ('' when deleted), no earlier versions; $6: deleted; $8: now
+-- (a parameter: Citus plans no now() inside CASE).
 UPDATE episode_messages SET content = $4, tokens = $5, edits = '[]'::jsonb, metadata = $7,
-       deleted_at = CASE WHEN $6 THEN COALESCE(deleted_at, now()) ELSE deleted_at END,
-       edited_at = now()
+       deleted_at = CASE WHEN $6 THEN COALESCE(deleted_at, $8) ELSE deleted_at END,
+       edited_at = $8
 WHERE agent_id = $1 AND episode_id = $2 AND seq = $3;
 
 -- name: forget_own_lexemes
