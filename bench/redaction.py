@@ -3,12 +3,13 @@ is not a secret.
 
     python bench/redaction.py [--limit N] [--mb 2] [--verbose]
 
-The dev set (``secrets_cases.json``, written for it by other hands): short messages as a
-user writes them, each with the secrets it holds (``value`` and ``kind``) or none, and a
-``style`` (a phrasing, a format, a language, or a look-alike the user wants kept: order
-numbers, phone numbers, dates, prices, a card's last four digits).  Split by a fixed seed
-into a half to tune on and a half that is only measured; both are printed (``tune_*``,
-then the measured half); ``--verbose`` lists the failures of the tuning half only.
+The dev set (``secrets_cases.json`` and ``secrets_cases_*.json``, each a round written
+for it by other hands): short messages as a user writes them, each with the secrets it
+holds (``value`` and ``kind``) or none, and a ``style`` (a phrasing, a format, a
+language, or a look-alike the user wants kept: order numbers, phone numbers, dates,
+prices, a card's last four digits).  Each round is split by a fixed seed into a half to
+tune on and a half that is only measured; both are printed (``tune_*``, then the
+measured half); ``--verbose`` lists the failures of the tuning half only.
 
 - ``secret_kind_accuracy``: of the secrets found, the share redacted as their kind.
 - ``false_redaction_rate``: share of the texts without a secret that lose anything.
@@ -44,16 +45,24 @@ HERE = Path(__file__).resolve().parent
 SEED = 47  # the split: never changed after the first run
 
 
-def cases() -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = json.loads((HERE / "secrets_cases.json").read_text("utf-8"))
-    return found
+def rounds() -> list[list[dict[str, Any]]]:
+    """The dev set's files, each a round written by its own hand (the first, then
+    ``secrets_cases_*.json`` in name order)."""
+    paths = [HERE / "secrets_cases.json", *sorted(HERE.glob("secrets_cases_*.json"))]
+    return [json.loads(path.read_text("utf-8")) for path in paths]
 
 
-def split(items: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    order = sorted(items, key=lambda c: c["id"])
-    random.Random(SEED).shuffle(order)
-    half = len(order) // 2
-    return {"tune": order[:half], "measure": order[half:]}
+def split(found: list[list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    """A fixed-seed half of each round to tune on, the other only measured (a round added
+    later moves no case of an earlier one)."""
+    halves: dict[str, list[dict[str, Any]]] = {"tune": [], "measure": []}
+    for items in found:
+        order = sorted(items, key=lambda c: c["id"])
+        random.Random(SEED).shuffle(order)
+        half = len(order) // 2
+        halves["tune"] += order[:half]
+        halves["measure"] += order[half:]
+    return halves
 
 
 def _occurrences(text: str, value: str) -> list[tuple[int, int]]:
@@ -144,7 +153,7 @@ def main() -> None:
     parser.add_argument("--verbose", action="store_true",
                         help="the tuning half's failures, on stderr")
     args = parser.parse_args()
-    halves = split(cases())
+    halves = split(rounds())
     if args.limit:
         halves = {name: items[:args.limit // 2] for name, items in halves.items()}
     failures: list[str] | None = [] if args.verbose else None

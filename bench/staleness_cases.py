@@ -291,11 +291,32 @@ def histories() -> list[Case]:
     return [_case(raw) for path in HISTORY_FILES for raw in json.loads(path.read_text())]
 
 
+# the files of the first round were split together with the developers' cases; a file
+# added later is split on its own, so no case of an earlier round changes half
+FIRST_ROUND = ("staleness_histories_a.json", "staleness_histories_b.json")
+
+
+def _rounds(cases: list[Case]) -> list[list[str]]:
+    """The names of each round: the first (the developers' cases and FIRST_ROUND), then
+    each later file."""
+    later: dict[str, list[str]] = {}
+    for path in HISTORY_FILES:
+        if path.name not in FIRST_ROUND:
+            later[path.name] = [raw["name"] for raw in json.loads(path.read_text())]
+    in_later = {n for names in later.values() for n in names}
+    given = {c.name for c in cases}
+    first = [c.name for c in cases if c.name not in in_later]
+    return [first, *([n for n in names if n in given] for names in later.values())]
+
+
 def split(cases: list[Case]) -> tuple[list[Case], list[Case]]:
-    """(tune, measure): a fixed-seed half each.  The measure half is only measured: its
-    failures are never printed, so no rule is written against its phrasings."""
-    names = sorted(c.name for c in cases)
-    random.Random(SPLIT_SEED).shuffle(names)
-    measured = set(names[len(names) // 2:])
+    """(tune, measure): a fixed-seed half of each round.  The measure half is only
+    measured: its failures are never printed, so no rule is written against its
+    phrasings."""
+    measured: set[str] = set()
+    for names in _rounds(cases):
+        order = sorted(names)
+        random.Random(SPLIT_SEED).shuffle(order)
+        measured |= set(order[len(order) // 2:])
     return ([c for c in cases if c.name not in measured],
             [c for c in cases if c.name in measured])
