@@ -33,8 +33,10 @@ from .memories.whose import check_theirs
 from .owner import OwnerView
 from .people import person_key, visible_to
 from .secrets.policy import SecretPolicy
+from .tracing import traced
 
 
+@traced
 class MemoryStore(OwnerView, ConversationView):
     """Long-term memory for agents.  Use ``async with MemoryStore.open() as store:``."""
 
