@@ -169,6 +169,12 @@ def main() -> None:
     met = measured["secret_recall"] >= 0.98 and measured["false_redaction_rate"] <= 0.02
     print(f"# goal (measured half): secret_recall >= 0.98 and false_redaction_rate <= 0.02:"
           f" {'met' if met else 'NOT met'}")
+    if not args.limit:  # each round's measured half on its own (a later round is new text)
+        for number, found in enumerate(rounds(), start=1):
+            part = score(split([found])["measure"], None)
+            print(f"# round {number}, measured half: secret_recall "
+                  f"{part['secret_recall']:.4f}, false_redaction_rate "
+                  f"{part['false_redaction_rate']:.4f}")
     for name in ("secret_kind_accuracy", "false_redaction_rate", "false_redacted_char_share"):
         print(f"{name}: {measured[name]:.4f}")
     for name, value in fast.items():

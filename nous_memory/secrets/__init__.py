@@ -18,7 +18,7 @@ import re2
 from .codes import codes
 from .cues import cue_pattern, cues
 from .formats import find_shaped
-from .found import KINDS, Found, compile_pattern
+from .found import CARD, CVV, KINDS, Found, compile_pattern
 from .numbers import numbers
 from .passwords import keys, passwords
 from .vocabulary import (
@@ -29,6 +29,7 @@ from .vocabulary import (
     IBAN_CUES,
     KEY_CUES,
     PASSWORD_CUES,
+    PASSWORD_SUFFIXES,
 )
 
 MAX_REPEATED = 256  # distinct values looked for again: bounds the pattern RE2 compiles
@@ -93,6 +94,27 @@ def _settle(found: list[Found]) -> list[Secret]:
     return [Secret(f.start, f.end, f.kind) for f in chosen]
 
 
+# what follows a card number when a card is pasted whole: its expiry (no secret), then
+# its security code ("4111 ... / 04/29 / 615", "..., valid 12/27, cvv 480")
+_AFTER_CARD = compile_pattern(
+    r"[\s,;/|\-]*(?:(?:exp\w*|valid(?:\s+(?:thru|until|till))?|gültig(?:\s+bis)?)\.?\s*"
+    r"[:.]?\s*)?(?:0[1-9]|1[0-2])\s*/\s*(?:\d{4}|\d{2})[\s,;/|\-]*"
+    r"(?:(?:cvv2?|cvc2?|csc|cv2|security\s+code|code)\s*[:.=]?\s*)?(\d{3,4})\b",
+    case_sensitive=False)
+
+
+def _after_cards(scan: str, secrets: list[Secret]) -> list[Found]:
+    """The security code pasted after a card number and its expiry."""
+    found = []
+    for secret in secrets:
+        if secret.kind == CARD:
+            match = _AFTER_CARD.match(scan[secret.end:secret.end + 80])  # a slice: linear
+            if match is not None:
+                found.append(Found(secret.end + match.start(1), secret.end + match.end(1),
+                                   CVV, 1))
+    return found
+
+
 def _repeated(scan: str, secrets: list[Secret]) -> list[Found]:
     """Every other place a secret's value stands as a whole word: a code said once with
     its cue ("door code 4416") is no less secret when repeated bare ("just 4416")."""
@@ -126,7 +148,8 @@ _SHAPED_PARTS = (r"-----BEGIN|eyJ|://|[A-Za-z0-9_\-+/=.]{16}|\d{3}[ \-]\d{2}[ \-
 _SHAPED_MAYBE = compile_pattern(_SHAPED_PARTS)
 _INSIDE = compile_pattern(
     r"(?:log|sign)(?:ging)?\s*-?\s*(?:in|on|into)\b|(?:unlock|open)\w*\s+with|"
-    r"(?:key|token|secret|pass|pwd)\w*[\"']?\s*[=:]|code|kode", case_sensitive=False)
+    r"(?:key|token|secret|pass|pwd)\w*[\"']?\s*[=:]|code|kode|kod|"
+    + "|".join(PASSWORD_SUFFIXES), case_sensitive=False)
 # each cue's first word: a multi-word cue stands where its first word does, and no cue is
 # hidden behind a longer one that fails to stand as a word
 _ANY_CUE = cue_pattern(tuple({word.split()[0] for word in (
@@ -156,7 +179,7 @@ def find_secrets(text: str) -> list[Secret]:
             found.extend(finder(scan))
     found = [f for f in found if "\0" not in scan[f.start:f.end]]
     secrets = _settle(found)
-    return _settle(found + _repeated(scan, secrets))
+    return _settle(found + _after_cards(scan, secrets) + _repeated(scan, secrets))
 
 
 def redact(text: str) -> Redacted:

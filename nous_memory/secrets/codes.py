@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .cues import CODE, Cue, cue_pattern, cues, value_after, words_before
+from .cues import CODE, WINDOW, Cue, cue_pattern, cues, value_after, words_before
 from .found import CVV, OTP, PIN, Found, compile_pattern
 from .vocabulary import (
     CARD_WORDS,
@@ -38,6 +38,7 @@ _BEFORE_CUE = compile_pattern(
 _OPENS_WITH = compile_pattern(
     r"\b(?:unlocks?|unlocked|opens?|opened|open)\s+with\s+(?:the\s+code\s+)?"
     r"([#*]?[0-9]+(?:[ \-][0-9]+)*[#*]?)\b", case_sensitive=False)
+_COLON_VALUE = compile_pattern(r"[^.!?\n:]{0,60}:\s*([#*]?[0-9]+(?:[ \-][0-9]+)*[#*]?)")
 _MORE = compile_pattern(r"\s*(?:,|and|or|&|und|et|y|e|/)\s*(?:then\s+)?")
 
 
@@ -109,7 +110,9 @@ def _digits_end(text: str, start: int, end: int, kind: str) -> int | None:
             return None
         if not compact.isdigit() and digits < 4 and "-" not in value:
             return None
-    elif not compact.isdigit():
+    elif not compact.isdigit() and not (  # a door code with a letter or two: "4B728"
+            kind == PIN and digits >= 3 and len(compact) - digits <= 2
+            and len(compact) <= 8):
         return None
     low, high = {CVV: (3, 4), OTP: (4, 24)}.get(kind, (3, 12))
     if not low <= len(compact) <= high:
@@ -134,6 +137,11 @@ def codes(text: str) -> Iterator[Found]:
         if kind is None:
             continue
         start, end = found.start, found.end
+        if _digits_end(text, start, end, kind) is None and not found.quoted:
+            # "cvc is the 3 digits on back: 480": what the value is, then the value
+            later = _COLON_VALUE.match(text[start:cue.end + WINDOW])  # a slice: linear
+            if later is not None:
+                start, end = start + later.start(1), start + later.end(1)
         while True:
             stop = _digits_end(text, start, end, kind)
             if stop is None or _plain_number(text, start, stop):

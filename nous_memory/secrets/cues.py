@@ -18,9 +18,12 @@ WINDOW = 160  # characters after a cue in which its value must start
 _GAP = r"(?:[\s()/]+\pL[\pL'\x{2019}&.\-]*){1,6}?"
 _LINK_WORDS = (r"is|was|are|were|be|been|will|would|now|still|just|currently|set|changed|"
                r"updated|to|as|it's|it\x{2019}s|its|it|says|shows|reads|of|becomes|became|"
-               r"should|number|no|num|nr|ist|lautet|sind|war|est|c'est|es|era|é|è|är|jest|"
-               r"er|wie|zijn|sera|será")
-_LINK_ONE = (rf"(?:\s+(?:{_LINK_WORDS})\b\.?|\s*[:=\x{{FF1A}}]+|\s+[-\x{{2013}}\x{{2014}}>#]+"
+               r"should|number|no|num|nr|ist|lautet|sind|war|est|c'est|es|era|är|jest|"
+               r"er|wie|zijn|sera|nummer|numer|numero|numeros")
+# words ending in a letter outside ASCII: RE2's \b is ASCII, so their end is a space
+_LINK_WORDS_WIDE = r"é|è|será|número|numéro"
+_LINK_ONE = (rf"(?:\s+(?:{_LINK_WORDS})\b\.?|\s+(?:{_LINK_WORDS_WIDE})(?:\s|$)"
+             r"|\s*[:=\x{FF1A}]+|\s+[-\x{2013}\x{2014}>#]+"
              r"|\s*\?|['\x{2019}]s\b|\s*は)")
 _LINK_REQ = rf"(?:\s*[\"'\x{{201D}}\x{{2019}})]?{_LINK_ONE})+\s*"  # "(for the wifi) is"
 _LINK_OPT = rf"(?:\s*[\"'\x{{201D}}\x{{2019}}]?{_LINK_ONE})*\s*"
@@ -59,7 +62,9 @@ class Value(NamedTuple):
 
 
 def cue_pattern(words: tuple[str, ...], extra: str = "") -> Any:
-    return compile_pattern(alternation(words) + extra, case_sensitive=False)
+    """The cues: at each place the longest ("pincode" is one word, not "pin" glued to
+    "code")."""
+    return compile_pattern(alternation(words) + extra, case_sensitive=False, longest=True)
 
 
 def _glued(ch: str) -> bool:

@@ -40,6 +40,11 @@ _PEM = compile_pattern(
 # scheme://user:password@host: the password, a credential of a service like a key
 _URL_CREDENTIALS = compile_pattern(
     r"\b[A-Za-z][A-Za-z0-9+.\-]{1,15}://[^\s:/@]{1,64}:([^\s@/]{1,128})@")
+# a generated token in a URL's path after a word that says what it is: a webhook's or
+# a service hook's secret (Discord, Slack), a key or token passed in the path
+_URL_TOKEN = compile_pattern(
+    r"://[^\s/]+/(?:[^\s/?#]+/)*?(?:webhooks?|hooks|services|tokens?|keys?|secrets?)/"
+    r"(?:[^\s/?#]+/){0,3}([A-Za-z0-9_\-]{24,})", case_sensitive=False)
 # a run of digits in groups parted by one space or dash; ``cards`` finds a card in it
 _DIGIT_RUN = compile_pattern(r"\d+(?:[ \-]\d+)*")
 _IBAN = compile_pattern(r"\b[A-Za-z]{2}\d{2}[ ]?[A-Za-z0-9]{2}(?:[ ]?[A-Za-z0-9]){8,30}")
@@ -123,6 +128,9 @@ def shaped(text: str) -> Iterator[Found]:
             yield Found(match.start(), match.end(), API_KEY, 1)
     for match in _URL_CREDENTIALS.finditer(text):
         yield Found(match.start(1), match.end(1), API_KEY, 0)
+    for match in _URL_TOKEN.finditer(text):
+        if looks_random(match.group(1), 24):
+            yield Found(match.start(1), match.end(1), API_KEY, 1)
     for match in _SSN.finditer(text):
         parts = match.groups()
         area, group, serial = parts[:3] if parts[0] is not None else parts[3:]

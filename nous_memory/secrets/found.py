@@ -28,9 +28,12 @@ class Found(NamedTuple):
     rank: int
 
 
-def compile_pattern(pattern: str, *, case_sensitive: bool = True) -> Any:
-    """An RE2 pattern: linear-time matching, so no text can stall the write path."""
+def compile_pattern(pattern: str, *, case_sensitive: bool = True,
+                    longest: bool = False) -> Any:
+    """An RE2 pattern: linear-time matching, so no text can stall the write path
+    (``longest``: of the matches at a place, the longest, not the first alternative)."""
     options = re2.Options()
     options.case_sensitive = case_sensitive
+    options.longest_match = longest
     options.log_errors = False
     return re2.compile(pattern, options)

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from .checks import looks_random
 from .cues import TOKEN, cue_pattern, cues, trim, value_after
 from .found import API_KEY, PASSWORD, PIN, Found, compile_pattern
-from .vocabulary import KEY_CUES, NOT_A_VALUE, PASSWORD_CUES
+from .vocabulary import KEY_CUES, NOT_A_VALUE, PASSWORD_CUES, PASSWORD_SUFFIXES
 
-_PASSWORD_CUE = cue_pattern(PASSWORD_CUES)
+_PASSWORD_CUE = cue_pattern(PASSWORD_CUES, r"|\pL+(?:" + "|".join(PASSWORD_SUFFIXES) + ")")
 _KEY_CUE = cue_pattern(KEY_CUES)
 _PHRASE_CUES = ("passphrase", "seed phrase", "recovery phrase", "mnemonic")
 _WEAK_CUES = ("pass", "login", "log-in", "sign-in", "creds", "credentials")
@@ -36,6 +36,7 @@ _IS_MY = compile_pattern(
     r"(?:[A-Za-z\-]+\s+){0,3}?(?:password|pw)\b", case_sensitive=False)
 # "user / password", "user:password" after a login cue: the second is the password
 _PAIR = compile_pattern(r"\s*[/|:]\s*([^\s\"'\x{201C}\x{201D}\x{2018}\x{2019},;]+)")
+_SPACED_GROUPS = compile_pattern(r" (\d+)\b")
 _SHAPED_NEAR = 200  # characters around a found password in which a strong-shaped token is one too
 _TOKENS = compile_pattern(r"[^\s\"'\x{201C}\x{201D}\x{2018}\x{2019}`,;()]{8,64}")
 
@@ -66,13 +67,15 @@ def strong_shape(token: str) -> bool:
 
 
 def _phrase_end(text: str, end: int, words: int = 12) -> int:
-    """A phrase runs to the end of its clause: lower-case words, up to ``words``."""
+    """A phrase runs to the end of its clause: lower-case words (a number among them),
+    up to ``words``."""
     while words:
         nxt = end
         while nxt < len(text) and text[nxt] == " ":
             nxt += 1
         stop = nxt
-        while stop < len(text) and text[stop].isalpha() and text[stop].islower():
+        while stop < len(text) and ((text[stop].isalpha() and text[stop].islower())
+                                    or text[stop].isdigit()):
             stop += 1
         if stop == nxt or (stop < len(text) and not text[stop].isspace()
                            and text[stop] not in ".,;!?("):
@@ -106,8 +109,14 @@ def _cued_passwords(text: str) -> Iterator[Found]:
             if len(text[start:stop].split()) >= 3:
                 yield Found(start, stop, PASSWORD, 2)
                 continue
+        if value.isdigit() and not found.quoted:  # "804 551": one code in groups
+            groups = _SPACED_GROUPS.match(text[end:end + 40])
+            while groups and len(groups.group(1)) == len(value.split()[0]):
+                end += groups.end()
+                groups = _SPACED_GROUPS.match(text[end:end + 40])
+            value = text[start:end]
         if password_like(value, found.explicit or found.quoted):
-            yield Found(start, end, PASSWORD, 3 if value.isdigit() else 2)
+            yield Found(start, end, PASSWORD, 3 if value.replace(" ", "").isdigit() else 2)
 
 
 def passwords(text: str) -> Iterator[Found]:

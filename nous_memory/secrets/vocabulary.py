@@ -24,7 +24,10 @@ CODE_CUES = (
     "cryptogramme", "暗証番号", "認証コード", "確認コード", "safe", "key safe", "lockbox",
     "keybox", "padlock", "lock")
 # German and Dutch glue a code's kind to it ("Bestätigungscode", "Türcode")
-CODE_SUFFIXES = ("code", "kode", "codes")
+CODE_SUFFIXES = ("code", "kode", "codes", "kod", "koden", "koder")
+# and a password's kind ("Routerpasswort", "engångslösenord")
+PASSWORD_SUFFIXES = ("passwort", "password", "kennwort", "lösenord", "losenord",
+                     "wachtwoord", "salasana", "hasło", "haslo")
 BANK_CUES = (
     "account", "account number", "account no", "account #", "bank account", "acct",
     "acct no", "a/c", "sort code", "routing", "routing number", "aba", "bsb",
