@@ -58,9 +58,26 @@ FOUND = [
     ("password (hunter22, lowercase)", "hunter22", "password"),
     ("PIN (changed to 4821) for the card", "4821", "pin"),
     ("password (gmail) Xk9#mP2qZ", "Xk9#mP2qZ", "password"),
+    # a cue glued to its kind is one word; link words ending outside ASCII
+    ("de pincode van de fietskluis is 8462", "8462", "pin"),
+    ("pinkoden till kortet är 8 1 4 0", "8 1 4 0", "pin"),
+    ("il codice del lucchetto della palestra è 3-7-1-9", "3-7-1-9", "pin"),
+    ("meu CPF é 384.917.260-04", "384.917.260-04", "government id"),
+    ("Mein Personalausweis hat die Nummer L7X4RT2F9", "L7X4RT2F9", "government id"),
+    ("Ditt engångslösenord är 804 551", "804 551", "password"),
+    # what the value is, then the value; a card pasted whole; a door code with a letter
+    ("cvc is the 3 digits on back: 480", "480", "card security code"),
+    ("4111 1111 1111 1111 / 04/29 / 615 - work card", "615", "card security code"),
+    ("le code de la porte c'est 4B728", "4B728", "pin"),
+    ("passphrase: velvet otter harbor lantern 9", "velvet otter harbor lantern 9", "password"),
+    ("hook https://discord.com/api/webhooks/1187264530918273645/Xk9mQ2pLzR7tVn4Bw8cY1dJ6hF3g",
+     "Xk9mQ2pLzR7tVn4Bw8cY1dJ6hF3g", "api key"),
 ]
 
 KEPT = [
+    "the door code is on the fridge: see the note",
+    "see https://docs.google.com/document/d/1aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789abc/edit",
+    "card ending 4242, expires 04/29, 3 items in the basket",
     "My mom's number is (415) 555-0134, save it under Mom",
     "call me at +1 415 555 2671",
     "my card ending in 4242 was declined",
