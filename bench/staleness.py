@@ -52,7 +52,17 @@ from statistics import mean
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from staleness_cases import CASES, FILLER, PLANS, Case, Plan, Session, histories, split
+from staleness_cases import (
+    CASES,
+    FILLER,
+    PLANS,
+    Case,
+    Plan,
+    Session,
+    histories,
+    rounds,
+    split,
+)
 
 from nous_memory import MemoryStore
 
@@ -182,6 +192,14 @@ async def run(args: argparse.Namespace) -> None:
         shares = [f"{kind} {mean(float(v.first) for c, v in verdicts[half] if c.kind == kind):.2f}"
                   f" ({sum(1 for c, _ in verdicts[half] if c.kind == kind)})" for kind in kinds]
         print(f"# {half} current first, by kind: {', '.join(shares)}")
+    if not args.cases:  # each round's measured half on its own (a later round is new text)
+        measured = {case.name: v for case, v in verdicts["measure"]}
+        for number, names in enumerate(rounds(CASES + histories()), start=1):
+            part = [measured[n] for n in names if n in measured]
+            print(f"# round {number}, measured half ({len(part)}): current first "
+                  f"{mean(float(v.first) for v in part):.4f}, old marked "
+                  f"{mean(float(v.marked) for v in part):.4f}, old called current "
+                  f"{mean(float(v.called_current) for v in part):.4f}")
     lines = _figures("tune_", [v for _, v in verdicts["tune"]])
     lines += _figures("", [v for _, v in verdicts["measure"]])
     print("\n".join(lines))

@@ -296,7 +296,7 @@ def histories() -> list[Case]:
 FIRST_ROUND = ("staleness_histories_a.json", "staleness_histories_b.json")
 
 
-def _rounds(cases: list[Case]) -> list[list[str]]:
+def rounds(cases: list[Case]) -> list[list[str]]:
     """The names of each round: the first (the developers' cases and FIRST_ROUND), then
     each later file."""
     later: dict[str, list[str]] = {}
@@ -314,7 +314,7 @@ def split(cases: list[Case]) -> tuple[list[Case], list[Case]]:
     measured: its failures are never printed, so no rule is written against its
     phrasings."""
     measured: set[str] = set()
-    for names in _rounds(cases):
+    for names in rounds(cases):
         order = sorted(names)
         random.Random(SPLIT_SEED).shuffle(order)
         measured |= set(order[len(order) // 2:])
