@@ -96,10 +96,11 @@ def _read_path(outputs: Outputs) -> None:
 
 
 def _integrations(outputs: Outputs) -> None:
-    # the Agents SDK session, the LangChain retriever and LangGraph store
+    # the Agents SDK session, the LangChain retriever and LangGraph store, Pydantic AI
     assert outputs == [["3 function_call 21 C, sunny", "c1 2"],
                        ["Ana's sister Beatrice lives in Lisbon.", "{'content': 'Window seats.'}",
-                        "seat"]]
+                        "seat"],
+                       ["genmaicha", "2"]]  # Pydantic AI: the context reached the model
 
 
 def _episodes(outputs: Outputs) -> None:
