@@ -38,7 +38,7 @@ from .results import RecallResult as RecallResult
 from .results import RecallScores as RecallScores
 from .results import RecallTimings as RecallTimings
 from .results import TimeWindow as TimeWindow
-from .said_later import contested_in_recall
+from .said_later import contested_in_recall, said_at
 from .when import Window, resolve, without_now
 
 AGENT_ROWS_TTL_S = 30.0  # how long a small agent's counted size is trusted
@@ -385,7 +385,7 @@ def _item(row: Mapping[str, Any], contested: Mapping[Any, datetime] | None = Non
         ref=make_ref(kind, row["memory_id"], chunk_no), source=row["source"],
         memory_id=row["memory_id"], kind=kind, chunk_no=chunk_no, text=row["text"],
         tokens=row["tokens"], message_metadata=row["message_metadata"] or [],
-        created_at=row["created_at"], ended_at=row["ended_at"], said_at=row["said_at"],
+        created_at=row["created_at"], ended_at=row["ended_at"], said_at=said_at(row),
         status=Status(row["status"]), stale_since=row["stale_on"],
         current_since=row["valid_from"] if row["slot_key"] and row["stale_on"] is None
         and row["source"] == "memory" and row["memory_id"] not in (contested or {})

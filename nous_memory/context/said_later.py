@@ -176,4 +176,12 @@ def _as_candidate(row: Mapping[str, Any], section: Section, *,
     return Candidate(ref="", memory_id=row["memory_id"],
                      kind="chunk" if chunk is not None else str(row["kind"]),
                      section=section, text=row["text"], score=0.0, chunk_no=chunk,
-                     said_at=row["said_at"], since=since)
+                     said_at=said_at(row), since=since, stale_on=row["stale_on"])
+
+
+def said_at(row: Mapping[str, Any]) -> datetime | None:
+    """When a recalled row was said: a fact when its value was said (``valid_from``,
+    which a caller may give), not when it was stored."""
+    if row["source"] == "memory" and row["kind"] == "fact" and row["valid_from"]:
+        return row["valid_from"]  # type: ignore[no-any-return]
+    return row["said_at"]  # type: ignore[no-any-return]

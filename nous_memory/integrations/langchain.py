@@ -53,14 +53,21 @@ def run_on(loop: asyncio.AbstractEventLoop | None, work: Coroutine[Any, Any, T])
 
 
 def document(item: RecallItem) -> Document:
-    """A recalled memory or transcript chunk as a LangChain document."""
+    """A recalled memory or transcript chunk as a LangChain document, with what recall
+    knows of its time: when it was said, and whether its value is current (since when)
+    or no longer holds (since when), so a chain can tell an old value from a new one."""
     return Document(id=str(item.memory_id) if item.source == "memory" else item.ref,
                     page_content=item.text, metadata={
                         "ref": item.ref, "memory_id": str(item.memory_id),
                         "kind": item.kind.value, "source": item.source,
                         "score": item.scores.final, "cosine": item.scores.cosine,
-                        "created_at": item.created_at.isoformat() if item.created_at
-                        else None})
+                        "status": item.status.value,
+                        **{name: (value.isoformat() if value is not None else None)
+                           for name, value in (
+                               ("created_at", item.created_at), ("said_at", item.said_at),
+                               ("current_since", item.current_since),
+                               ("stale_since", item.stale_since),
+                               ("told_again_on", item.told_again_on))}})
 
 
 class NousMemoryRetriever(BaseRetriever):
@@ -69,7 +76,8 @@ class NousMemoryRetriever(BaseRetriever):
     ``k``: documents per query (``invoke(query, k=3)`` overrides it); ``kinds``: only
     these kinds (``["fact", "decision"]``); ``loop``: the store's event loop, for sync
     ``invoke``; ``user``: the person asking (``invoke(query, user="ana")`` overrides
-    it), None for the owner.
+    it), None for the owner; ``include_superseded``: past values too (each document's
+    metadata says ``stale_since``); ``current_only``: no value known to be past.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -79,6 +87,8 @@ class NousMemoryRetriever(BaseRetriever):
     k: int = 4
     kinds: list[str] | None = None
     user: str | None = None
+    include_superseded: bool = False
+    current_only: bool = False
     loop: asyncio.AbstractEventLoop | None = None
 
     def _get_relevant_documents(self, query: str, *,
@@ -94,8 +104,11 @@ class NousMemoryRetriever(BaseRetriever):
     async def _recall(self, query: str, options: dict[str, Any]) -> list[Document]:
         backend: Backend = self.store
         k = options.get("k", self.k)
-        found = await backend.recall(self.agent_id, query, kinds=options.get(
-            "kinds", self.kinds), k=k, user=options.get("user", self.user))
+        found = await backend.recall(
+            self.agent_id, query, kinds=options.get("kinds", self.kinds), k=k,
+            user=options.get("user", self.user),
+            include_superseded=options.get("include_superseded", self.include_superseded),
+            current_only=options.get("current_only", self.current_only))
         return [document(item) for item in found.items[:k]]
 
 

@@ -75,3 +75,18 @@ async def test_a_retriever_for_a_person_reads_theirs_and_the_shared(
     assert "My therapist is Dr. Alves." in ana and not any("Rex" in t for t in ana)
     owner = NousMemoryRetriever(store=store, agent_id=household, k=10)
     assert len(await owner.ainvoke("therapist, dog or wifi")) == 3
+
+
+async def test_documents_say_which_value_is_current_and_which_is_old(
+        store: MemoryStore) -> None:
+    agent = "langchain-moves"
+    await store.learn_fact(agent, "I live in Lisbon.", valid_from="2024-01-05T10:00:00Z")
+    await store.learn_fact(agent, "We moved to Porto.", valid_from="2024-06-01T10:00:00Z")
+    retriever = NousMemoryRetriever(store=store, agent_id=agent, k=5,
+                                    include_superseded=True)
+    docs = {d.page_content: d.metadata for d in await retriever.ainvoke("Where do I live?")}
+    porto = next(m for text, m in docs.items() if "Porto" in text)
+    lisbon = next(m for text, m in docs.items() if "Lisbon" in text)
+    assert porto["current_since"].startswith("2024-06-01") and porto["stale_since"] is None
+    assert lisbon["stale_since"].startswith("2024-06-01") and lisbon["current_since"] is None
+    assert lisbon["status"] == "superseded" and porto["said_at"].startswith("2024-06-01")
