@@ -81,7 +81,8 @@ _SUBJECT = re.compile(
     r"drives|takes|goes|go|went|uses|use|eats|eat|married|broke|got|gets|sold|"
     r"switched|commutes|rides|walks|relocated|ran|retired|turned|cancelled|canceled|"
     r"stopped|gave|welcomed|rescued|accepted|landed|signed|enrolled|transferred|"
-    r"graduated|divorced|split|separated|can|can't|prefers|loves|drinks|has)\b)")
+    r"graduated|divorced|split|separated|can|can't|prefers|loves|drinks|has|took|"
+    r"qualified|trained|retrained|finished|completed|was|hired)\b)")
 _THE_THING = re.compile(r"^(?i:the|a|an|our|their|his|her) (?P<thing>[a-z][\w -]{2,60}?)"
                         r"(?=\s(?:is|are|was|were|has|got|had|will|moved|now)\b)")
 _ARTICLES = re.compile(r"^(?:(?:a|an|the|his|her|their|our|its|my|some|new|brand new|"
@@ -265,6 +266,15 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [(re.compile(p, re.I), a) for p, 
     (r"\b(?:is|became|is now|has become|started as|starts as) (?:a |an |the )?"
      r"(?P<v>(?:[\w-]+ ){0,3}(?:" + "|".join(sorted(JOB_NOUNS)) + r"))\b", JOB_TITLE),
     (r"\b(?:new (?:job|role|position) as) (?:a |an |the )?(?P<v>.+)", JOB_TITLE),
+    # what one became ("qualified as a paramedic", "hired as an analyst") and a job taken
+    # by its title ("took the kitchen manager job"): a title ends in a job noun
+    (r"\b(?:qualified|trained|retrained|hired|employed|certified|re-?qualified|"
+     r"signed on|taken on|kept on) as (?:a |an |the )?"
+     r"(?P<v>(?:[\w-]+ ){0,3}(?:" + "|".join(sorted(JOB_NOUNS)) + r"))\b", JOB_TITLE),
+    (r"\b(?:took|accepted|got|landed|started|began|taking|accepting|starting|got offered|"
+     r"was offered) (?:the |a |an |my |that |this )?(?:new )?"
+     r"(?P<v>(?:[\w-]+ ){0,2}(?:" + "|".join(sorted(JOB_NOUNS)) + r")) "
+     r"(?:job|role|position|post|gig)\b", JOB_TITLE),
     (r"\b(?:works?|working|is working|is employed|employed) (?:at|for|with)\s+(?P<v>.+)",
      EMPLOYER),
     (r"\b(?:joined|joins|is joining|will join|started at|starts at|moved to a job at|"

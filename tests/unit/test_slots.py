@@ -26,6 +26,12 @@ SAID = datetime(2024, 5, 2, 10, tzinfo=UTC)  # a Thursday
      "revolut", False),
     ("The user got promoted to senior engineer.", "user", "job title", "senior engineer",
      False),
+    # what one became, and a job taken by its title
+    ("The user finished the conversion course and qualified as a paramedic last month.",
+     "user", "job title", "paramedic", False),
+    ("The user took the kitchen manager job at the hotel.", "user", "job title",
+     "kitchen manager", False),
+    ("The user was hired as a junior analyst.", "user", "job title", "junior analyst", False),
     ("The user is no longer vegetarian.", "user", "diet", "vegetarian", True),
     ("The user went vegan in April.", "user", "diet", "vegan", False),
     ("The user switched to an iPhone 15 last week.", "user", "phone", "iphone 15", False),
@@ -57,6 +63,9 @@ def test_a_statement_fills_its_slot(text: str, subject: str, attribute: str, val
     "The user has been using a Fitbit for 6 months now.",
     "Happy to help with that.",
     "The user thinks the movie was too long.",
+    "The user dressed up as a doctor for Halloween.",  # "as a <job>" without becoming one
+    "The user took the dog to the vet.",
+    "The user was in Paris for the weekend.",
 ])
 def test_what_no_rule_reads_has_no_slot(text: str) -> None:
     assert read_slot(text) is None
