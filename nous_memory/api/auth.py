@@ -149,6 +149,7 @@ READ_POSTS = frozenset({"/agents/{agent_id}/recall", "/agents/{agent_id}/context
 OWNER_ROUTES = frozenset({"/agents/{agent_id}/export", "/agents/{agent_id}/import",
                           "/agents/{agent_id}", "/agents/{agent_id}/people/{user}",
                           "/agents/{agent_id}/secrets-policy",
+                          "/agents/{agent_id}/episodes/{episode_id}/messages/{seq}/forget",
                           "/keys", "/keys/{name}",
                           "/keys/{name}/rotate"})
 

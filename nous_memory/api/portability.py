@@ -20,7 +20,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..episodes.results import MessageErasure
 from ..episodes.traces import MAX_SPANS
@@ -124,6 +124,13 @@ class MessageForget(BaseModel):
 
     redact: list[str] | None = Field(default=None, min_length=1, max_length=MAX_SPANS,
                                      examples=[["4471"]])
+
+    @model_validator(mode="after")
+    def _named_or_absent(self) -> MessageForget:
+        if "redact" in self.model_fields_set and self.redact is None:
+            raise ValueError("redact: leave it out to forget the whole message, or name "
+                             "the strings to take out")
+        return self
 
 
 @router.post("/episodes/{episode_id}/messages/{seq}/forget",

@@ -90,8 +90,9 @@ class MessageForgetter:
         async with self._db.transaction() as conn:
             await conn.execute("lock_agent_facts", agent)  # facts are purged below
             again, now = await _locked(conn, agent, ident, seq)
-            if _all_text(now) != _all_text(message) or again["state"] != episode["state"]:
-                raise ConflictError(f"message {ident}#{seq} changed while it was being "
+            if _all_text(now) != _all_text(message) or any(
+                    again[k] != episode[k] for k in ("state", "version", "message_count")):
+                raise ConflictError(f"episode {ident} changed while message {seq} was being "
                                     "forgotten; nothing was changed. Try again")
             counts = await self._write(conn, agent, ident, seq, episode, plan, who)
             erasure = MessageErasure(
@@ -137,6 +138,10 @@ class MessageForgetter:
         scrubbed = trace.scrub(episode["summary"])
         if summary is None and scrubbed != episode["summary"]:
             summary, source = scrubbed, SummarySource(episode["summary_source"])
+        elif summary is None and trace.lexemes and episode["state"] == "closed":
+            async with self._db.acquire() as conn:  # a summary given that quotes it
+                if await trace.any(conn, [episode["summary"]]):
+                    summary, source = rule_summary(remaining, title), SummarySource.RULE
         texts = [embedding_text(c.content, c.context) for c in chunks] + (
             [summary] if summary is not None else [])
         vectors = await self._embeddings.embed_texts(agent, texts)
@@ -168,6 +173,10 @@ class MessageForgetter:
                      episode: Any, plan: _Plan, actor: str) -> dict[str, Any]:
         trace = plan.trace
         deleted = not plan.new_content
+        # first: a fold in flight cannot land, and work computed from the episode as it
+        # was (a learn, an upgrade) sees its version change and starts again
+        await conn.execute("conv_state_touch", agent, ident)
+        await conn.execute("memory_touch", agent, ident)
         await conn.execute("forget_message_write", agent, ident, seq, plan.new_content,
                            count_tokens(plan.new_content), deleted, plan.metadata,
                            datetime.now(UTC))
@@ -183,9 +192,10 @@ class MessageForgetter:
             if text not in kept:
                 await self._embeddings.forget(conn, agent, row["embedding_model"], text)
         summary = await self._write_summary(conn, agent, ident, episode, plan, trace)
-        derived = await forget_derived(conn, self._embeddings, agent, ident, seq, trace,
-                                       by_seq=deleted, actor=actor)
-        await conn.execute("conv_state_touch", agent, ident)  # a fold in flight cannot land
+        derived = await forget_derived(
+            conn, self._embeddings, agent, ident, seq, trace, by_seq=deleted, actor=actor,
+            rebuilt=plan.rebuilt, summary=plan.summary,
+            old_summary=episode["summary"] if plan.summary is not None else None)
         return {"chunks": len(plan.chunks), "summary": summary, **derived}
 
     async def _write_summary(self, conn: Connection, agent: str, ident: UUID, episode: Any,
@@ -227,7 +237,8 @@ async def _locked(conn: Connection, agent: str, ident: UUID, seq: int, *,
         raise ConflictError(f"episode {ident} is in cold storage ({episode['storage']}); "
                             "restore it first")
     message = await conn.fetchrow("forget_message_row", agent, ident, seq)
-    if message is None or (message["deleted_at"] is not None and not message["content"]):
+    if message is None or (message["deleted_at"] is not None and not message["content"]
+                           and not message["edits"]):
         raise NotFoundError("message", f"{ident}#{seq}")
     return episode, message
 

@@ -9,6 +9,7 @@ message's own words).  A fact that goes leaves its supersession chain whole.
 
 from __future__ import annotations
 
+from typing import Any
 from uuid import UUID
 
 from ..db import Connection
@@ -21,14 +22,17 @@ from .traces import Trace
 
 async def forget_derived(conn: Connection, embeddings: EmbeddingCache, agent: str,
                          episode: UUID, seq: int, trace: Trace, *, by_seq: bool,
-                         actor: str) -> dict[str, int]:
-    """Purge, delete and scrub; the counts for the receipt."""
+                         actor: str, rebuilt: EpisodeExtraction | None = None,
+                         summary: str | None = None, old_summary: str | None = None
+                         ) -> dict[str, int]:
+    """Purge, delete and scrub; the counts for the receipt.  ``rebuilt``/``summary``:
+    what the close's texts were made again as; ``old_summary``: the one replaced."""
     facts, linked = await _facts(conn, embeddings, agent, episode, seq, trace, by_seq, actor)
     decisions = await _decisions(conn, embeddings, agent, episode, trace, actor)
-    await _extraction(conn, agent, episode, seq, trace, by_seq)
+    await _extraction(conn, agent, episode, seq, trace, by_seq, rebuilt, summary)
     rolling = await _rolling(conn, agent, episode, seq, trace)
     await conn.execute("forget_extraction_cache", agent, episode)
-    events = await _events(conn, agent, episode, trace, linked)
+    events = await _events(conn, agent, episode, trace, linked, old_summary)
     return {"facts": facts, "decisions": decisions, "rolling_summaries": rolling,
             "events": events}
 
@@ -40,13 +44,18 @@ async def _facts(conn: Connection, embeddings: EmbeddingCache, agent: str, episo
     them)."""
     rows = await conn.fetch("forget_facts", agent, episode)
     marks = await trace.marks(conn, [f"{r['content']} {r['slot_value'] or ''}" for r in rows])
+    # after a deletion, a fact learned from another message is that message's, whatever
+    # words it shares with this one; only a fact of no known message is judged by them
     gone = [r for r, marked in zip(rows, marks, strict=True)
-            if marked or (by_seq and r["source_seq"] == seq)]
+            if (by_seq and r["source_seq"] == seq)
+            or (marked and not (by_seq and r["source_seq"] is not None))]
     events, linked = [], []
     for row in gone:
-        linked += [i for i in (row["supersedes_id"], row["superseded_by_id"]) if i]
-        await conn.execute("forget_mend_chain", agent, row["id"], row["supersedes_id"],
-                           row["superseded_by_id"])
+        links = await conn.fetchrow("forget_fact_links", agent, row["id"])
+        assert links is not None  # under the agent's fact lock
+        before, after = links["supersedes_id"], links["superseded_by_id"]
+        linked += [i for i in (before, after) if i]
+        await conn.execute("forget_mend_chain", agent, row["id"], before, after)
         event = await purge_rows(conn, embeddings, agent, row["id"])
         events.append({"memory_id": str(row["id"]), "actor": actor, **event})
     await record_events(conn, agent, events)
@@ -69,13 +78,19 @@ async def _decisions(conn: Connection, embeddings: EmbeddingCache, agent: str,
 
 
 async def _extraction(conn: Connection, agent: str, episode: UUID, seq: int, trace: Trace,
-                      by_seq: bool) -> None:
+                      by_seq: bool, rebuilt: EpisodeExtraction | None,
+                      summary: str | None) -> None:
     """The close's stored extraction without the facts and decisions of the message, its
-    texts scrubbed (a pending learn then learns only the rest)."""
+    texts the ones made again (else scrubbed); a pending learn then learns the rest."""
     raw = await conn.fetchval("forget_extraction", agent, episode)
     if raw is None:
         return
     x = EpisodeExtraction.model_validate(raw)
+    if rebuilt is not None:
+        x = x.model_copy(update={name: getattr(rebuilt, name) for name in (
+            "title", "summary", "key_points", "outcome", "topics", "lessons")})
+    elif summary is not None:
+        x = x.model_copy(update={"summary": summary})
     fact_marks = await trace.marks(conn, [f"{f.content} {f.value or ''}" for f in x.facts])
     facts = [f for f, m in zip(x.facts, fact_marks, strict=True)
              if not m and not (by_seq and f.seq == seq)]
@@ -120,14 +135,28 @@ async def _rolling(conn: Connection, agent: str, episode: UUID, seq: int,
 
 
 async def _events(conn: Connection, agent: str, episode: UUID, trace: Trace,
-                  linked: list[UUID]) -> int:
+                  linked: list[UUID], old_summary: str | None) -> int:
     """Audit events of the episode and of what was learned from it whose values hold
     the trace keep their place, without their values."""
     learned = [r["id"] for r in await conn.fetch("forget_facts", agent, episode)]
     learned += [r["id"] for r in await conn.fetch("forget_decisions", agent, episode)]
-    rows = await conn.fetch("forget_events", agent, [episode, *learned, *linked])
-    marks = await trace.marks(conn, [r["text"] for r in rows])
-    ids = [r["id"] for r, m in zip(rows, marks, strict=True) if m]
+    rows = await conn.fetch("forget_events", agent, [episode, *learned, *linked],
+                            str(episode))
+    texts = [" ".join(_values(r["old_values"]) + _values(r["new_values"])) for r in rows]
+    marks = await trace.marks(conn, texts)
+    ids = [r["id"] for r, m, text in zip(rows, marks, texts, strict=True)
+           if m or (old_summary and old_summary in text)]
     if ids:
         await conn.execute("forget_events_scrub", agent, ids)
     return len(ids)
+
+
+def _values(value: Any) -> list[str]:
+    """The texts of an audit value, its keys left out ("closed" is a state's name)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _values(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _values(v)]
+    return []

@@ -28,7 +28,7 @@ from pgvector import Vector as PgVector
 from ..db import Connection, Database
 from ..db.audit import record_events
 from ..embeddings.cache import EmbeddingCache
-from ..errors import InvalidInputError, loggable
+from ..errors import ContentionError, InvalidInputError, loggable
 from ..facts.learning import FactLearner, LearnResult
 from ..memories.kinds import MAX_LIST_ITEMS, FactsExtractor, FactsState
 from ..memories.manager import MemoryManager, PreparedWrite
@@ -56,6 +56,7 @@ class EpisodeLearner:
 
     async def process(self, ctx: WorkContext) -> None:
         agent, ident = ctx.item.agent_id, ctx.item.memory_id
+        version = await self._db.fetchval("episode_version", agent, ident)
         chunks = await self._db.fetch("chunks_unembedded", agent, ident)
         summary = await self._db.fetchval("memory_unembedded_summary", agent, ident)
         raw = await self._db.fetchval("episode_extraction_pending", agent, ident)
@@ -87,12 +88,14 @@ class EpisodeLearner:
                               confidence=s.confidence, seq=s.seq) for s in found],
                 RULE_CONFIDENCE, {m.seq: m.created_at for m in transcript},
                 [owner_of(person.get(s.seq), conversation, group=s.group) for s in found])
-            await self._learn_rules(ctx, agent, ident, chunks, summary, vectors, facts)
+            await self._learn_rules(ctx, agent, ident, chunks, summary, vectors, facts,
+                                    version)
             return
         async with ctx.commit() as conn:
             row = await conn.fetchrow("episode_for_update", agent, ident)
             if row is None:
                 return  # deleted meanwhile
+            await _unchanged(conn, agent, ident, version)
             await self._set_embeddings(conn, agent, ident, chunks, summary, vectors)
             if extraction is None or row["facts_state"] != FactsState.PENDING:
                 return
@@ -117,13 +120,14 @@ class EpisodeLearner:
 
     async def _learn_rules(self, ctx: WorkContext, agent: str, ident: UUID,
                            chunks: list[Any], summary: str | None, vectors: list[Any],
-                           facts: list[PreparedWrite]) -> None:
+                           facts: list[PreparedWrite], version: int | None) -> None:
         """The rule path's one transaction: embeddings, then the facts (re-checked under
         the episode's lock: an upgrade may have come first)."""
         async with ctx.commit() as conn:
             row = await conn.fetchrow("episode_for_update", agent, ident)
             if row is None:
                 return
+            await _unchanged(conn, agent, ident, version)
             await self._set_embeddings(conn, agent, ident, chunks, summary, vectors)
             if row["facts_state"] != FactsState.NOT_EXTRACTED or (
                     row["facts_extractor"] != FactsExtractor.NONE):
@@ -173,6 +177,13 @@ class EpisodeLearner:
             else:
                 prepared.append(ready)
         return prepared
+
+
+async def _unchanged(conn: Connection, agent: str, ident: UUID, version: int | None) -> None:
+    """Nothing read before this transaction was changed under it (a message forgotten:
+    its facts must not be learned from what was read before); else the item runs again."""
+    if await conn.fetchval("episode_version", agent, ident) != version:
+        raise ContentionError(f"episode {ident} changed while it was being learned from")
 
 
 def _fact_item(fact: ExtractedFact, episode_id: UUID, default_confidence: float,

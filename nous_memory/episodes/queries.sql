@@ -201,7 +201,7 @@ WHERE agent_id = $1 AND episode_id = $2 AND deleted_at IS NULL;
 -- The episode a message is forgotten from, locked (with its summary and the fields a
 -- close derived from the transcript); any storage, so the caller can ask for a restore.
 SELECT e.state, e.storage, e.title, e.detail, e.outcome, e.key_points, e.topics, e.lessons,
-       m.summary, m.summary_source, m.embedding_model
+       e.message_count, m.summary, m.summary_source, m.embedding_model, m.version
 FROM episodes e JOIN memories m ON m.agent_id = e.agent_id AND m.id = e.memory_id
 WHERE e.agent_id = $1 AND e.memory_id = $2 AND m.status <> 'deleted'
 FOR UPDATE OF e;
@@ -253,11 +253,21 @@ SELECT extraction FROM episode_extractions WHERE agent_id = $1 AND episode_id = 
 UPDATE episode_extractions SET extraction = $3 WHERE agent_id = $1 AND episode_id = $2;
 
 -- name: forget_facts
--- The facts learned from the episode, with their place in a supersession chain.
-SELECT f.memory_id AS id, f.source_seq, f.content, f.slot_value, f.supersedes_id,
-       f.superseded_by_id, m.status
-FROM facts f JOIN memories m ON m.agent_id = f.agent_id AND m.id = f.memory_id
-WHERE f.agent_id = $1 AND f.source_episode_id = $2;
+-- The facts learned from the episode.
+SELECT f.memory_id AS id, f.source_seq, f.content, f.slot_value
+FROM facts f WHERE f.agent_id = $1 AND f.source_episode_id = $2
+ORDER BY f.valid_from, f.memory_id;
+
+-- name: forget_fact_links
+-- A fact's place in its supersession chain, as it is now (an earlier purge may have
+-- mended it).
+SELECT supersedes_id, superseded_by_id FROM facts
+WHERE agent_id = $1 AND memory_id = $2 FOR UPDATE;
+
+-- name: episode_version
+-- The version of an episode's record: every forget of one of its messages changes it,
+-- so work computed from what it said before does not land (episodes/forget.py).
+SELECT version FROM memories WHERE agent_id = $1 AND id = $2;
 
 -- name: forget_mend_chain
 -- A fact that goes leaves its chain whole: its predecessor ($3) leads to its successor
@@ -307,9 +317,11 @@ DELETE FROM conversation_analyses WHERE agent_id = $1 AND episode_id = $2
 DELETE FROM extraction_cache WHERE agent_id = $1 AND memory_id = $2;
 
 -- name: forget_events
--- The audit values of these memories, to look for the message's trace in.
-SELECT id, coalesce(old_values::text, '') || ' ' || coalesce(new_values::text, '') AS text
-FROM memory_events WHERE agent_id = $1 AND memory_id = ANY($2::uuid[]);
+-- The audit values to look for the message's trace in: of these memories, and of any
+-- memory whose event names the episode ($3: a fact of another episode it confirmed).
+SELECT id, old_values, new_values
+FROM memory_events WHERE agent_id = $1 AND (memory_id = ANY($2::uuid[])
+    OR strpos(coalesce(old_values::text, '') || coalesce(new_values::text, ''), $3) > 0);
 
 -- name: forget_events_scrub
 -- An event that held the trace keeps its place in the trail, without its values.

@@ -7,7 +7,7 @@ from uuid import UUID
 
 from ..conversation import rolling_summary_text
 from ..db import Connection, Database
-from ..errors import NotFoundError, NousMemoryError, loggable
+from ..errors import ContentionError, NotFoundError, NousMemoryError, loggable
 from ..memories.kinds import EpisodeState, FactsState
 from ..work.queue import WorkContext
 from ..work.tasks import Task
@@ -56,6 +56,7 @@ class EpisodeTasks:
                 upgrade and detail.facts_state != FactsState.NOT_EXTRACTED):
             await ctx.skip()  # already done (a retried or duplicate item)
             return
+        version = await self._db.fetchval("episode_version", agent, ident)
         messages = await read_transcript(self._db, agent, ident)
         rolling = await self._rolling_summary(agent, ident)
         last = await self._db.fetchrow("episode_last_chunk", agent, ident)
@@ -74,6 +75,9 @@ class EpisodeTasks:
                 return  # someone else finished it; our completion of the item stands
             if upgrade and row["summary_source"] != "rule":
                 return  # the summary was edited since: an upgrade never overwrites it
+            if await conn.fetchval("episode_version", agent, ident) != version:
+                # a message was forgotten since the transcript was read: read it again
+                raise ContentionError(f"episode {ident} changed while it was being closed")
             await self._closer.write(conn, prepared)
 
         # the LLM call is paid for: an outage now waits for the database, not a new call

@@ -25,7 +25,8 @@ PLACEHOLDER = "[redacted]"
 
 
 def parse_spans(spans: object, content: str) -> tuple[str, ...]:
-    """The strings to take out of one message: each non-blank and in it (any case)."""
+    """The strings to take out of one message: each non-blank and in it, found as the
+    redaction finds it (any case, whole words at its ends)."""
     if isinstance(spans, str) or not isinstance(spans, Sequence):
         raise InvalidInputError.single("redact", "must be a list of strings")
     if not 1 <= len(spans) <= MAX_SPANS:
@@ -37,8 +38,8 @@ def parse_spans(spans: object, content: str) -> tuple[str, ...]:
             raise InvalidInputError.single(where, "must be a non-blank string")
         if len(span) > MAX_SPAN_CHARS:
             raise InvalidInputError.single(where, longer_than(MAX_SPAN_CHARS, len(span)))
-        if span.casefold() not in content.casefold():
-            raise InvalidInputError.single(where, "is not in the message")
+        if re.search(_loose(span), content, re.IGNORECASE) is None:
+            raise InvalidInputError.single(where, "is not in the message (as whole words)")
         found.append(span)
     # longest first: a span inside another is taken out with it
     return tuple(sorted(set(found), key=len, reverse=True))
@@ -63,7 +64,9 @@ class Trace:
     @classmethod
     async def of_deleted(cls, conn: Connection, content: str,
                          remaining: Sequence[str]) -> Trace:
-        lexemes = await conn.fetchval("forget_own_lexemes", content, list(remaining))
+        # the words the store writes into what it derives ("The user ...") are no trace
+        frame = [*remaining, "the user assistant"]
+        lexemes = await conn.fetchval("forget_own_lexemes", content, frame)
         return cls(lexemes=tuple(sorted(lexemes or ())))
 
     @property
@@ -94,6 +97,10 @@ _WORD = re.compile(r"[^\W_]+")
 
 
 def _loose(span: str) -> str:
-    """A span's words in order with anything but a letter or digit between them."""
+    """A span's words in order with anything but a letter or digit between them, and
+    not inside a longer word: "Ann" is not in "planning"."""
     words = _WORD.findall(span)
-    return r"[\W_]*".join(re.escape(w) for w in words) if words else re.escape(span)
+    body = r"[\W_]*".join(re.escape(w) for w in words) if words else re.escape(span)
+    head = r"(?<![^\W_])" if span[:1].isalnum() else ""
+    tail = r"(?![^\W_])" if span[-1:].isalnum() else ""
+    return head + body + tail

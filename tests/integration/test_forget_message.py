@@ -179,3 +179,48 @@ async def test_with_an_llm_the_summary_is_made_again_without_it(
     assert memory.summary == "Ana lives in Porto and works at Fennimore Labs."
     assert memory.episode.key_points == ["Works at Fennimore"]
     assert "Fennimore" in await _everywhere(store, "where do I work?")
+
+
+async def test_a_redaction_is_of_whole_words_and_spares_placeholders(
+        store: MemoryStore) -> None:
+    episode = await _closed(store, [
+        {"role": "user", "content": "Ann is planning an annual trip; my card number is "
+                                    "4111 1111 1111 1111."}])
+    await store.forget_message(A, episode.id, 0, redact=["ann"])
+    said = (await store.transcript(A, episode.id))[0].content
+    assert said == ("[redacted] is planning an annual trip; my card number is "
+                    "[redacted: card number].")
+    with pytest.raises(InvalidInputError, match="not in the message"):
+        await store.forget_message(A, episode.id, 0, redact=["plan"])  # inside a word
+
+
+async def test_a_chain_stays_whole_as_its_middle_and_end_are_forgotten(
+        store: MemoryStore) -> None:
+    await _closed(store, [{"role": "user", "content": "I live in Lisbon."}])
+    moves = await _closed(store, [{"role": "user", "content": "We moved to Porto."},
+                                  {"role": "user", "content": "Then we moved to Braga."}])
+
+    async def current() -> list[str]:
+        return [f.summary for f in (await store.list(A, kind="fact", status="active")).items]
+
+    assert any("Braga" in f for f in await current())
+    await store.forget_message(A, moves.id, 0)  # the middle: Lisbon now leads to Braga
+    assert any("Braga" in f for f in await current())
+    history = await store.fact_history(A, next(
+        f.id for f in (await store.list(A, kind="fact")).items if "Braga" in f.summary))
+    assert ["Lisbon" in v.summary or "Braga" in v.summary for v in history.chain] == [
+        True, True]
+    await store.forget_message(A, moves.id, 1)  # the end: Lisbon holds again
+    assert any("Lisbon" in f for f in await current())
+    assert await tables_holding(store, "Porto", "Braga") == {}
+
+
+async def test_a_message_emptied_then_deleted_still_holds_its_old_text(
+        store: MemoryStore) -> None:
+    episode = await store.start_episode(A)
+    await store.append(A, episode.id, TALK)
+    await store.edit_message(A, episode.id, 2, "")
+    await store.delete_message(A, episode.id, 2)
+    assert await tables_holding(store, "Zanzibar")  # the earlier version is kept
+    await store.forget_message(A, episode.id, 2)
+    assert await tables_holding(store, "Zanzibar") == {}

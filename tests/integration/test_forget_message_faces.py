@@ -38,6 +38,7 @@ async def test_rest_forgets_and_reports(client: httpx.AsyncClient, store: Memory
     assert deleted.status_code == 200 and deleted.json()["action"] == "deleted"
     assert await tables_holding(store, "Quokka", "Zebedee") == {}
     for body, field in (({"redact": "x"}, "redact"), ({"redact": []}, "redact"),
+                        ({"redact": None}, "redact"),
                         ({"redact": ["Lisbon"]}, "redact[0]"), ({"nope": 1}, "nope")):
         bad = await client.post(f"{base}/0/forget", json=body)
         assert bad.status_code == 422, body

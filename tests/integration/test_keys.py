@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -96,6 +97,10 @@ async def test_roles_over_rest(http: httpx.AsyncClient, store: MemoryStore) -> N
     assert (await http.post("/agents/a/memories", headers=writer, json=FACT)).status_code == 201
     assert (await http.get("/agents/a/export", headers=writer)).status_code == 403
     assert (await http.get("/agents/a/export", headers=bearer(owner_secret))).status_code == 200
+    # forgetting a message erases for good: an owner's, as forgetting a person is
+    forget = f"/agents/a/episodes/{uuid.uuid4()}/messages/0/forget"
+    assert (await http.post(forget, headers=writer)).status_code == 403
+    assert (await http.post(forget, headers=bearer(owner_secret))).status_code == 404
     # keys are managed by an owner of every agent only
     assert (await http.get("/keys", headers=bearer(owner_secret))).status_code == 403
     assert (await http.get("/keys", headers=writer)).status_code == 403

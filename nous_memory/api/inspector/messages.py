@@ -22,6 +22,7 @@ ACTOR = "inspector"
 async def forget_page(request: Request, store: Store, agent_id: str, episode_id: str,
                       seq: int) -> Response:
     viewer = await viewer_of(request, agent_id)
+    viewer.require("owner")
     record = await store.get_episode(agent_id, episode_id)
     said = await store.transcript(agent_id, record.id, from_seq=seq, limit=1)
     if not said or said[0].seq != seq:
@@ -35,6 +36,7 @@ async def forget_page(request: Request, store: Store, agent_id: str, episode_id:
 async def forget(request: Request, store: Store, agent_id: str, episode_id: str,
                  seq: int) -> Response:
     viewer = await viewer_of(request, agent_id)
+    viewer.require("owner")  # it erases for good, as forgetting an agent does
     form = await posted(request, viewer)
     strings = [s for s in (form.fields.get("redact") or []) if s.strip()]
     if form.get("whole") != "true" and not strings:
