@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -19,14 +19,33 @@ A = "traced-agent"
 _EXPORTER = InMemorySpanExporter()
 
 
+class _WhileTesting(SimpleSpanProcessor):
+    """Exports only during a test of this module: the provider, set once a process,
+    outlives it, and the rest of the suite's spans must not pile up in memory."""
+
+    on = False
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.on:
+            super().on_end(span)
+
+
+_PROCESSOR = _WhileTesting(_EXPORTER)
+
+
 @pytest.fixture
 def spans() -> Iterator[InMemorySpanExporter]:
     if not isinstance(trace.get_tracer_provider(), TracerProvider):
         provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
+        provider.add_span_processor(_PROCESSOR)
         trace.set_tracer_provider(provider)  # once a process, as an application does
     _EXPORTER.clear()
-    yield _EXPORTER
+    _PROCESSOR.on = True
+    try:
+        yield _EXPORTER
+    finally:
+        _PROCESSOR.on = False
+        _EXPORTER.clear()
 
 
 async def test_each_operation_is_a_span_named_by_the_conventions(
