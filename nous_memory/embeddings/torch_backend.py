@@ -30,9 +30,18 @@ def _load_model(path: str, threads: int) -> Any:
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             import torch
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
 
             torch.set_num_threads(threads)  # process-wide: the model is torch's only user
-            model = SentenceTransformer(path, device="cpu")
+            # a local folder loads in a blink: no progress bar on the caller's stderr (the
+            # host's own setting is put back)
+            shown = hf_logging.is_progress_bar_enabled()
+            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+            try:
+                model = SentenceTransformer(path, device="cpu")
+            finally:
+                if shown:
+                    hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
             _models[path] = model
         return model
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -159,3 +160,14 @@ async def test_a_repeated_query_skips_the_model(store: MemoryStore,
     assert calls == [1, 1]  # the first call, then the other agent's own (never shared)
     assert first.text == again.text and recalled.items
     assert not other_agent.items
+
+
+def test_loading_the_torch_model_draws_no_progress_bar() -> None:
+    """The model loads from a local folder in a blink: nothing on the caller's stderr."""
+    code = ("from nous_memory.embeddings.torch_backend import SentenceTransformerEmbedder\n"
+            "print(len(SentenceTransformerEmbedder().encode(['hello'])[0]))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "384"
+    assert "Loading weights" not in done.stderr and "%|" not in done.stderr, done.stderr
