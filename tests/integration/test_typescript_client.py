@@ -32,7 +32,7 @@ from tests.integration.node_tools import NODE, TYPESCRIPT, node_env, require
 KEY = "typescript-key-0123456789abcdef"
 PREFIX = "ts-"
 AGENTS = [f"{PREFIX}{name}" for name in ("client", "export", "import", "middleware", "empty",
-                                                 "tools", "now", "retry")]
+                                                 "tools", "now", "retry", "providers")]
 # test/retry.test.ts: the agent's first, third and fourth memory writes lose as a deadlock's
 # victim would (40P01: the service answers 409 with Retry-After, nothing written)
 LOSING_WRITES = f"""

@@ -2,8 +2,9 @@
  * `withNousMemory(model, options)`: an AI SDK language model with long-term memory.
  *
  * Before each call, the memories relevant to the user's newest message (the service's
- * assembled context, within a token budget) go into the prompt as a system message
- * just before that message.  After the call, the turn is appended to an episode: the
+ * assembled context, within a token budget) go into the prompt as a system message,
+ * after the prompt's own system messages and before the conversation: where every
+ * provider takes one (Google and Anthropic take system messages only at the start).  After the call, the turn is appended to an episode: the
  * user's message when the call answers a new one, and the model's text.  A call that
  * continues a tool loop (its prompt ends with tool results) records only the answer,
  * so a user's message is stored once however many steps answer it.
@@ -96,7 +97,9 @@ export function nousMemory(options: NousMemoryOptions): NousMemory {
       return params;
     }
     const block: PromptMessage = { role: "system", content: context.text };
-    const prompt = [...params.prompt.slice(0, asked), block, ...params.prompt.slice(asked)];
+    const lead = params.prompt.findIndex((message) => message.role !== "system");
+    const at = lead < 0 ? params.prompt.length : lead;
+    const prompt = [...params.prompt.slice(0, at), block, ...params.prompt.slice(at)];
     return { ...params, prompt };
   };
 
