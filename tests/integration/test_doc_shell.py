@@ -63,7 +63,7 @@ LANES = (("surfaces/cli.md", "operations/jobs.md", "surfaces/rest.md",
           "operations/export-import.md"),
          ("operations/service.md", "operations/deploy.md"),
          ("operations/backups.md", "surfaces/integrations.md", "guide/write-path.md",
-          "scaling.md"))
+          "scaling.md", "surfaces/typescript.md"))
 # the first id a command prints is what this placeholder stands for afterwards
 CAPTURE = {"nous-memory remember ": "ID", "nous-memory facts learn ": "FACT_ID",
            "nous-memory episodes start ": "EPISODE_ID"}

@@ -119,7 +119,7 @@ def flags(text: str) -> list[str]:
 PAGE_ORDER = ("surfaces/cli.md", "operations/jobs.md", "operations/backups.md",
               "operations/service.md", "operations/deploy.md", "surfaces/rest.md",
               "operations/export-import.md", "surfaces/integrations.md",
-              "guide/write-path.md", "scaling.md")
+              "guide/write-path.md", "scaling.md", "surfaces/typescript.md")
 
 _DOCKER = ("needs Docker and the compose project (not on the test machine); "
            "tests/integration/test_compose_up.py runs every compose service as declared")
@@ -138,6 +138,13 @@ NOT_RUN: dict[tuple[str, str], str] = {
     ("operations/deploy.md", "docker compose exec -T db pg_restore -U nous -d nous_memory "
                              "--no-owner < nous-memory-2026-01-31.dump"): _DOCKER,
     ("operations/deploy.md", "docker compose up -d"): _DOCKER,
+    ("surfaces/typescript.md", "cd clients/typescript && npm ci && npm run build && npm pack"):
+        "tests/integration/test_typescript_client.py builds and packs the package so and "
+        "loads the tarball in a fresh project",
+    ("surfaces/typescript.md", "cd /your/project && npm install "
+                               "/path/to/nous-memory-client-0.1.0.tgz ai "
+                               "@ai-sdk/openai-compatible"):
+        "a project of the reader's; the test above installs the tarball the same way",
 }
 # nous-memory commands only parsed (every form of them), not run, with the reason
 PARSE_ONLY: dict[str, str] = {

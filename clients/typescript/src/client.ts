@@ -44,6 +44,7 @@ export type SummaryHistory = Schemas["SummaryHistory"];
 export type ConversationPolicy = Schemas["ConversationPolicy"];
 export type PolicyChanges = Schemas["PolicyChanges"];
 export type MessageChange = Schemas["MessageChange"];
+export type MessageErasure = Schemas["MessageErasure"];
 export type Health = Schemas["Health"];
 export type Readiness = Schemas["Readiness"];
 export type Restored = Schemas["Restored"];
@@ -291,6 +292,18 @@ export class NousMemoryClient {
     return unwrap(this.api.DELETE("/agents/{agent_id}/episodes/{episode_id}/messages/{seq}", {
       params: { path: { agent_id: agentId, episode_id: episodeId, seq } },
     }));
+  }
+
+  /** Forget one message of an episode, open or closed, and every trace of it (an
+   * owner's key): its text, or with `redact` only those strings; what was made from it
+   * is made again and what was learned from it purged. */
+  forgetMessage(agentId: string, episodeId: string, seq: number, redact?: string[]
+  ): Promise<MessageErasure> {
+    return unwrap(this.api.POST(
+      "/agents/{agent_id}/episodes/{episode_id}/messages/{seq}/forget", {
+        params: { path: { agent_id: agentId, episode_id: episodeId, seq } },
+        body: redact === undefined ? {} : { redact },
+      }));
   }
 
   // ---------------------------------------------------------------- history import

@@ -109,6 +109,10 @@ test("an episode: start, append, transcript, working memory, close", async () =>
   const edit = await client.editMessage(A, episode.id, 0, "Let's plan the Lisbon offsite.");
   assert.equal(edit.action, "edited");
   assert.equal((await client.deleteMessage(A, episode.id, 1)).action, "deleted");
+  const redacted = await client.forgetMessage(A, episode.id, 0, ["Lisbon"]);
+  assert.equal(redacted.action, "redacted");
+  assert.equal((await client.transcript(A, episode.id))[0]!.content,
+    "Let's plan the [redacted] offsite.");
   const closing = await client.closeEpisode(A, episode.id);
   assert.equal(closing.kind, "episode");
   assert.equal((await client.getEpisode(A, episode.id)).id, episode.id);
