@@ -21,7 +21,7 @@ from uuid import UUID
 from pydantic import BaseModel, Field
 
 from ..db import Database
-from ..errors import loggable
+from ..errors import ContentionError, loggable
 from ..llm import LLMClient, LLMError
 from ..tokens import count_tokens
 from ..work.queue import WorkContext, enqueue
@@ -167,6 +167,7 @@ class Extractor:
         query = str(item.payload.get("query", ""))
         max_tokens = int(item.payload.get("max_tokens", ITEM_MAX_TOKENS))
         digest = query_digest(query)
+        version = await self._db.fetchval("memory_version", item.agent_id, item.memory_id)
         row = await self._db.fetchrow("extraction_source", item.agent_id, item.memory_id)
         if row is None or row["status"] == "deleted" or not query or self._llm is None:
             await ctx.skip()  # deleted meanwhile, or nothing this worker can do
@@ -186,6 +187,11 @@ class Extractor:
             extracted = Extracted(content=truncate(text, query, max_tokens), source="rule",
                                   model=None)
         async with ctx.commit() as conn:
+            if await conn.fetchval("memory_version", item.agent_id, item.memory_id) != version:
+                # the record changed (a message of it forgotten, an edit): what was
+                # extracted from it before is not cached; the item runs again
+                raise ContentionError(f"memory {item.memory_id} changed while it was "
+                                      "being extracted")
             await conn.execute("extraction_cache_store", item.agent_id, item.memory_id,
                                digest, max_tokens, extracted.content, extracted.source,
                                extracted.model, float(self.ttl_s))

@@ -56,7 +56,7 @@ class EpisodeLearner:
 
     async def process(self, ctx: WorkContext) -> None:
         agent, ident = ctx.item.agent_id, ctx.item.memory_id
-        version = await self._db.fetchval("episode_version", agent, ident)
+        version = await self._db.fetchval("memory_version", agent, ident)
         chunks = await self._db.fetch("chunks_unembedded", agent, ident)
         summary = await self._db.fetchval("memory_unembedded_summary", agent, ident)
         raw = await self._db.fetchval("episode_extraction_pending", agent, ident)
@@ -182,7 +182,7 @@ class EpisodeLearner:
 async def _unchanged(conn: Connection, agent: str, ident: UUID, version: int | None) -> None:
     """Nothing read before this transaction was changed under it (a message forgotten:
     its facts must not be learned from what was read before); else the item runs again."""
-    if await conn.fetchval("episode_version", agent, ident) != version:
+    if await conn.fetchval("memory_version", agent, ident) != version:
         raise ContentionError(f"episode {ident} changed while it was being learned from")
 
 

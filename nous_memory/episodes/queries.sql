@@ -264,10 +264,6 @@ ORDER BY f.valid_from, f.memory_id;
 SELECT supersedes_id, superseded_by_id FROM facts
 WHERE agent_id = $1 AND memory_id = $2 FOR UPDATE;
 
--- name: episode_version
--- The version of an episode's record: every forget of one of its messages changes it,
--- so work computed from what it said before does not land (episodes/forget.py).
-SELECT version FROM memories WHERE agent_id = $1 AND id = $2;
 
 -- name: forget_mend_chain
 -- A fact that goes leaves its chain whole: its predecessor ($3) leads to its successor

@@ -56,7 +56,7 @@ class EpisodeTasks:
                 upgrade and detail.facts_state != FactsState.NOT_EXTRACTED):
             await ctx.skip()  # already done (a retried or duplicate item)
             return
-        version = await self._db.fetchval("episode_version", agent, ident)
+        version = await self._db.fetchval("memory_version", agent, ident)
         messages = await read_transcript(self._db, agent, ident)
         rolling = await self._rolling_summary(agent, ident)
         last = await self._db.fetchrow("episode_last_chunk", agent, ident)
@@ -75,7 +75,7 @@ class EpisodeTasks:
                 return  # someone else finished it; our completion of the item stands
             if upgrade and row["summary_source"] != "rule":
                 return  # the summary was edited since: an upgrade never overwrites it
-            if await conn.fetchval("episode_version", agent, ident) != version:
+            if await conn.fetchval("memory_version", agent, ident) != version:
                 # a message was forgotten since the transcript was read: read it again
                 raise ContentionError(f"episode {ident} changed while it was being closed")
             await self._closer.write(conn, prepared)

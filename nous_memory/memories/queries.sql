@@ -157,6 +157,11 @@ FROM memory_events WHERE agent_id = $1 AND memory_id = $2 ORDER BY id;
 SELECT kind, status, count(*) AS n FROM memories WHERE agent_id = $1
 GROUP BY kind, status ORDER BY kind, status;
 
+-- name: memory_version
+-- A record's version: any change of it (an update, a forget of one of an episode's
+-- messages) changes it, so work computed from it before does not land.
+SELECT version FROM memories WHERE agent_id = $1 AND id = $2;
+
 -- name: memory_touch
 UPDATE memories SET version = version + 1, updated_at = now()
 WHERE agent_id = $1 AND id = $2;

@@ -296,3 +296,30 @@ async def test_the_always_on_read_finds_the_pins_through_their_index(
     # the pins, the current slot values and the plans each through their partial index
     assert {"facts_pinned", "facts_slot", "facts_events"} <= indexes, indexes
     assert "facts_pkey" not in indexes, indexes
+
+
+async def test_an_extraction_of_a_record_changed_meanwhile_is_not_cached(
+        llm_store: MemoryStore, llm_server: ScriptedLLMServer,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    seeded = await _seed(llm_store)
+    await llm_store.assemble_context("a", "When is the billing migration window?")
+    await llm_store.contexts.drain()
+    extract = type(llm_store.extractor).llm_extract
+    edits = []
+
+    async def edited_meanwhile(self: Any, *args: Any, **kwargs: Any) -> Any:
+        found = await extract(self, *args, **kwargs)
+        if not edits:  # the owner edits the episode while its extraction is computed
+            edits.append(await llm_store.update("a", seeded["episode"].id,
+                                                detail="Moved to a weekday morning."))
+        return found
+
+    monkeypatch.setattr(type(llm_store.extractor), "llm_extract", edited_meanwhile)
+    llm_server.reply_json({"relevant": "from the old text"})
+    llm_server.reply_json({"relevant": "from the new text"})
+    await llm_store.worker().drain()
+    assert await sql(llm_store, "SELECT content FROM extraction_cache") == []
+    await asyncio.sleep(1.2)  # the item was put back, not failed: it runs again
+    await llm_store.worker().drain()
+    rows = await sql(llm_store, "SELECT content FROM extraction_cache")
+    assert [r["content"] for r in rows] == ["from the new text"]
