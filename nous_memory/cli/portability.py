@@ -55,8 +55,7 @@ def add_portability_commands(commands: argparse._SubParsersAction[argparse.Argum
         "forget-agent", parents=[agent], help="erase every record of an agent for good",
         description="Erase every row of an agent in one transaction; only a receipt "
                     "without content (a hash of the id, the time, row counts) is kept.")
-    forget.add_argument("--yes", action="store_true", help="confirm the erasure")
-    forget.add_argument("--actor", default="cli", help="who asked (kept in the receipt)")
+    _confirmed(forget, "the erasure", "receipt")
     forget.set_defaults(handler=_forget, remote=True)
 
     person = commands.add_parser(
@@ -65,8 +64,7 @@ def add_portability_commands(commands: argparse._SubParsersAction[argparse.Argum
                     "own conversations and what was learned from them) in one "
                     "transaction; they leave the conversations they had with others.")
     person.add_argument("user", metavar="PERSON", help="the person (a user id or a name)")
-    person.add_argument("--yes", action="store_true", help="confirm the erasure")
-    person.add_argument("--actor", default="cli", help="who asked (kept in the audit)")
+    _confirmed(person, "the erasure", "audit")
     person.set_defaults(handler=_forget_person, remote=True)
 
     message = commands.add_parser(
@@ -78,8 +76,7 @@ def add_portability_commands(commands: argparse._SubParsersAction[argparse.Argum
     message.add_argument("seq", metavar="SEQ", type=int, help="the message's seq")
     message.add_argument("--redact", action="append", metavar="TEXT",
                          help="take out only this string (repeatable)")
-    message.add_argument("--yes", action="store_true", help="confirm the removal")
-    message.add_argument("--actor", default="cli", help="who asked (kept in the audit)")
+    _confirmed(message, "the removal", "audit")
     message.set_defaults(handler=_forget_message, remote=True)
 
     guard = commands.add_parser(
@@ -90,6 +87,12 @@ def add_portability_commands(commands: argparse._SubParsersAction[argparse.Argum
     guard.add_argument("--set", dest="policy", choices=("redact", "refuse", "keep"),
                        help="the policy from now on (what is stored stays)")
     guard.set_defaults(handler=_secrets_policy, remote=True)
+
+
+def _confirmed(command: argparse.ArgumentParser, what: str, kept_in: str) -> None:
+    """An erasure's options: ``--yes`` to confirm it, ``--actor`` to name who asked."""
+    command.add_argument("--yes", action="store_true", help=f"confirm {what}")
+    command.add_argument("--actor", default="cli", help=f"who asked (kept in the {kept_in})")
 
 
 async def _export(store: MemoryStore, args: argparse.Namespace) -> Output:

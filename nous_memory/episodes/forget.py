@@ -56,6 +56,7 @@ class _Plan:
     rebuilt: EpisodeExtraction | None  # the LLM's new extraction
     summary: str | None  # a new summary (None: keep or scrub the stored one)
     summary_source: SummarySource | None
+    summary_made: str  # "rebuilt", "scrubbed" or "kept": what the receipt says
     summary_vector: Any
 
 
@@ -117,37 +118,36 @@ class MessageForgetter:
         transcript = await read_transcript(self._db, agent, ident)
         remaining = [replace(m, content=new_content, metadata=metadata) if m.seq == seq
                      else m for m in transcript if m.seq != seq or redaction is not None]
-        if redaction is not None:
-            trace = redaction
-        else:
-            async with self._db.acquire() as conn:
-                trace = await Trace.of_deleted(conn, _all_text(message),
-                                               [m.content for m in remaining])
-        chunked = await self._db.fetchrow("episode_last_chunk", agent, ident)
+        title = episode["title"]
+        quoted = False  # a summary given (not made from the transcript) that quotes it
+        async with self._db.acquire() as conn:  # what its trace reaches, in one visit
+            trace = redaction or await Trace.of_deleted(
+                conn, _all_text(message), [m.content for m in remaining])
+            chunked = await conn.fetchrow("episode_last_chunk", agent, ident)
+            if trace.lexemes:
+                title_mark, quoted = await trace.marks(conn, [title, episode["summary"]])
+                title = None if title_mark else title
         upto = chunked["last_seq"] if chunked is not None else -1
         chunks = chunk_messages([m for m in remaining if m.seq <= upto],
                                 max_tokens=self._chunk_tokens, first_chunk_no=1) if (
             upto >= 0) else []
-        title = episode["title"]
-        if title and not trace.spans:
-            async with self._db.acquire() as conn:
-                title = None if await trace.any(conn, [title]) else title
         summary, source, rebuilt = await self._summary(
             agent, episode, remaining, redacted=bool(trace.spans),
             title=trace.scrub(title) if title else None)
+        made = "rebuilt"
         scrubbed = trace.scrub(episode["summary"])
         if summary is None and scrubbed != episode["summary"]:
             summary, source = scrubbed, SummarySource(episode["summary_source"])
-        elif summary is None and trace.lexemes and episode["state"] == "closed":
-            async with self._db.acquire() as conn:  # a summary given that quotes it
-                if await trace.any(conn, [episode["summary"]]):
-                    summary, source = rule_summary(remaining, title), SummarySource.RULE
+            made = "rebuilt" if source is SummarySource.RULE else "scrubbed"
+        elif summary is None and quoted and episode["state"] == "closed":
+            summary, source = rule_summary(remaining, title), SummarySource.RULE
         texts = [embedding_text(c.content, c.context) for c in chunks] + (
             [summary] if summary is not None else [])
         vectors = await self._embeddings.embed_texts(agent, texts)
         return _Plan(trace=trace, new_content=new_content, metadata=metadata,
                      remaining=remaining, chunks=chunks, chunk_vectors=vectors[:len(chunks)],
                      rebuilt=rebuilt, summary=summary, summary_source=source,
+                     summary_made=made if summary is not None else "kept",
                      summary_vector=vectors[-1] if summary is not None else None)
 
     async def _summary(self, agent: str, episode: Any, remaining: list[TranscriptMessage],
@@ -219,8 +219,7 @@ class MessageForgetter:
                            self._embeddings.model_name)
         if new != old:
             await self._embeddings.forget(conn, agent, episode["embedding_model"], old)
-        return "scrubbed" if plan.rebuilt is None and trace.spans and (
-            source not in (SummarySource.RULE,)) else "rebuilt"
+        return plan.summary_made
 
 
 async def _locked(conn: Connection, agent: str, ident: UUID, seq: int, *,

@@ -27,21 +27,24 @@ async def forget_derived(conn: Connection, embeddings: EmbeddingCache, agent: st
                          ) -> dict[str, int]:
     """Purge, delete and scrub; the counts for the receipt.  ``rebuilt``/``summary``:
     what the close's texts were made again as; ``old_summary``: the one replaced."""
-    facts, linked = await _facts(conn, embeddings, agent, episode, seq, trace, by_seq, actor)
-    decisions = await _decisions(conn, embeddings, agent, episode, trace, actor)
+    facts, linked, kept = await _facts(conn, embeddings, agent, episode, seq, trace, by_seq,
+                                       actor)
+    decisions, kept_decisions = await _decisions(conn, embeddings, agent, episode, trace,
+                                                 actor)
     await _extraction(conn, agent, episode, seq, trace, by_seq, rebuilt, summary)
     rolling = await _rolling(conn, agent, episode, seq, trace)
     await conn.execute("forget_extraction_cache", agent, episode)
-    events = await _events(conn, agent, episode, trace, linked, old_summary)
+    events = await _events(conn, agent, trace, [episode, *kept, *kept_decisions, *linked],
+                           str(episode), old_summary)
     return {"facts": facts, "decisions": decisions, "rolling_summaries": rolling,
             "events": events}
 
 
 async def _facts(conn: Connection, embeddings: EmbeddingCache, agent: str, episode: UUID,
                  seq: int, trace: Trace, by_seq: bool, actor: str
-                 ) -> tuple[int, list[UUID]]:
-    """How many facts went, and the facts they were chained to (whose audit may name
-    them)."""
+                 ) -> tuple[int, list[UUID], list[UUID]]:
+    """How many facts went, the facts they were chained to (whose audit may name them),
+    and the episode's facts that stay."""
     rows = await conn.fetch("forget_facts", agent, episode)
     marks = await trace.marks(conn, [f"{r['content']} {r['slot_value'] or ''}" for r in rows])
     # after a deletion, a fact learned from another message is that message's, whatever
@@ -59,22 +62,25 @@ async def _facts(conn: Connection, embeddings: EmbeddingCache, agent: str, episo
         event = await purge_rows(conn, embeddings, agent, row["id"])
         events.append({"memory_id": str(row["id"]), "actor": actor, **event})
     await record_events(conn, agent, events)
-    return len(gone), linked
+    return len(gone), linked, [r["id"] for r in rows if r not in gone]
 
 
 async def _decisions(conn: Connection, embeddings: EmbeddingCache, agent: str,
-                     episode: UUID, trace: Trace, actor: str) -> int:
+                     episode: UUID, trace: Trace, actor: str) -> tuple[int, list[UUID]]:
+    """How many decisions went, and the episode's decisions that stay."""
     rows = await conn.fetch("forget_decisions", agent, episode)
     texts = [" ".join([r["description"], r["context"] or "", r["pattern"] or "",
                        *(r["reasons"] or [])]) for r in rows]
     marks = await trace.marks(conn, texts)
-    events = []
+    events, kept = [], []
     for row, marked in zip(rows, marks, strict=True):
         if marked:
             event = await purge_rows(conn, embeddings, agent, row["id"])
             events.append({"memory_id": str(row["id"]), "actor": actor, **event})
+        else:
+            kept.append(row["id"])
     await record_events(conn, agent, events)
-    return len(events)
+    return len(events), kept
 
 
 async def _extraction(conn: Connection, agent: str, episode: UUID, seq: int, trace: Trace,
@@ -134,14 +140,12 @@ async def _rolling(conn: Connection, agent: str, episode: UUID, seq: int,
     return len(ids)
 
 
-async def _events(conn: Connection, agent: str, episode: UUID, trace: Trace,
-                  linked: list[UUID], old_summary: str | None) -> int:
-    """Audit events of the episode and of what was learned from it whose values hold
-    the trace keep their place, without their values."""
-    learned = [r["id"] for r in await conn.fetch("forget_facts", agent, episode)]
-    learned += [r["id"] for r in await conn.fetch("forget_decisions", agent, episode)]
-    rows = await conn.fetch("forget_events", agent, [episode, *learned, *linked],
-                            str(episode))
+async def _events(conn: Connection, agent: str, trace: Trace, memories: list[UUID],
+                  named: str, old_summary: str | None) -> int:
+    """Audit events of these memories (the episode, what was learned from it and what
+    that was chained to) and of any memory whose event names the episode, whose values
+    hold the trace, keep their place without their values."""
+    rows = await conn.fetch("forget_events", agent, memories, named)
     texts = [" ".join(_values(r["old_values"]) + _values(r["new_values"])) for r in rows]
     marks = await trace.marks(conn, texts)
     ids = [r["id"] for r, m, text in zip(rows, marks, texts, strict=True)

@@ -152,18 +152,18 @@ def to_message(item: TResponseInputItem, user: str | None = None) -> dict[str, A
             "id": data.get("call_id"), "type": "function", "function": {
                 "name": data.get("name"), "arguments": data.get("arguments", "")}}]}}
     elif kind == "function_call_output":
-        message = {"role": "tool", "content": _text(data.get("output")),
+        message = {"role": "tool", "content": content_text(data.get("output")),
                    "tool_call_id": data.get("call_id")}
     elif kind == "message" and role in ("user", "assistant", "system", "developer"):
         message = {"role": "system" if role == "developer" else role,
-                   "content": _text(data.get("content"))}
+                   "content": content_text(data.get("content"))}
         name = data.get("name")
         if isinstance(name, str) and name.strip():
             message["name"] = name
         if role == "user" and user is not None:
             message["user"] = user
     else:  # reasoning, hosted tool calls and the like: kept, shown by their kind
-        message = {"role": "assistant", "content": _text(data.get("summary")) or f"[{kind}]"}
+        message = {"role": "assistant", "content": content_text(data.get("summary")) or f"[{kind}]"}
     field = _verbatim_field(data, message["content"])
     stored = {k: v for k, v in data.items() if k != field}
     metadata = {**message.get("metadata", {}), ITEM_KEY: stored}
@@ -198,7 +198,7 @@ def _verbatim_field(data: Mapping[str, Any], text: str) -> str | None:
     return None
 
 
-def _text(value: Any) -> str:
+def content_text(value: Any) -> str:
     """The readable text of an item's content (a string or a list of parts)."""
     if isinstance(value, str):
         return value

@@ -27,6 +27,7 @@ from agents.tool_context import ToolContext
 from ..store import MemoryStore
 from ..tools import ToolBox
 from .backend import Backend
+from .openai_agents import content_text
 
 DEFAULT_BUDGET_TOKENS = 1_500
 
@@ -74,12 +75,7 @@ def memory_input(store: Backend, agent_id: str, *, user: str | None = None,
 def _latest_user_text(items: list[Any]) -> str:
     for item in reversed(items):
         if isinstance(item, dict) and item.get("role") == "user":
-            content = item.get("content")
-            if isinstance(content, str):
-                return content
-            if isinstance(content, list):
-                return " ".join(str(p.get("text", "")) for p in content
-                                if isinstance(p, dict)).strip()
+            return content_text(item.get("content"))
     return ""
 
 
